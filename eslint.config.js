@@ -1,0 +1,18 @@
+// Type-aware lint: in a daemon an unhandled rejection is an outage, so floating and
+// misused promises are errors.
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'scratch/', 'debian/', 'eslint.config.js'] },
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      'no-console': 'error',
+    },
+  },
+  { files: ['src/cli/**', 'scripts/**', 'test/**'], rules: { 'no-console': 'off' } },
+);

@@ -1,0 +1,228 @@
+/**
+ * The `iris` command (CONTRACT.md). Exit codes: 0 success, 1 the request failed, 2 usage,
+ * 78 configuration error. `--json` prints exactly one JSON document on stdout; logs and
+ * reasons go to stderr.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { loadConfig, DEFAULT_CONFIG_PATH } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { ConfigError, messageOf } from '../errors.js';
+import { createLogger, type LogLevel } from '../log.js';
+import { loadTokenizer, toolTokens } from '../budget/tokenizer.js';
+import { answerLocally } from '../conversation/local.js';
+import { assemble } from '../daemon/assemble.js';
+import { runDaemon } from '../daemon/daemon.js';
+import { resultText, type CallToolResult } from '../toolhost/api.js';
+import { stateDir } from '../toolhost/store.js';
+import type { TimerRecord } from '../../tools/timers.js';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
+
+/** A failure with the exit code it maps to and a one-line reason. */
+class Exit extends Error {
+  constructor(readonly code: number, message: string) {
+    super(message);
+  }
+}
+
+interface Globals {
+  config?: string;
+  json?: boolean;
+  logLevel: LogLevel;
+}
+
+const print = (text: string): void => void process.stdout.write(`${text}\n`);
+const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
+
+function configPath(globals: Globals): string {
+  return globals.config ?? process.env.IRIS_CONFIG ?? DEFAULT_CONFIG_PATH;
+}
+
+async function readConfig(globals: Globals): Promise<Config> {
+  try {
+    return await loadConfig(configPath(globals));
+  } catch (error) {
+    if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
+    throw error;
+  }
+}
+
+/** The parts a one-shot command needs, without arming timers (the daemon does that). */
+async function open(globals: Globals) {
+  const config = await readConfig(globals);
+  const log = createLogger('iris', { level: globals.logLevel });
+  return { config, iris: assemble(config, { stateDir: stateDir(), log }) };
+}
+
+function parseJsonArgument(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new Exit(EXIT.usage, `ARGS_JSON is not valid JSON: ${messageOf(error)}`);
+  }
+}
+
+function printResult(result: CallToolResult, json: boolean | undefined): void {
+  if (json === true) printJson(result);
+  else print(resultText(result));
+  if (result.isError === true) process.exitCode = EXIT.failed;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('iris')
+    .description('IRIS: a local, private voice assistant for Linux home servers')
+    .option('--config <path>', `config file (default: $IRIS_CONFIG, else ${DEFAULT_CONFIG_PATH})`)
+    .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['debug', 'info', 'warn', 'error']).default('warn'))
+    .showHelpAfterError()
+    .exitOverride();
+  const globals = (cmd: Command): Globals => cmd.optsWithGlobals<Globals>();
+
+  program
+    .command('ask')
+    .description('one text turn through the conversation engine')
+    .argument('<text...>', 'what to ask')
+    .option('--json', 'print one JSON document')
+    .action(async (words: string[], _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { iris } = await open(g);
+      const started = performance.now();
+      const text = words.join(' ');
+      const local = await answerLocally(text, iris.host);
+      const totalMs = Math.round(performance.now() - started);
+      const tokens = { system: 0, tools: 0, history: 0, tool_results: 0, prompt_estimate: 0, prompt_eval_count: 0, budget: 0, num_ctx: 0 };
+      if (local === undefined) {
+        const reply = "I can only answer time, arithmetic and timer requests so far; I didn't understand that one.";
+        if (g.json === true) printJson({ reply, route: 'fallback', tool_calls: [], tokens, timings_ms: { total: totalMs, first_token: 0 } });
+        else print(reply);
+        throw new Exit(EXIT.failed, 'no local answer, and the language model path is not available');
+      }
+      if (g.json === true) {
+        printJson({ reply: local.reply, route: 'local', tool_calls: local.tool_calls, tokens, timings_ms: { total: totalMs, first_token: 0 } });
+      } else print(local.reply);
+    });
+
+  const tools = program.command('tools').description('the tools the model can reach');
+  tools
+    .command('list')
+    .description('every tool, native and remote, with on/off state and token cost')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { iris } = await open(g);
+      const tokenizer = await loadTokenizer();
+      const rows = iris.host.list().map((t) => ({
+        name: t.name,
+        source: t.source,
+        ...(t.server === undefined ? {} : { server: t.server }),
+        enabled: t.enabled,
+        description: t.description,
+        tokens: toolTokens(tokenizer, t),
+      }));
+      if (g.json === true) return printJson(rows);
+      const width = Math.max(...rows.map((r) => r.name.length));
+      for (const r of rows) {
+        print(`${r.name.padEnd(width)}  ${r.source.padEnd(6)}  ${r.enabled ? 'on ' : 'off'}  ${String(r.tokens).padStart(4)} tok  ${r.description}`);
+      }
+    });
+  tools
+    .command('call')
+    .description('call one tool directly and print its result')
+    .argument('<name>', 'tool name')
+    .argument('[args_json]', 'arguments as a JSON object', '{}')
+    .option('--json', 'print the MCP CallToolResult')
+    .action(async (name: string, argsJson: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const args = parseJsonArgument(argsJson);
+      const { iris } = await open(g);
+      printResult(await iris.host.call(name, args), g.json);
+    });
+  tools
+    .command('budget')
+    .description('token accounting of tool definitions')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { config, iris } = await open(g);
+      const tokenizer = await loadTokenizer();
+      const nativeTokens = iris.host.definitions().reduce((sum, t) => sum + toolTokens(tokenizer, t), 0);
+      const report = {
+        budget: config.budget.tool_tokens,
+        exposed_tokens: nativeTokens,
+        native_tokens: nativeTokens,
+        meta_tools_tokens: 0,
+        remote_tools: 0,
+        direct_mcp_tokens: 0,
+        reduction: 0,
+        tokenizer: tokenizer.name,
+      };
+      if (g.json === true) return printJson(report);
+      print(`tool definitions: ${report.exposed_tokens} of ${report.budget} tokens (native ${report.native_tokens}, MCP meta-tools ${report.meta_tools_tokens})`);
+      print(`remote tools: ${report.remote_tools}; tokenizer: ${report.tokenizer}`);
+    });
+
+  const timers = program.command('timers').description('the persisted timers and reminders');
+  timers
+    .command('list')
+    .description('pending timers and reminders')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { iris } = await open(g);
+      const result = await iris.host.call('list_timers', {});
+      if (g.json === true) {
+        const rows = (result.structuredContent?.timers ?? []) as (TimerRecord & { remaining_s: number })[];
+        return printJson(rows);
+      }
+      printResult(result, false);
+    });
+  timers
+    .command('cancel')
+    .description('cancel a timer or reminder by id (or label, or "all")')
+    .argument('<id>', 'timer id, label or "all"')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const { iris } = await open(globals(cmd));
+      printResult(await iris.host.call('cancel_timer', { id }), false);
+    });
+
+  program
+    .command('config')
+    .description('the config file')
+    .command('check')
+    .description('validate the config; print every problem as FILE:LINE: message')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      await readConfig(g);
+      print(`${configPath(g)}: OK`);
+    });
+
+  program
+    .command('daemon')
+    .description('the long-running service: listens, talks, runs timers')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const code = await runDaemon({ configPath: configPath(g), stateDir: stateDir(), logLevel: g.logLevel === 'warn' ? 'info' : g.logLevel });
+      if (code !== 0) throw new Exit(code, 'daemon stopped with an error');
+    });
+
+  return program;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0
+        ? EXIT.ok
+        : EXIT.usage;
+    }
+    if (error instanceof Exit) {
+      process.stderr.write(`${error.message}\n`);
+      return error.code;
+    }
+    process.stderr.write(`iris: ${messageOf(error)}\n`);
+    return EXIT.failed;
+  }
+}

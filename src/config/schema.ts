@@ -1,0 +1,172 @@
+/**
+ * The one schema of /etc/iris/config: types, defaults and the words every problem is reported
+ * in. The `Config` type, validation, defaults and the commented default file all come from it.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
+
+const mcpServer = {
+  type: 'object',
+  description: 'One MCP server: `command` (stdio) or `url` (HTTP).',
+  additionalProperties: false,
+  properties: {
+    command: { type: 'string', description: 'Program to start for a stdio server.' },
+    args: { type: 'array', items: { type: 'string' }, default: [], description: 'Its arguments.' },
+    env: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      default: {},
+      description: 'Extra environment for the server process.',
+    },
+    cwd: { type: 'string', description: 'Working directory of the server process.' },
+    url: { type: 'string', format: 'http-url', description: 'Endpoint of an HTTP server.' },
+    transport: {
+      type: 'string',
+      enum: ['streamable-http', 'sse'],
+      default: 'streamable-http',
+      description: 'HTTP transport; Streamable HTTP falls back to SSE when the server only speaks SSE.',
+    },
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      default: {},
+      description: 'HTTP headers, e.g. Authorization.',
+    },
+    enabled: { type: 'boolean', default: true, description: 'Offer this server to the model.' },
+    allow: { type: 'array', items: { type: 'string' }, default: [], description: 'Only these tools (empty: all).' },
+    deny: { type: 'array', items: { type: 'string' }, default: [], description: 'Never these tools.' },
+  },
+} as const;
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    assistant: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        wake_word: {
+          type: 'string',
+          default: 'hey_jarvis',
+          description: 'A bundled wake-word model name, or a path to an openWakeWord .onnx file.',
+        },
+        timezone: {
+          type: 'string',
+          format: 'iana-zone',
+          default: '',
+          description: "Home time zone (IANA, e.g. Europe/Berlin); empty means the system's.",
+        },
+        follow_up_s: {
+          type: 'number',
+          minimum: 0,
+          maximum: 60,
+          default: 5,
+          description: 'Keep listening this long after a reply, without the wake word (seconds).',
+        },
+      },
+    },
+    ollama: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        url: { type: 'string', format: 'http-url', default: 'http://127.0.0.1:11434', description: 'Ollama server.' },
+        model: { type: 'string', minLength: 1, default: 'qwen2.5:7b', description: 'Model name as `ollama list` shows it.' },
+        think: { type: 'boolean', default: false, description: 'Let thinking models think (slower replies).' },
+        keep_alive: { type: 'string', default: '30m', description: 'How long Ollama keeps the model loaded.' },
+        timeout_s: { type: 'number', exclusiveMinimum: 0, default: 60, description: 'Per model call (seconds).' },
+      },
+    },
+    budget: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        context_tokens: {
+          type: 'integer',
+          minimum: 512,
+          default: 8192,
+          description: 'Sent as num_ctx; the prompt never exceeds it.',
+        },
+        tool_tokens: {
+          type: 'integer',
+          minimum: 0,
+          default: 1500,
+          description: 'All tool definitions in one request stay under this.',
+        },
+        reply_tokens: { type: 'integer', minimum: 16, default: 512, description: 'num_predict: longest reply.' },
+        tool_result_chars: {
+          type: 'integer',
+          minimum: 200,
+          default: 4000,
+          description: 'Longer tool results are cut, with a marker.',
+        },
+      },
+    },
+    tools: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        time: { type: 'boolean', default: true, description: 'get_current_time' },
+        calculator: { type: 'boolean', default: true, description: 'calculator' },
+        timers: {
+          type: 'boolean',
+          default: true,
+          description: 'set_timer, set_reminder, list_timers, cancel_timer',
+        },
+        timeout_s: { type: 'number', exclusiveMinimum: 0, default: 10, description: 'Per native tool call (seconds).' },
+      },
+    },
+    audio: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        input: { type: 'string', default: 'default', description: 'ALSA capture device.' },
+        output: { type: 'string', default: 'default', description: 'ALSA playback device.' },
+      },
+    },
+    stt: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        engine: { type: 'string', enum: ['whisper', 'pocketsphinx'], default: 'whisper', description: 'Speech to text.' },
+        model: {
+          type: 'string',
+          default: '/var/lib/iris/models/ggml-base.en.bin',
+          description: 'whisper.cpp model file.',
+        },
+      },
+    },
+    tts: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        engine: { type: 'string', enum: ['espeak-ng'], default: 'espeak-ng', description: 'Text to speech.' },
+        voice: { type: 'string', default: 'en-us', description: 'espeak-ng voice.' },
+      },
+    },
+    mcp: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        preload: { type: 'boolean', default: true, description: 'Start every enabled server at daemon start.' },
+        servers_file: {
+          type: 'string',
+          default: '',
+          description: 'Optional JSON file in the common {"mcpServers": {...}} shape.',
+        },
+        servers: { type: 'object', additionalProperties: mcpServer, default: {}, description: 'One table per server.' },
+      },
+    },
+  },
+} as const;
+
+/** The validated config, every default filled in, deeply frozen. */
+export type Config = FromSchema<typeof configSchema>;
+export type McpServerConfig = FromSchema<typeof mcpServer>;

@@ -1,0 +1,80 @@
+/**
+ * `iris daemon`: the long-running service. It loads the config (exit 78 when it is broken),
+ * starts the parts in order, re-reads the config on SIGHUP (a broken file is reported and
+ * the running config kept), and on SIGTERM/SIGINT stops the parts in reverse within a hard
+ * deadline.
+ */
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { ConfigError, messageOf } from '../errors.js';
+import { createLogger, type LogLevel, type Logger } from '../log.js';
+import { assemble, type Iris } from './assemble.js';
+
+export interface DaemonOptions {
+  configPath: string;
+  stateDir: string;
+  logLevel?: LogLevel;
+  log?: Logger;
+  /** Resolves when the daemon should stop; default: SIGTERM or SIGINT. */
+  stopSignal?: Promise<string>;
+}
+
+/** How long stopping may take before the process exits anyway (ms); systemd allows 15 s. */
+const STOP_DEADLINE_MS = 10_000;
+
+/** Run until told to stop; resolves with the exit code. */
+export async function runDaemon(options: DaemonOptions): Promise<number> {
+  const log = options.log ?? createLogger('iris', { level: options.logLevel ?? 'info' });
+  let config: Config;
+  try {
+    config = await loadConfig(options.configPath);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      for (const problem of error.problems) log.error(problem);
+      return 78;
+    }
+    throw error;
+  }
+  const iris: Iris = assemble(config, { stateDir: options.stateDir, log });
+  await iris.start();
+  log.info(`ready: home zone ${config.assistant.timezone}, state in ${options.stateDir}`);
+  log.info('waiting for: the conversation engine and voice pipeline (not built yet); serving timers');
+
+  const onHangup = (): void => {
+    loadConfig(options.configPath).then(
+      (next) => {
+        config = next;
+        iris.reconfigure(next);
+        log.info('config re-read');
+      },
+      (error: unknown) => {
+        const problems = error instanceof ConfigError ? error.problems : [messageOf(error)];
+        for (const problem of problems) log.error(problem);
+        log.error('config not applied; keeping the running one');
+      },
+    );
+  };
+  process.on('SIGHUP', onHangup);
+  // Keep the event loop alive while idle; every other handle may be unref'd.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+  const stopSignal = options.stopSignal ?? new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  const why = await stopSignal;
+  log.info(`${why}: stopping`);
+  const deadline = setTimeout(() => {
+    log.error(`could not stop within ${STOP_DEADLINE_MS / 1000} s; exiting anyway`);
+    process.exit(1);
+  }, STOP_DEADLINE_MS);
+  deadline.unref();
+  try {
+    await iris.stop();
+  } finally {
+    clearTimeout(deadline);
+    clearInterval(keepAlive);
+    process.off('SIGHUP', onHangup);
+  }
+  log.info('stopped');
+  return 0;
+}

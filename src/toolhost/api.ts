@@ -1,0 +1,119 @@
+/**
+ * The tool host's public surface: everything a native tool in tools/ may import. Shapes follow
+ * MCP (`Tool`, `CallToolResult`) so native and remote tools look the same to the model.
+ */
+import type { Logger } from '../log.js';
+
+/** A JSON Schema for a tool's arguments (an object schema, as MCP requires). */
+export interface InputSchema {
+  type: 'object';
+  properties?: Record<string, unknown>;
+  required?: readonly string[];
+  [keyword: string]: unknown;
+}
+
+/** MCP tool annotations: hints about behaviour, never trusted for safety on their own. */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** What the model is shown of a tool. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: InputSchema;
+  annotations?: ToolAnnotations;
+}
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image' | 'audio'; data: string; mimeType: string }
+  | { type: 'resource_link'; uri: string; name: string; [key: string]: unknown }
+  | { type: 'resource'; resource: { uri: string; text?: string; blob?: string; mimeType?: string } };
+
+/** MCP's `CallToolResult`. */
+export interface CallToolResult {
+  content: ContentBlock[];
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+}
+
+export interface CallContext {
+  /** Aborted on timeout, barge-in or shutdown; long work must stop when it fires. */
+  signal: AbortSignal;
+}
+
+/** A native tool: its definition plus the function that runs it, in-process. */
+export interface NativeTool extends ToolDefinition {
+  run(args: Record<string, unknown>, context: CallContext): Promise<CallToolResult> | CallToolResult;
+}
+
+/** Something worth saying out loud, unasked: a timer going off, a missed reminder. */
+export interface Announcement {
+  kind: 'timer' | 'reminder' | 'missed';
+  /** The sentence to speak. */
+  text: string;
+  id: string;
+  /** When it was due (ISO 8601 with offset). */
+  due: string;
+}
+
+/** A JSON document in the state dir, written atomically (temp file, fsync, rename). */
+export interface JsonStore<T> {
+  readonly path: string;
+  /** The stored value, or `undefined` when there is none yet. */
+  read(): Promise<T | undefined>;
+  write(value: T): Promise<void>;
+  /** Call `onChange` when another process replaces the file; returns a stop function. */
+  watch(onChange: () => void): () => void;
+}
+
+/** What a tool module is given when it is created. */
+export interface ToolContext {
+  /** The home IANA zone from `[assistant] timezone`. */
+  homeZone: string;
+  log: Logger;
+  /** Say something to the people in the room (logged when there is no audio). */
+  announce(announcement: Announcement): void;
+  /** A JSON store named `name` in the state dir. */
+  store<T>(name: string): JsonStore<T>;
+  /** Epoch milliseconds; injectable for tests. */
+  now(): number;
+}
+
+/** The tools a module offers, and an optional lifecycle for ones that run in the background. */
+export interface ToolSet {
+  tools: NativeTool[];
+  /** Start background work (arming timers); only the daemon calls it. */
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
+}
+
+/** One file in tools/: the `[tools]` switch it answers to, and how to build it. */
+export interface ToolModule {
+  toggle: string;
+  create(context: ToolContext): ToolSet;
+}
+
+/** A plain-text result. */
+export function textResult(text: string, structuredContent?: Record<string, unknown>): CallToolResult {
+  return structuredContent === undefined
+    ? { content: [{ type: 'text', text }] }
+    : { content: [{ type: 'text', text }], structuredContent };
+}
+
+/** An error the model can read and act on. */
+export function errorResult(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** The text parts of a result, joined. */
+export function resultText(result: CallToolResult): string {
+  return result.content
+    .map((block) => (block.type === 'text' ? block.text : `[${block.type}]`))
+    .join('\n');
+}

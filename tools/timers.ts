@@ -1,0 +1,375 @@
+/**
+ * Timers and reminders: set_timer, set_reminder (one-off or recurring), list_timers,
+ * cancel_timer. Every change is written to the state dir atomically before it is confirmed;
+ * the daemon re-arms them at start and reports any that fell due while it was down as
+ * missed, with their due time. Times are in the home zone (luxon); recurring reminders are
+ * cron patterns (croner computes the next occurrence, in the zone, across DST).
+ */
+import * as chrono from 'chrono-node';
+import { Cron } from 'croner';
+import { DateTime, Duration } from 'luxon';
+import parseDurationText from 'parse-duration';
+import {
+  errorResult,
+  textResult,
+  type Announcement,
+  type ToolContext,
+  type ToolModule,
+  type ToolSet,
+} from '../src/toolhost/api.js';
+
+export interface TimerRecord {
+  id: string;
+  kind: 'timer' | 'reminder';
+  /** A timer's label ("tea") or a reminder's text ("call mom"); may be empty for a timer. */
+  label: string;
+  created: string;
+  /** The next time it is due, ISO 8601 with the home zone's offset. */
+  due: string;
+  duration_s?: number;
+  /** Recurring reminders: a 5-field cron pattern in the home zone, and how it was said. */
+  cron?: string;
+  repeat?: string;
+}
+
+export interface TimerState {
+  version: 1;
+  next_id: number;
+  timers: TimerRecord[];
+}
+
+/** Longest timer: beyond a month, a reminder with a date says it better. */
+const MAX_TIMER_S = 31 * 24 * 3600;
+/** setTimeout's limit (ms); longer waits are armed in steps. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+const EMPTY: TimerState = { version: 1, next_id: 1, timers: [] };
+
+// ---------------------------------------------------------------------------------------------
+// Parsing what people and models say
+
+/** "10m", "1h30m", "ten minutes" (already digits), "PT90S", 90 (seconds) → seconds. */
+export function parseDuration(input: string | number): number | string {
+  let seconds: number | null | undefined;
+  if (typeof input === 'number') seconds = input;
+  else {
+    const text = input.trim().replace(/^(in|for)\s+/i, '');
+    if (/^\d+(\.\d+)?$/.test(text)) seconds = Number(text);
+    else if (/^P/i.test(text)) seconds = Duration.fromISO(text.toUpperCase()).as('seconds');
+    else seconds = parseDurationText(text.replace(/\band a half\b/i, '.5').replace(/\band\b|,/g, ' '), 's');
+  }
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) {
+    return `Cannot read the duration "${String(input)}"; use e.g. "10m", "1h30m" or a number of seconds.`;
+  }
+  if (seconds < 1) return 'A timer must run for at least one second.';
+  if (seconds > MAX_TIMER_S) return 'That is longer than a month; set a reminder with a date instead.';
+  return Math.round(seconds);
+}
+
+const DAYS: Record<string, string> = {
+  sunday: '0', monday: '1', tuesday: '2', wednesday: '3', thursday: '4', friday: '5', saturday: '6',
+};
+
+type When = { due: DateTime; cron?: string; repeat?: string };
+
+/**
+ * When a reminder is due: "in 20 minutes", "tomorrow at 7am", "2026-12-24T18:00", "7:30",
+ * "every weekday at 7:00", "every monday and friday at 18:30", or a cron pattern.
+ */
+export function parseWhen(input: string, now: DateTime): When | string {
+  const text = input.trim();
+  if (text.length === 0 || text.length > 120) return 'Say when, e.g. "in 20 minutes" or "tomorrow at 7am".';
+  const relative = /^in\s+(.+)$/i.exec(text);
+  if (relative?.[1] !== undefined) {
+    const seconds = parseDuration(relative[1]);
+    return typeof seconds === 'string' ? seconds : { due: now.plus({ seconds }) };
+  }
+  const cron = /^[\d*/,-]+(\s+[\d*/,-]+){4}$/.test(text) ? text : recurringToCron(text, now);
+  if (typeof cron === 'string' && cron !== '') return nextOccurrence(cron, now, text);
+  if (cron === undefined) return cronProblem(text);
+  const iso = DateTime.fromISO(text, { zone: now.zone });
+  if (iso.isValid) return iso > now ? { due: iso } : `${describeTime(iso, now)} has already passed.`;
+  const parsed = chrono.parse(text, { instant: now.toJSDate(), timezone: now.offset }, { forwardDate: true })[0];
+  if (parsed === undefined) return `Cannot read the time "${text}"; use e.g. "tomorrow at 7am" or "in 20 minutes".`;
+  const c = parsed.start;
+  const due = DateTime.fromObject(
+    {
+      year: c.get('year') ?? now.year,
+      month: c.get('month') ?? now.month,
+      day: c.get('day') ?? now.day,
+      hour: c.get('hour') ?? 9,
+      minute: c.get('minute') ?? 0,
+      second: c.get('second') ?? 0,
+    },
+    { zone: now.zone },
+  );
+  if (!due.isValid) return `Cannot read the time "${text}".`;
+  return due > now ? { due } : `${describeTime(due, now)} has already passed.`;
+}
+
+/** "every weekday at 7:00" → "0 7 * * 1-5"; '' when not a recurring phrase; undefined when unreadable. */
+function recurringToCron(text: string, now: DateTime): string | undefined {
+  const match = /^(?:every|each)\s+(.+?)\s+at\s+(.+)$/i.exec(text) ?? /^(daily|weekdays|weekends)\s+at\s+(.+)$/i.exec(text);
+  if (match?.[1] === undefined || match[2] === undefined) return /^(every|each|daily)\b/i.test(text) ? undefined : '';
+  const days = match[1].toLowerCase();
+  let dow: string | undefined;
+  if (/^(day|daily|morning|evening|night)$/.test(days)) dow = '*';
+  else if (/^week ?days?$/.test(days)) dow = '1-5';
+  else if (/^week ?ends?$/.test(days)) dow = '0,6';
+  else {
+    const names = days.split(/\s*(?:,|\band\b)\s*/).filter(Boolean).map((d) => DAYS[d.replace(/s$/, '')]);
+    if (names.length > 0 && names.every((d) => d !== undefined)) dow = names.join(',');
+  }
+  const time = chrono.parse(match[2], { instant: now.toJSDate(), timezone: now.offset })[0]?.start;
+  if (dow === undefined || time === undefined || !time.isCertain('hour')) return undefined;
+  return `${time.get('minute') ?? 0} ${time.get('hour') ?? 0} * * ${dow}`;
+}
+
+function cronProblem(text: string): string {
+  return `Cannot read the repeat "${text}"; say e.g. "every weekday at 7:00" or "every monday and friday at 18:30".`;
+}
+
+function nextOccurrence(pattern: string, after: DateTime, said: string): When | string {
+  try {
+    const next = new Cron(pattern, { timezone: after.zoneName ?? 'UTC', paused: true }).nextRun(after.toJSDate());
+    if (next === null) return cronProblem(said);
+    return { due: DateTime.fromJSDate(next, { zone: after.zone }), cron: pattern, repeat: said };
+  } catch {
+    return cronProblem(said);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saying it
+
+export function describeDuration(seconds: number): string {
+  const d = Duration.fromObject({ seconds: Math.max(0, Math.round(seconds)) }).shiftTo('days', 'hours', 'minutes', 'seconds');
+  const parts = Object.fromEntries(Object.entries(d.toObject()).filter(([, v]) => v !== 0));
+  return Object.keys(parts).length === 0 ? '0 seconds' : Duration.fromObject(parts).toHuman({ listStyle: 'long' });
+}
+
+export function describeTime(at: DateTime, now: DateTime): string {
+  const clock = at.toFormat('h:mm a');
+  const days = Math.round(at.startOf('day').diff(now.startOf('day'), 'days').days);
+  if (days === 0) return clock;
+  if (days === 1) return `${clock} tomorrow`;
+  if (days > 1 && days < 7) return `${clock} on ${at.toFormat('cccc')}`;
+  return `${clock} on ${at.toFormat('cccc, LLLL d')}`;
+}
+
+function describeRecord(t: TimerRecord, now: DateTime): string {
+  const due = DateTime.fromISO(t.due, { zone: now.zone });
+  if (t.kind === 'timer') {
+    const name = t.label === '' ? 'a timer' : `a ${t.label} timer`;
+    return `${name} (#${t.id}) with ${describeDuration(due.diff(now).as('seconds'))} left`;
+  }
+  const when = t.repeat !== undefined ? `${t.repeat}, next at ${describeTime(due, now)}` : `at ${describeTime(due, now)}`;
+  return `a reminder (#${t.id}) to ${t.label} ${when}`;
+}
+
+function announcement(t: TimerRecord, missed: boolean, now: DateTime): Announcement {
+  const due = DateTime.fromISO(t.due, { zone: now.zone });
+  const what = t.kind === 'timer'
+    ? `your ${t.label === '' ? '' : `${t.label} `}timer`
+    : `your reminder to ${t.label}`;
+  const text = missed
+    ? `While I was off, ${what} was due at ${describeTime(due, now)}${due < now.startOf('day') ? ` (${due.toFormat('LLLL d')})` : ''}.`
+    : t.kind === 'timer'
+      ? `${capitalise(what)} is done.`
+      : `Reminder: ${t.label}.`;
+  return { kind: missed ? 'missed' : t.kind, text, id: t.id, due: t.due };
+}
+
+const capitalise = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
+
+// ---------------------------------------------------------------------------------------------
+// The module: state, arming, tools
+
+function createTimers(context: ToolContext): ToolSet {
+  const store = context.store<TimerState>('timers');
+  const now = (): DateTime => DateTime.fromMillis(context.now(), { zone: context.homeZone });
+  let state: TimerState = EMPTY;
+  let chain: Promise<unknown> = Promise.resolve();
+  let armed: NodeJS.Timeout | undefined;
+  let started = false;
+  let unwatch: (() => void) | undefined;
+
+  const load = async (): Promise<TimerState> => {
+    const stored = await store.read();
+    return stored?.version === 1 && Array.isArray(stored.timers) ? stored : structuredClone(EMPTY);
+  };
+
+  /** Read the file fresh, change it, write it, then re-arm: one change at a time. */
+  function mutate<R>(change: (draft: TimerState) => R): Promise<R> {
+    const run = chain.then(async () => {
+      const draft = await load();
+      const result = change(draft);
+      await store.write(draft);
+      state = draft;
+      arm();
+      return result;
+    });
+    chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Announce everything due and advance or drop it. */
+  function fireDue(draft: TimerState, missed: boolean): number {
+    const at = now();
+    const due = draft.timers.filter((t) => DateTime.fromISO(t.due) <= at);
+    for (const t of due) {
+      context.announce(announcement(t, missed, at));
+      if (t.cron !== undefined) {
+        const next = nextOccurrence(t.cron, at, t.repeat ?? t.cron);
+        if (typeof next !== 'string') t.due = next.due.toISO() ?? t.due;
+      }
+    }
+    draft.timers = draft.timers.filter((t) => !due.includes(t) || (t.cron !== undefined && DateTime.fromISO(t.due) > at));
+    return due.length;
+  }
+
+  function arm(): void {
+    clearTimeout(armed);
+    armed = undefined;
+    if (!started || state.timers.length === 0) return;
+    const next = Math.min(...state.timers.map((t) => DateTime.fromISO(t.due).toMillis()));
+    const delay = Math.min(Math.max(0, next - context.now()), MAX_DELAY_MS);
+    armed = setTimeout(() => {
+      mutate((draft) => fireDue(draft, false)).catch((error: unknown) =>
+        context.log.error(`could not save timers after firing: ${String(error)}`),
+      );
+    }, delay);
+  }
+
+  async function sync(): Promise<void> {
+    const run = chain.then(async () => {
+      state = await load();
+      arm();
+    });
+    chain = run.catch(() => undefined);
+    await run;
+  }
+
+  async function add(record: Omit<TimerRecord, 'id' | 'created'>): Promise<TimerRecord> {
+    return mutate((draft) => {
+      const created: TimerRecord = { id: String(draft.next_id), created: now().toISO() ?? '', ...record };
+      draft.next_id += 1;
+      draft.timers.push(created);
+      return created;
+    });
+  }
+
+  return {
+    tools: [
+      {
+        name: 'set_timer',
+        description: 'Start a countdown timer.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            duration: { type: ['string', 'number'], description: 'e.g. "10m", "1h30m", or seconds' },
+            label: { type: 'string' },
+          },
+          required: ['duration'],
+        },
+        async run(args: Record<string, unknown>) {
+          const seconds = parseDuration(args.duration as string | number);
+          if (typeof seconds === 'string') return errorResult(seconds);
+          const label = String(args.label ?? '').trim().replace(/\s*timer$/i, '').slice(0, 80);
+          const t = await add({ kind: 'timer', label, due: now().plus({ seconds }).toISO() ?? '', duration_s: seconds });
+          const name = label === '' ? 'Timer' : `${capitalise(label)} timer`;
+          return textResult(`${name} set for ${describeDuration(seconds)}.`, { timer: t });
+        },
+      },
+      {
+        name: 'set_reminder',
+        description: 'Remind at a time. at: "in 20 minutes", "tomorrow at 7am", "every weekday at 7:00".',
+        inputSchema: {
+          type: 'object',
+          properties: { at: { type: 'string' }, text: { type: 'string', description: 'what to remind' } },
+          required: ['at', 'text'],
+        },
+        async run(args: Record<string, unknown>) {
+          const text = String(args.text).trim().replace(/^to\s+/i, '').replace(/[.!]+$/, '').slice(0, 200);
+          if (text === '') return errorResult('Say what to remind about, in "text".');
+          const at = now();
+          const when = parseWhen(String(args.at), at);
+          if (typeof when === 'string') return errorResult(when);
+          const record: Omit<TimerRecord, 'id' | 'created'> = { kind: 'reminder', label: text, due: when.due.toISO() ?? '' };
+          if (when.cron !== undefined) record.cron = when.cron;
+          if (when.repeat !== undefined) record.repeat = when.repeat;
+          const t = await add(record);
+          const timing = when.repeat !== undefined
+            ? `${when.repeat}, starting at ${describeTime(when.due, at)}`
+            : `at ${describeTime(when.due, at)}`;
+          return textResult(`OK, I'll remind you to ${text} ${timing}.`, { timer: t });
+        },
+      },
+      {
+        name: 'list_timers',
+        description: 'List pending timers and reminders.',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+        async run() {
+          await sync();
+          const at = now();
+          const timers = [...state.timers].sort((a, b) => a.due.localeCompare(b.due));
+          const rows = timers.map((t) => ({
+            ...t,
+            remaining_s: Math.max(0, Math.round(DateTime.fromISO(t.due).diff(at).as('seconds'))),
+          }));
+          const text = timers.length === 0
+            ? 'You have no timers or reminders.'
+            : `You have ${timers.length === 1 ? 'one' : timers.length}: ${timers.map((t) => describeRecord(t, at)).join('; ')}.`;
+          return textResult(text, { timers: rows });
+        },
+      },
+      {
+        name: 'cancel_timer',
+        description: 'Cancel a timer or reminder by id or label ("all" for every one).',
+        inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'omit if only one' } } },
+        annotations: { destructiveHint: true },
+        async run(args: Record<string, unknown>) {
+          const wanted = String(args.id ?? '').trim().replace(/^#/, '').toLowerCase();
+          return mutate((draft) => {
+            const matches = wanted === 'all'
+              ? draft.timers
+              : wanted === ''
+                ? draft.timers.length === 1 ? draft.timers : []
+                : draft.timers.filter((t) => t.id === wanted || t.label.toLowerCase() === wanted);
+            if (matches.length === 0) {
+              const which = draft.timers.length === 0 ? 'There are no timers or reminders' : `No timer matches "${wanted}"`;
+              return errorResult(`${which}. ${draft.timers.map((t) => `#${t.id} ${t.label || t.kind}`).join(', ')}`.trim());
+            }
+            if (matches.length > 1 && wanted !== 'all') {
+              return errorResult(`Several match "${wanted}": ${matches.map((t) => `#${t.id}`).join(', ')}. Give the id.`);
+            }
+            draft.timers = draft.timers.filter((t) => !matches.includes(t));
+            const what = matches.length === 1 && matches[0] !== undefined
+              ? `${matches[0].kind === 'timer' ? 'timer' : 'reminder'}${matches[0].label === '' ? '' : ` "${matches[0].label}"`}`
+              : `${matches.length} timers and reminders`;
+            return textResult(`Cancelled the ${what}.`, { cancelled: matches.map((t) => t.id) });
+          });
+        },
+      },
+    ],
+    /** Report what fell due while down, then arm; follow changes other processes make. */
+    async start() {
+      started = true;
+      const missed = await mutate((draft) => fireDue(draft, true));
+      if (missed > 0) context.log.warn(`${missed} timer(s) fell due while IRIS was not running`);
+      unwatch = store.watch(() => {
+        sync().catch((error: unknown) => context.log.error(`could not re-read timers: ${String(error)}`));
+      });
+      context.log.info(`${state.timers.length} timer(s) and reminder(s) armed`);
+    },
+    async stop() {
+      started = false;
+      unwatch?.();
+      clearTimeout(armed);
+      await chain;
+    },
+  };
+}
+
+const timers: ToolModule = { toggle: 'timers', create: createTimers };
+export default timers;
