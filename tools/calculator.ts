@@ -4,22 +4,33 @@
  * expressions, and only an allow-listed set of node types and functions, so no input can
  * assign, define functions, build matrices or loop. Never `eval`.
  */
-import { all, create, type MathNode } from 'mathjs';
+import type { MathJsInstance, MathNode } from 'mathjs';
 import { errorResult, textResult, type ToolModule } from '../src/toolhost/api.js';
 
-const math = create(all ?? {}, { number: 'number', precision: 64 });
-const { parse, format, Unit } = math;
-const disabled = (name: string) => () => {
-  throw new Error(`${name} is disabled`);
-};
-math.import(
-  Object.fromEntries(
-    ['import', 'createUnit', 'reviver', 'evaluate', 'parse', 'simplify', 'derivative', 'compile', 'resolve'].map(
-      (name) => [name, disabled(name)],
-    ),
-  ),
-  { override: true },
-);
+/** What the calculator uses, taken before the lock-down replaces them inside expressions. */
+type MathKit = Pick<MathJsInstance, 'parse' | 'format' | 'Unit'>;
+let loading: Promise<MathKit> | undefined;
+
+/** mathjs takes ≈1.4 s to import: load it on first use (the daemon warms it at start). */
+function loadMath(): Promise<MathKit> {
+  loading ??= import('mathjs').then(({ all, create }) => {
+    const math = create(all ?? {}, { number: 'number', precision: 64 });
+    const kit: MathKit = { parse: math.parse, format: math.format, Unit: math.Unit };
+    const disabled = (name: string) => () => {
+      throw new Error(`${name} is disabled`);
+    };
+    math.import(
+      Object.fromEntries(
+        ['import', 'createUnit', 'reviver', 'evaluate', 'parse', 'simplify', 'derivative', 'compile', 'resolve'].map(
+          (name) => [name, disabled(name)],
+        ),
+      ),
+      { override: true },
+    );
+    return kit;
+  });
+  return loading;
+}
 
 /** Longest expression accepted (characters) and most parse-tree nodes: bounds parse and evaluation. */
 const MAX_EXPRESSION_CHARS = 300;
@@ -70,16 +81,17 @@ export interface Calculation {
 }
 
 /** Parse, check against the allow-list, evaluate. A string result explains the failure. */
-export function calculate(input: string): Calculation | string {
+export async function calculate(input: string): Promise<Calculation | string> {
   if (input.length > MAX_EXPRESSION_CHARS) return `The expression is longer than ${MAX_EXPRESSION_CHARS} characters.`;
   const expression = normaliseExpression(input);
+  const { parse, format, Unit } = await loadMath();
   let tree: MathNode;
   try {
     tree = parse(expression);
   } catch (error) {
     return `Cannot read "${input}": ${(error as Error).message}. Write it like "17% of 2340", "sqrt(2)" or "5 miles to km".`;
   }
-  const problem = checkTree(tree);
+  const problem = checkTree(tree, Unit.isValuelessUnit.bind(Unit));
   if (problem !== undefined) return problem;
   let value: unknown;
   try {
@@ -100,7 +112,7 @@ export function calculate(input: string): Calculation | string {
   return `"${input}" does not give a single number.`;
 }
 
-function checkTree(tree: MathNode): string | undefined {
+function checkTree(tree: MathNode, isUnit: (name: string) => boolean): string | undefined {
   let nodes = 0;
   let problem: string | undefined;
   tree.traverse((node, _path, parent) => {
@@ -114,7 +126,7 @@ function checkTree(tree: MathNode): string | undefined {
     } else if (node.type === 'SymbolNode') {
       const name = (node as unknown as { name: string }).name;
       const isCallee = parent?.type === 'FunctionNode';
-      if (!isCallee && !CONSTANTS.has(name) && !Unit.isValuelessUnit(name)) {
+      if (!isCallee && !CONSTANTS.has(name) && !isUnit(name)) {
         problem = `"${name}" is not a number, constant or unit.`;
       }
     }
@@ -127,6 +139,9 @@ const calculator: ToolModule = {
   toggle: 'calculator',
   create() {
     return {
+      async start() {
+        await loadMath();
+      },
       tools: [
         {
           name: 'calculator',
@@ -137,8 +152,8 @@ const calculator: ToolModule = {
             required: ['expression'],
           },
           annotations: { readOnlyHint: true },
-          run(args) {
-            const result = calculate(args.expression as string);
+          async run(args) {
+            const result = await calculate(args.expression as string);
             if (typeof result === 'string') return errorResult(result);
             return textResult(result.text, { expression: result.expression, result: result.value });
           },

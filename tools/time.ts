@@ -14,6 +14,7 @@ interface City {
   pop: number;
 }
 interface Country {
+  id: string;
   name: string;
   timezones: string[];
 }
@@ -38,6 +39,13 @@ export interface Place {
   name: string;
 }
 
+/** Everyday names for countries whose listed name differs (ISO 3166 codes as values). */
+const COUNTRY_ALIASES: Record<string, string> = {
+  'usa': 'US', 'us': 'US', 'united states': 'US', 'america': 'US', 'the us': 'US', 'the united states': 'US',
+  'uk': 'GB', 'britain': 'GB', 'great britain': 'GB', 'england': 'GB', 'scotland': 'GB', 'wales': 'GB',
+  'the uk': 'GB', 'uae': 'AE', 'the netherlands': 'NL', 'holland': 'NL', 'czech republic': 'CZ',
+};
+
 const fold = (s: string): string =>
   s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[\s_-]+/g, ' ').trim();
 
@@ -58,11 +66,13 @@ export function resolvePlace(query: string | undefined, homeZone: string): Place
     .filter((c) => fold(c.city_ascii) === wanted || fold(c.city) === wanted)
     .sort((a, b) => b.pop - a.pop)[0];
   if (city !== undefined && IANAZone.isValidZone(city.timezone)) return { zone: city.timezone, name: city.city };
-  const country = countries.find((c) => fold(c.name) === wanted);
+  const alias = COUNTRY_ALIASES[wanted];
+  const country = countries.find((c) => fold(c.name) === wanted || c.id === alias);
   if (country !== undefined) {
     const valid = country.timezones.filter((z) => IANAZone.isValidZone(z));
     if (valid.length === 1 && valid[0] !== undefined) return { zone: valid[0], name: country.name };
-    return `${country.name} has ${valid.length} time zones; name a city or a zone such as ${valid.slice(0, 3).join(', ')}.`;
+    const name = alias === undefined ? country.name : raw;
+    return `${name} has ${valid.length} time zones; name a city or a zone such as ${valid.slice(0, 3).join(', ')}.`;
   }
   return `I don't know the place or time zone "${raw}". Use an IANA zone like "Asia/Tokyo" or a city name.`;
 }

@@ -55,7 +55,7 @@ export function parseDuration(input: string | number): number | string {
     const text = input.trim().replace(/^(in|for)\s+/i, '');
     if (/^\d+(\.\d+)?$/.test(text)) seconds = Number(text);
     else if (/^P/i.test(text)) seconds = Duration.fromISO(text.toUpperCase()).as('seconds');
-    else seconds = parseDurationText(text.replace(/\band a half\b/i, '.5').replace(/\band\b|,/g, ' '), 's');
+    else seconds = parseDurationText(text.replace(/(\d+) and a half\b/i, '$1.5').replace(/\band\b|,/g, ' '), 's');
   }
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) {
     return `Cannot read the duration "${String(input)}"; use e.g. "10m", "1h30m" or a number of seconds.`;
@@ -119,7 +119,7 @@ function recurringToCron(text: string, now: DateTime): string | undefined {
     const names = days.split(/\s*(?:,|\band\b)\s*/).filter(Boolean).map((d) => DAYS[d.replace(/s$/, '')]);
     if (names.length > 0 && names.every((d) => d !== undefined)) dow = names.join(',');
   }
-  const time = chrono.parse(match[2], { instant: now.toJSDate(), timezone: now.offset })[0]?.start;
+  const time = chrono.parse(`at ${match[2]}`, { instant: now.toJSDate(), timezone: now.offset })[0]?.start;
   if (dow === undefined || time === undefined || !time.isCertain('hour')) return undefined;
   return `${time.get('minute') ?? 0} ${time.get('hour') ?? 0} * * ${dow}`;
 }

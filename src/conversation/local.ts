@@ -3,7 +3,6 @@
  * model and answered with the native tools. It matches only what it is sure of: a false
  * match is worse than none, so anything ambiguous is left for the model.
  */
-import nlp from 'compromise';
 import { resultText, type CallToolResult } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 
@@ -32,7 +31,7 @@ const TIMER_NOUN = String.raw`(?:timer|countdown)`;
 const LEAD = /^(?:(?:hey |ok |okay )?(?:jarvis|iris|alexa|computer)[,\s]+)?(?:please |can you |could you |would you |will you |i want you to |i'd like you to )*/;
 
 /** Lower-case, strip politeness and punctuation, spoken numbers to digits. */
-export function normalise(utterance: string): string {
+export async function normalise(utterance: string): Promise<string> {
   let text = utterance.toLowerCase().replace(/[’‘]/g, "'").replace(/\s+/g, ' ').trim();
   text = text.replace(/[?!.]+$/, '').replace(LEAD, '').replace(/(?:,? please| for me| right now)+$/, '').trim();
   text = text
@@ -42,6 +41,7 @@ export function normalise(utterance: string): string {
     .replace(/\ba quarter of an hour\b|\ba quarter hour\b/g, '15 minutes');
   if (/\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|half)\b/.test(text)) {
     // "seconds" is a fraction to compromise ("ninety seconds" → 45) unless told it is a noun.
+    const { default: nlp } = await import('compromise');
     const doc = nlp(text, { second: 'Singular', seconds: 'Plural' });
     doc.numbers().toNumber();
     text = doc.text().replace(/\s+/g, ' ').trim();
@@ -128,7 +128,7 @@ export async function answerLocally(
   host: ToolHost,
   signal?: AbortSignal,
 ): Promise<LocalAnswer | undefined> {
-  const intent = recognise(normalise(utterance));
+  const intent = recognise(await normalise(utterance));
   if (intent === undefined || !host.has(intent.tool)) return undefined;
   const result = await host.call(intent.tool, intent.args, signal === undefined ? {} : { signal });
   if (result.isError === true && intent.errorMeansNoMatch === true) return undefined;

@@ -129,8 +129,8 @@ export class ToolHost {
     let timer: NodeJS.Timeout | undefined;
     const stopped = new Promise<CallToolResult>((resolve) => {
       timer = setTimeout(() => {
-        controller.abort(new Error('timeout'));
         resolve(errorResult(`${tool.name} timed out after ${timeoutMs / 1000} s.`));
+        controller.abort(new Error('timeout'));
       }, timeoutMs);
       controller.signal.addEventListener('abort', () => resolve(errorResult(`${tool.name} was cancelled.`)), {
         once: true,

@@ -1,0 +1,23 @@
+import { silentLogger } from '../../src/log.js';
+import type { Announcement, CallToolResult } from '../../src/toolhost/api.js';
+import { resultText } from '../../src/toolhost/api.js';
+import { ToolHost } from '../../src/toolhost/host.js';
+import { registerNativeTools } from '../../src/toolhost/native.js';
+
+/** A tool host with the native tools, announcements collected, clock injectable. */
+export function nativeHost(stateDir: string, options: { homeZone?: string; now?: () => number } = {}) {
+  const announced: Announcement[] = [];
+  const host = new ToolHost();
+  const sets = registerNativeTools(host, {
+    homeZone: options.homeZone ?? 'Europe/Berlin',
+    stateDir,
+    log: silentLogger,
+    announce: (a) => announced.push(a),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const timers = sets.find((s) => s.tools.some((t) => t.name === 'set_timer'));
+  if (timers === undefined) throw new Error('no timers module');
+  return { host, announced, timers };
+}
+
+export const text = (result: CallToolResult): string => resultText(result);

@@ -1,0 +1,163 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DateTime } from 'luxon';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseDuration, parseWhen, type TimerState } from '../tools/timers.js';
+import { nativeHost, text } from './helpers/tools.js';
+import { tempDir } from './helpers/tmp.js';
+
+const ZONE = 'Europe/Berlin';
+/** Friday 2026-11-20 18:00 in Berlin. */
+const FRIDAY_6PM = DateTime.fromISO('2026-11-20T18:00', { zone: ZONE });
+
+afterEach(() => vi.useRealTimers());
+
+describe('parsing durations and times', () => {
+  it.each([
+    ['10m', 600], ['10 minutes', 600], ['1h30m', 5400], ['1 hour and 30 minutes', 5400], ['90s', 90],
+    ['PT10M', 600], ['pt1h', 3600], [90, 90], ['45', 45], ['2.5 hours', 9000], ['2 and a half hours', 9000], ['for 5 min', 300],
+  ])('%s → %i s', (input, seconds) => {
+    expect(parseDuration(input)).toBe(seconds);
+  });
+
+  it.each([['soon'], ['0s'], ['-5m'], ['40 days'], ['']])('refuses %s', (input) => {
+    expect(typeof parseDuration(input)).toBe('string');
+  });
+
+  it.each([
+    ['in 20 minutes', '2026-11-20T18:20:00.000+01:00', undefined],
+    ['tomorrow at 7am', '2026-11-21T07:00:00.000+01:00', undefined],
+    ['7:30', '2026-11-21T07:30:00.000+01:00', undefined],
+    ['8 pm', '2026-11-20T20:00:00.000+01:00', undefined],
+    ['2026-12-24T18:00', '2026-12-24T18:00:00.000+01:00', undefined],
+    ['every weekday at 7:00', '2026-11-23T07:00:00.000+01:00', '0 7 * * 1-5'],
+    ['every monday and thursday at 18:30', '2026-11-23T18:30:00.000+01:00', '30 18 * * 1,4'],
+    ['every day at 6pm', '2026-11-21T18:00:00.000+01:00', '0 18 * * *'],
+    ['weekends at 9', '2026-11-21T09:00:00.000+01:00', '0 9 * * 0,6'],
+    ['0 7 * * 1-5', '2026-11-23T07:00:00.000+01:00', '0 7 * * 1-5'],
+  ])('%s → %s', (input, due, cron) => {
+    const when = parseWhen(input, FRIDAY_6PM);
+    if (typeof when === 'string') throw new Error(when);
+    expect(when.due.toISO()).toBe(due);
+    expect(when.cron).toBe(cron);
+  });
+
+  it('refuses times that passed or cannot be read', () => {
+    expect(parseWhen('2026-01-01T10:00', FRIDAY_6PM)).toMatch(/already passed/);
+    expect(parseWhen('blorp', FRIDAY_6PM)).toMatch(/Cannot read the time/);
+    expect(parseWhen('every blue moon at 7', FRIDAY_6PM)).toMatch(/Cannot read the repeat/);
+  });
+
+  it('keeps recurring times on the wall clock across a DST change', () => {
+    const saturday = DateTime.fromISO('2026-10-24T08:00', { zone: ZONE }); // clocks go back on the 25th
+    const when = parseWhen('every day at 7:00', saturday);
+    if (typeof when === 'string') throw new Error(when);
+    expect(when.due.toISO()).toBe('2026-10-25T07:00:00.000+01:00');
+  });
+});
+
+describe('timer tools', () => {
+  it('sets, lists and cancels, persisting every change', async () => {
+    const dir = tempDir();
+    const { host } = nativeHost(dir, { now: () => FRIDAY_6PM.toMillis() });
+    expect(text(await host.call('set_timer', { duration: '10m', label: 'tea' }))).toBe('Tea timer set for 10 minutes.');
+    expect(text(await host.call('set_reminder', { at: 'tomorrow at 7am', text: 'to water the plants' })))
+      .toBe("OK, I'll remind you to water the plants at 7:00 AM tomorrow.");
+    expect(text(await host.call('set_reminder', { at: 'every weekday at 7:00', text: 'stretch' })))
+      .toBe("OK, I'll remind you to stretch every weekday at 7:00, starting at 7:00 AM on Monday.");
+    const listed = await host.call('list_timers', {});
+    expect(text(listed)).toBe('You have 3: a tea timer (#1) with 10 minutes left; a reminder (#2) to water the plants at 7:00 AM tomorrow; '
+      + 'a reminder (#3) to stretch every weekday at 7:00, next at 7:00 AM on Monday.');
+    const state = JSON.parse(readFileSync(join(dir, 'timers.json'), 'utf8')) as TimerState;
+    expect(state.timers.map((t) => t.id)).toEqual(['1', '2', '3']);
+    expect(state.timers[2]).toMatchObject({ cron: '0 7 * * 1-5', repeat: 'every weekday at 7:00' });
+
+    expect(text(await host.call('cancel_timer', { id: 'tea' }))).toBe('Cancelled the timer "tea".');
+    expect(text(await host.call('cancel_timer', { id: '#2' }))).toBe('Cancelled the reminder "water the plants".');
+    const none = await host.call('cancel_timer', { id: 'pasta' });
+    expect(none.isError).toBe(true);
+    expect(text(none)).toBe('No timer matches "pasta". #3 stretch');
+    expect(text(await host.call('cancel_timer', {}))).toBe('Cancelled the reminder "stretch".');
+    expect(text(await host.call('list_timers', {}))).toBe('You have no timers or reminders.');
+  });
+
+  it('rejects bad durations and times without saving anything', async () => {
+    const dir = tempDir();
+    const { host } = nativeHost(dir);
+    expect((await host.call('set_timer', { duration: 'a while' })).isError).toBe(true);
+    expect((await host.call('set_reminder', { at: 'blorp', text: 'x' })).isError).toBe(true);
+    expect((await host.call('set_timer', {})).isError).toBe(true);
+    expect(existsSync(join(dir, 'timers.json'))).toBe(false);
+  });
+
+  it('fires a timer when due, announces it once and forgets it', async () => {
+    vi.useFakeTimers({ now: FRIDAY_6PM.toMillis(), toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const dir = tempDir();
+    const { host, announced, timers } = nativeHost(dir);
+    await timers.start?.();
+    await host.call('set_timer', { duration: '90s', label: 'eggs' });
+    await vi.advanceTimersByTimeAsync(89_000);
+    expect(announced).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await vi.waitFor(() => expect(announced).toHaveLength(1));
+    expect(announced[0]).toMatchObject({ kind: 'timer', text: 'Your eggs timer is done.', id: '1', due: '2026-11-20T18:01:30.000+01:00' });
+    await timers.stop?.();
+    expect((JSON.parse(readFileSync(join(dir, 'timers.json'), 'utf8')) as TimerState).timers).toEqual([]);
+  });
+
+  it('re-arms a recurring reminder for its next day after firing', async () => {
+    vi.useFakeTimers({ now: FRIDAY_6PM.toMillis(), toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const { host, announced, timers } = nativeHost(tempDir());
+    await timers.start?.();
+    await host.call('set_reminder', { at: 'every day at 18:05', text: 'feed the cat' });
+    await vi.advanceTimersByTimeAsync(5 * 60_000);
+    await vi.waitFor(() => expect(announced).toHaveLength(1));
+    expect(announced[0]?.text).toBe('Reminder: feed the cat.');
+    const listed = await host.call('list_timers', {});
+    expect(listed.structuredContent?.timers).toEqual([expect.objectContaining({ due: '2026-11-21T18:05:00.000+01:00' })]);
+    await timers.stop?.();
+  });
+
+  it('arms waits longer than setTimeout allows in steps', async () => {
+    vi.useFakeTimers({ now: FRIDAY_6PM.toMillis(), toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const { host, announced, timers } = nativeHost(tempDir());
+    await timers.start?.();
+    await host.call('set_reminder', { at: 'in 30 days', text: 'renew the domain' });
+    await vi.advanceTimersByTimeAsync(29 * 86_400_000);
+    expect(announced).toEqual([]);
+    await vi.advanceTimersByTimeAsync(86_400_000);
+    await vi.waitFor(() => expect(announced).toHaveLength(1));
+    await timers.stop?.();
+  });
+
+  it('after a restart reports what fell due while down, with its due time, and keeps the rest', async () => {
+    const dir = tempDir();
+    let now = FRIDAY_6PM.toMillis();
+    const before = nativeHost(dir, { now: () => now });
+    await before.host.call('set_timer', { duration: '5m', label: 'pizza' });
+    await before.host.call('set_reminder', { at: 'every day at 18:30', text: 'walk the dog' });
+    await before.host.call('set_reminder', { at: 'tomorrow at 9am', text: 'call mom' });
+
+    now = FRIDAY_6PM.plus({ hours: 1 }).toMillis(); // down for an hour
+    const after = nativeHost(dir, { now: () => now });
+    await after.timers.start?.();
+    expect(after.announced.map((a) => [a.kind, a.text])).toEqual([
+      ['missed', 'While I was off, your pizza timer was due at 6:05 PM.'],
+      ['missed', 'While I was off, your reminder to walk the dog was due at 6:30 PM.'],
+    ]);
+    const left = (await after.host.call('list_timers', {})).structuredContent?.timers as { label: string; due: string }[];
+    expect(left.map((t) => [t.label, t.due])).toEqual([
+      ['call mom', '2026-11-21T09:00:00.000+01:00'],
+      ['walk the dog', '2026-11-21T18:30:00.000+01:00'],
+    ]);
+    await after.timers.stop?.();
+  });
+
+  it('moves a corrupt state file aside instead of overwriting it', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'timers.json'), '{"version":1,"timers":[{"id"');
+    const { host } = nativeHost(dir);
+    expect(text(await host.call('set_timer', { duration: '1m' }))).toBe('Timer set for 1 minute.');
+    expect(readdirSync(dir).filter((f) => f.startsWith('timers.json.corrupt-'))).toHaveLength(1);
+  });
+});
