@@ -15,6 +15,7 @@ let loading: Promise<MathKit> | undefined;
 function loadMath(): Promise<MathKit> {
   loading ??= import('mathjs').then(({ all, create }) => {
     const math = create(all ?? {}, { number: 'number', precision: 64 });
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- mathjs functions do not use `this`
     const kit: MathKit = { parse: math.parse, format: math.format, Unit: math.Unit };
     const disabled = (name: string) => () => {
       throw new Error(`${name} is disabled`);
@@ -47,6 +48,7 @@ const NODE_TYPES = new Set(['ConstantNode', 'SymbolNode', 'OperatorNode', 'Paren
 
 /** Spoken and typed forms mathjs does not read, rewritten to ones it does. */
 const REWRITES: [RegExp, string][] = [
+  [/^the\s+/i, ''],
   [/[×✕]/g, '*'],
   [/÷/g, '/'],
   [/−/g, '-'],

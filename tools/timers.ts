@@ -274,7 +274,7 @@ function createTimers(context: ToolContext): ToolSet {
         async run(args: Record<string, unknown>) {
           const seconds = parseDuration(args.duration as string | number);
           if (typeof seconds === 'string') return errorResult(seconds);
-          const label = String(args.label ?? '').trim().replace(/\s*timer$/i, '').slice(0, 80);
+          const label = (typeof args.label === 'string' ? args.label : '').trim().replace(/\s*timer$/i, '').slice(0, 80);
           const t = await add({ kind: 'timer', label, due: now().plus({ seconds }).toISO() ?? '', duration_s: seconds });
           const name = label === '' ? 'Timer' : `${capitalise(label)} timer`;
           return textResult(`${name} set for ${describeDuration(seconds)}.`, { timer: t });
@@ -329,7 +329,7 @@ function createTimers(context: ToolContext): ToolSet {
         inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'omit if only one' } } },
         annotations: { destructiveHint: true },
         async run(args: Record<string, unknown>) {
-          const wanted = String(args.id ?? '').trim().replace(/^#/, '').toLowerCase();
+          const wanted = (typeof args.id === 'string' ? args.id : '').trim().replace(/^#/, '').toLowerCase();
           return mutate((draft) => {
             const matches = wanted === 'all'
               ? draft.timers

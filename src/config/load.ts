@@ -177,7 +177,7 @@ function schemaAt(path: readonly string[]): Record<string, unknown> {
   for (const key of path) {
     const next = node.properties?.[key] ?? node.additionalProperties;
     if (typeof next !== 'object' || next === null) return {};
-    node = next as typeof node;
+    node = next;
   }
   return node.properties ?? {};
 }

@@ -59,7 +59,7 @@ function recognise(text: string): Intent | undefined {
       tool: 'get_current_time',
       args: m[1] === undefined ? {} : { timezone: m[1] },
       errorMeansNoMatch: m[1] !== undefined,
-      reply: (r) => `It's ${clockOf(r)}${r.structuredContent?.place ? ` in ${String(r.structuredContent.place)}` : ''}.`,
+      reply: (r) => `It's ${clockOf(r)}${placeOf(r)}.`,
     };
   }
   if (/^(?:what(?:'s| is) (?:the date|today's date)|what day is (?:it|today)|what(?:'s| is) today)(?: today)?$/.test(text)) {
@@ -108,6 +108,11 @@ function timer(duration: string | undefined, label?: string): Intent {
 
 function reminder(at: string | undefined, what: string | undefined): Intent {
   return { tool: 'set_reminder', args: { at: (at ?? '').replace(/^at /, ''), text: what ?? '' }, errorMeansNoMatch: true };
+}
+
+function placeOf(result: CallToolResult): string {
+  const place = result.structuredContent?.place;
+  return typeof place === 'string' && place !== '' ? ` in ${place}` : '';
 }
 
 function clockOf(result: CallToolResult): string {

@@ -57,10 +57,12 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   process.on('SIGHUP', onHangup);
   // Keep the event loop alive while idle; every other handle may be unref'd.
   const keepAlive = setInterval(() => undefined, 1 << 30);
-  const stopSignal = options.stopSignal ?? new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
+  // `on`, not `once`: write-file-atomic's signal-exit re-raises a signal when its own handler
+  // is the last one left, which would kill the process before stop() has saved anything.
+  let onStop: (signal: NodeJS.Signals) => void = () => undefined;
+  const stopSignal = options.stopSignal ?? new Promise<string>((resolve) => (onStop = resolve));
+  process.on('SIGTERM', onStop);
+  process.on('SIGINT', onStop);
   const why = await stopSignal;
   log.info(`${why}: stopping`);
   const deadline = setTimeout(() => {
@@ -74,6 +76,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     clearTimeout(deadline);
     clearInterval(keepAlive);
     process.off('SIGHUP', onHangup);
+    process.off('SIGTERM', onStop);
+    process.off('SIGINT', onStop);
   }
   log.info('stopped');
   return 0;

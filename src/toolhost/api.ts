@@ -78,11 +78,11 @@ export interface ToolContext {
   homeZone: string;
   log: Logger;
   /** Say something to the people in the room (logged when there is no audio). */
-  announce(announcement: Announcement): void;
+  announce: (announcement: Announcement) => void;
   /** A JSON store named `name` in the state dir. */
   store<T>(name: string): JsonStore<T>;
   /** Epoch milliseconds; injectable for tests. */
-  now(): number;
+  now: () => number;
 }
 
 /** The tools a module offers, and an optional lifecycle for ones that run in the background. */

@@ -84,8 +84,9 @@ export class ToolHost {
   /** Every registered tool with its on/off state. */
   list(): ToolInfo[] {
     return [...this.#tools.values()].map((entry) => {
-      const { run: _run, ...definition } = entry.tool;
-      const info: ToolInfo = { ...definition, source: entry.source, enabled: this.#enabled(entry) };
+      const { name, description, inputSchema, annotations } = entry.tool;
+      const info: ToolInfo = { name, description, inputSchema, source: entry.source, enabled: this.#enabled(entry) };
+      if (annotations !== undefined) info.annotations = annotations;
       if (entry.server !== undefined) info.server = entry.server;
       return info;
     });
@@ -198,7 +199,8 @@ export function usage(tool: ToolDefinition): string {
   const required = new Set(tool.inputSchema.required ?? []);
   const args = Object.entries(tool.inputSchema.properties ?? {}).map(([name, schema]) => {
     const type = (schema as { type?: unknown }).type;
-    return `${name}${required.has(name) ? '' : '?'}: ${Array.isArray(type) ? type.join('|') : String(type ?? 'any')}`;
+    const shown = Array.isArray(type) ? type.join('|') : typeof type === 'string' ? type : 'any';
+    return `${name}${required.has(name) ? '' : '?'}: ${shown}`;
   });
   return `Usage: ${tool.name}(${args.join(', ')}).`;
 }

@@ -15,7 +15,7 @@ export interface NativeOptions {
   homeZone: string;
   stateDir: string;
   log: Logger;
-  announce(announcement: Announcement): void;
+  announce: (announcement: Announcement) => void;
   /** Epoch ms; default Date.now. */
   now?: () => number;
 }
@@ -29,7 +29,7 @@ export function registerNativeTools(host: ToolHost, options: NativeOptions): Too
       log,
       announce: options.announce,
       store: (name) => createJsonStore(options.stateDir, name, log),
-      now: options.now ?? Date.now,
+      now: options.now ?? (() => Date.now()),
     });
     for (const tool of set.tools) host.register(tool, { source: 'native', toggle: module.toggle });
     return set;

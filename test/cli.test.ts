@@ -1,0 +1,131 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { iris, startIris, waitForLine } from './helpers/cli.js';
+import { tempDir } from './helpers/tmp.js';
+
+function env(config = '') {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'config'), config);
+  return { dir, vars: { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state') } };
+}
+
+describe('iris CLI', () => {
+  it('ask answers time and arithmetic on the local path, as JSON', async () => {
+    const { vars } = env('[assistant]\ntimezone = "Europe/Berlin"\n');
+    const [time, math] = await Promise.all([
+      iris(['ask', '--json', 'what time is it in Tokyo'], vars),
+      iris(['ask', 'what is 17% of 2,340'], vars),
+    ]);
+    expect(time.code).toBe(0);
+    const answer = JSON.parse(time.stdout) as Record<string, unknown>;
+    expect(answer).toMatchObject({ route: 'local', tool_calls: [{ name: 'get_current_time', arguments: { timezone: 'tokyo' } }] });
+    expect(answer.reply).toMatch(/^It's \d{1,2}:\d{2} [AP]M in Tokyo\.$/);
+    expect(answer).toHaveProperty('tokens.num_ctx');
+    expect(answer).toHaveProperty('timings_ms.total');
+    expect(math).toMatchObject({ code: 0, stdout: "That's 397.8.\n" });
+  });
+
+  it('ask exits 1 with a reason when it cannot answer', async () => {
+    const { vars } = env();
+    const run = await iris(['ask', 'write me a poem'], vars);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('config check prints every problem as FILE:LINE and exits 78', async () => {
+    const { vars } = env('[ollama]\nurl = "localhost"\n[tools]\ntime = "yes"\n');
+    const [check, ask] = await Promise.all([iris(['config', 'check'], vars), iris(['ask', 'what time is it'], vars)]);
+    expect(check.code).toBe(78);
+    expect(check.stderr).toBe(
+      `${vars.IRIS_CONFIG}:2: "ollama.url" = "localhost" is not an http:// or https:// URL\n`
+      + `${vars.IRIS_CONFIG}:4: "tools.time" must be a boolean, not a string ("yes")\n`,
+    );
+    expect(ask.code).toBe(78);
+    const good = await iris(['config', 'check', '--config', join(tempDir(), 'missing')], {});
+    expect(good.code).toBe(0);
+  });
+
+  it('tools list and budget show every native tool, its switch and its token cost', async () => {
+    const { vars } = env('[tools]\ncalculator = false\n');
+    const [list, budget] = await Promise.all([iris(['tools', 'list', '--json'], vars), iris(['tools', 'budget', '--json'], vars)]);
+    const tools = JSON.parse(list.stdout) as { name: string; source: string; enabled: boolean; tokens: number }[];
+    expect(tools.map((t) => t.name)).toEqual(['get_current_time', 'calculator', 'set_timer', 'set_reminder', 'list_timers', 'cancel_timer']);
+    expect(tools.every((t) => t.source === 'native' && t.tokens > 10 && t.tokens < 120)).toBe(true);
+    expect(tools.find((t) => t.name === 'calculator')?.enabled).toBe(false);
+    const report = JSON.parse(budget.stdout) as Record<string, unknown>;
+    const enabledTokens = tools.filter((t) => t.enabled).reduce((sum, t) => sum + t.tokens, 0);
+    expect(report).toMatchObject({ budget: 1500, exposed_tokens: enabledTokens, native_tokens: enabledTokens, remote_tools: 0 });
+    expect(report.tokenizer).toMatch(/qwen/i);
+  });
+
+  it('tools call runs a tool, exits 1 on isError and 2 on bad JSON', async () => {
+    const { vars } = env('[tools]\ncalculator = false\n');
+    const [ok, off, unknown, junk] = await Promise.all([
+      iris(['tools', 'call', 'get_current_time', '{"timezone":"UTC"}', '--json'], vars),
+      iris(['tools', 'call', 'calculator', '{"expression":"1+1"}', '--json'], vars),
+      iris(['tools', 'call', 'rm_rf', '{}'], vars),
+      iris(['tools', 'call', 'get_current_time', '{nope'], vars),
+    ]);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ content: [{ type: 'text', text: expect.stringMatching(/ in UTC\.$/) }] });
+    expect(off.code).toBe(1);
+    expect(JSON.parse(off.stdout)).toMatchObject({ isError: true });
+    expect(unknown).toMatchObject({ code: 1, stdout: expect.stringContaining('There is no tool named "rm_rf"') });
+    expect(junk.code).toBe(2);
+  });
+
+  it('timers list and cancel work against the state dir', async () => {
+    const { vars } = env();
+    expect((await iris(['ask', 'set a tea timer for 5 minutes'], vars)).stdout).toBe('Tea timer set for 5 minutes.\n');
+    const listed = await iris(['timers', 'list', '--json'], vars);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: '1', kind: 'timer', label: 'tea', duration_s: 300 })]);
+    expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 0, stdout: 'Cancelled the timer "tea".\n' });
+    expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 1 });
+  });
+
+  it('exits 2 on a usage error', async () => {
+    const [bad, missing] = await Promise.all([iris(['frobnicate'], {}), iris(['tools', 'call'], {})]);
+    expect(bad.code).toBe(2);
+    expect(missing.code).toBe(2);
+  });
+});
+
+describe('iris daemon', () => {
+  it('reports missed timers, fires new ones set from the CLI, keeps its config on a bad SIGHUP, stops on SIGTERM', async () => {
+    const { vars } = env('[assistant]\ntimezone = "UTC"\n');
+    const past = new Date(Date.now() - 3_600_000).toISOString();
+    const state = { version: 1, next_id: 2, timers: [{ id: '1', kind: 'timer', label: 'bread', created: past, due: past, duration_s: 60 }] };
+    mkdirSync(vars.IRIS_STATE_DIR, { recursive: true });
+    writeFileSync(join(vars.IRIS_STATE_DIR, 'timers.json'), JSON.stringify(state));
+    const daemon = startIris(['daemon'], vars);
+    const missed = waitForLine(daemon, /While I was off, your bread timer was due at/);
+    await waitForLine(daemon, /ready:/);
+    expect(await missed).toMatch(/missed #1/);
+
+    // Another process adds a reminder: the daemon notices the file change and fires it.
+    const fired = waitForLine(daemon, /Reminder: stand up\./);
+    const set = await iris(['tools', 'call', 'set_reminder', '{"at":"in 1 second","text":"stand up"}'], vars);
+    expect(set.code).toBe(0);
+    expect(await fired).toMatch(/reminder #2/);
+
+    writeFileSync(vars.IRIS_CONFIG, '[assistant]\ntimezone = 3\n');
+    const kept = waitForLine(daemon, /keeping the running one/);
+    daemon.kill('SIGHUP');
+    expect(await kept).toMatch(/config not applied/);
+
+    const stopped = waitForLine(daemon, /stopped/);
+    daemon.kill('SIGTERM');
+    await stopped;
+    const code = await new Promise((resolve) => daemon.once('exit', resolve));
+    expect(code).toBe(0);
+    expect(JSON.parse(readFileSync(join(vars.IRIS_STATE_DIR, 'timers.json'), 'utf8'))).toMatchObject({ timers: [] });
+  });
+
+  it('refuses to start on a broken config with exit 78', async () => {
+    const { vars } = env('[nonsense]\n');
+    const run = await iris(['daemon'], vars);
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/config:1: unknown section \[nonsense\]/);
+  });
+});
