@@ -39,8 +39,9 @@ describe('get_current_time', () => {
     expect(text(nowhere)).toBe('I don\'t know the place or time zone "Atlantis". Use an IANA zone like "Asia/Tokyo" or a city name.');
   });
 
-  it('maps names without the gazetteer when the zone name says it', () => {
-    expect(resolvePlace('los angeles', 'UTC')).toEqual({ zone: 'America/Los_Angeles', name: 'Los Angeles' });
-    expect(resolvePlace('', 'Europe/Berlin')).toEqual({ zone: 'Europe/Berlin', name: '' });
+  it('maps zone names, cities and home', async () => {
+    expect(await resolvePlace('los angeles', 'UTC')).toEqual({ zone: 'America/Los_Angeles', name: 'Los Angeles' });
+    expect(await resolvePlace('America/Argentina/Buenos_Aires', 'UTC')).toEqual({ zone: 'America/Buenos_Aires', name: 'Buenos Aires' });
+    expect(await resolvePlace('', 'Europe/Berlin')).toEqual({ zone: 'Europe/Berlin', name: '' });
   });
 });

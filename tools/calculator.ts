@@ -147,7 +147,7 @@ const calculator: ToolModule = {
       tools: [
         {
           name: 'calculator',
-          description: 'Evaluate arithmetic: + - * / ^ sqrt(), "17% of 2340", "5 miles to km".',
+          description: 'Arithmetic and unit conversion, e.g. "17% of 2340", "5 miles to km".',
           inputSchema: {
             type: 'object',
             properties: { expression: { type: 'string' } },

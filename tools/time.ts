@@ -2,14 +2,12 @@
  * get_current_time: the time in the home zone, an IANA zone, or a city or country the model
  * names ("Tokyo", "New York", "Japan") when that maps to one zone.
  */
-import { createRequire } from 'node:module';
 import { DateTime, IANAZone } from 'luxon';
 import { errorResult, textResult, type ToolModule } from '../src/toolhost/api.js';
 
 interface City {
   city: string;
   city_ascii: string;
-  country: string;
   timezone: string;
   pop: number;
 }
@@ -19,18 +17,35 @@ interface Country {
   timezones: string[];
 }
 
-const require = createRequire(import.meta.url);
-let places: { cities: City[]; countries: Country[] } | undefined;
+/** Folded place name → zone, built once: zone names, then cities (most populous wins), then countries. */
+interface Gazetteer {
+  zones: Map<string, string>;
+  cities: Map<string, City>;
+  countries: Map<string, Country>;
+}
+let gazetteer: Promise<Gazetteer> | undefined;
 
-/** The gazetteers are a few MB of JSON: load them on the first name that is not a zone. */
-function gazetteers(): { cities: City[]; countries: Country[] } {
-  places ??= {
-    cities: (require('city-timezones') as { cityMapping: City[] }).cityMapping,
-    countries: Object.values(
-      (require('countries-and-timezones') as { getAllCountries(): Record<string, Country> }).getAllCountries(),
-    ),
-  };
-  return places;
+/** The city list is a few MB of JSON: load it on the first name that is not a zone. */
+function loadGazetteer(): Promise<Gazetteer> {
+  gazetteer ??= Promise.all([import('city-timezones'), import('countries-and-timezones')]).then(([c, t]) => {
+    const zones = new Map<string, string>();
+    for (const zone of Intl.supportedValuesOf('timeZone')) zones.set(fold(cityOfZone(zone)), zone);
+    const cities = new Map<string, City>();
+    for (const city of (c.default as unknown as { cityMapping: City[] }).cityMapping) {
+      for (const name of new Set([fold(city.city), fold(city.city_ascii)])) {
+        const known = cities.get(name);
+        if (known === undefined || known.pop < city.pop) cities.set(name, city);
+      }
+    }
+    const countries = new Map<string, Country>();
+    for (const country of Object.values(t.default.getAllCountries()) as Country[]) countries.set(fold(country.name), country);
+    for (const [alias, id] of Object.entries(COUNTRY_ALIASES)) {
+      const country = [...countries.values()].find((x) => x.id === id);
+      if (country !== undefined) countries.set(alias, country);
+    }
+    return { zones, cities, countries };
+  });
+  return gazetteer;
 }
 
 export interface Place {
@@ -50,28 +65,26 @@ const fold = (s: string): string =>
   s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[\s_-]+/g, ' ').trim();
 
 /** Resolve a zone, city or country name; a string explains why not. */
-export function resolvePlace(query: string | undefined, homeZone: string): Place | string {
+export async function resolvePlace(query: string | undefined, homeZone: string): Promise<Place | string> {
   const raw = (query ?? '').trim();
   if (raw === '' || /^(here|home|local)$/i.test(raw)) return { zone: homeZone, name: '' };
   if (raw.length > 100) return 'That place name is too long.';
   if (/^(utc|gmt|z)$/i.test(raw)) return { zone: 'UTC', name: 'UTC' };
+  if (raw.includes('/') && IANAZone.isValidZone(raw)) {
+    const zone = new Intl.DateTimeFormat('en', { timeZone: raw }).resolvedOptions().timeZone;
+    return { zone, name: cityOfZone(zone) };
+  }
   const wanted = fold(raw);
-  const zones = Intl.supportedValuesOf('timeZone');
-  const exact = zones.find((z) => z.toLowerCase() === raw.toLowerCase());
-  if (exact !== undefined && IANAZone.isValidZone(exact)) return { zone: exact, name: cityOfZone(exact) };
-  const byCity = zones.filter((z) => fold(cityOfZone(z)) === wanted);
-  if (byCity.length === 1 && byCity[0] !== undefined) return { zone: byCity[0], name: cityOfZone(byCity[0]) };
-  const { cities, countries } = gazetteers();
-  const city = cities
-    .filter((c) => fold(c.city_ascii) === wanted || fold(c.city) === wanted)
-    .sort((a, b) => b.pop - a.pop)[0];
+  const { zones, cities, countries } = await loadGazetteer();
+  const zone = zones.get(wanted);
+  if (zone !== undefined) return { zone, name: cityOfZone(zone) };
+  const city = cities.get(wanted);
   if (city !== undefined && IANAZone.isValidZone(city.timezone)) return { zone: city.timezone, name: city.city };
-  const alias = COUNTRY_ALIASES[wanted];
-  const country = countries.find((c) => fold(c.name) === wanted || c.id === alias);
+  const country = countries.get(wanted);
   if (country !== undefined) {
     const valid = country.timezones.filter((z) => IANAZone.isValidZone(z));
     if (valid.length === 1 && valid[0] !== undefined) return { zone: valid[0], name: country.name };
-    const name = alias === undefined ? country.name : raw;
+    const name = COUNTRY_ALIASES[wanted] === undefined ? country.name : raw;
     return `${name} has ${valid.length} time zones; name a city or a zone such as ${valid.slice(0, 3).join(', ')}.`;
   }
   return `I don't know the place or time zone "${raw}". Use an IANA zone like "Asia/Tokyo" or a city name.`;
@@ -88,14 +101,11 @@ const timezoneTool: ToolModule = {
       tools: [
         {
           name: 'get_current_time',
-          description: 'Current time and date. Omit timezone for home.',
-          inputSchema: {
-            type: 'object',
-            properties: { timezone: { type: 'string', description: 'IANA zone, city or country' } },
-          },
+          description: 'Current time and date, at home or in a timezone (IANA zone, city or country).',
+          inputSchema: { type: 'object', properties: { timezone: { type: 'string' } } },
           annotations: { readOnlyHint: true },
-          run(args) {
-            const place = resolvePlace(args.timezone as string | undefined, context.homeZone);
+          async run(args) {
+            const place = await resolvePlace(args.timezone as string | undefined, context.homeZone);
             if (typeof place === 'string') return errorResult(place);
             const now = DateTime.fromMillis(context.now(), { zone: place.zone });
             const where = place.name === '' ? '' : ` in ${place.name}`;

@@ -266,7 +266,7 @@ function createTimers(context: ToolContext): ToolSet {
         inputSchema: {
           type: 'object',
           properties: {
-            duration: { type: ['string', 'number'], description: 'e.g. "10m", "1h30m", or seconds' },
+            duration: { type: ['string', 'number'], description: '"10m", "1h30m" or seconds' },
             label: { type: 'string' },
           },
           required: ['duration'],
@@ -282,10 +282,10 @@ function createTimers(context: ToolContext): ToolSet {
       },
       {
         name: 'set_reminder',
-        description: 'Remind at a time. at: "in 20 minutes", "tomorrow at 7am", "every weekday at 7:00".',
+        description: 'Set a reminder. at: "in 20 minutes", "tomorrow 7am", "every weekday at 7:00".',
         inputSchema: {
           type: 'object',
-          properties: { at: { type: 'string' }, text: { type: 'string', description: 'what to remind' } },
+          properties: { at: { type: 'string' }, text: { type: 'string' } },
           required: ['at', 'text'],
         },
         async run(args: Record<string, unknown>) {
@@ -325,8 +325,8 @@ function createTimers(context: ToolContext): ToolSet {
       },
       {
         name: 'cancel_timer',
-        description: 'Cancel a timer or reminder by id or label ("all" for every one).',
-        inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'omit if only one' } } },
+        description: 'Cancel a timer or reminder by id or label, or "all".',
+        inputSchema: { type: 'object', properties: { id: { type: 'string' } } },
         annotations: { destructiveHint: true },
         async run(args: Record<string, unknown>) {
           const wanted = (typeof args.id === 'string' ? args.id : '').trim().replace(/^#/, '').toLowerCase();

@@ -25,6 +25,22 @@ const STOP_DEADLINE_MS = 10_000;
 /** Run until told to stop; resolves with the exit code. */
 export async function runDaemon(options: DaemonOptions): Promise<number> {
   const log = options.log ?? createLogger('iris', { level: options.logLevel ?? 'info' });
+  // Handlers first, so a SIGTERM during start-up still stops cleanly. `on`, not `once`:
+  // write-file-atomic's signal-exit re-raises a signal when its own handler is the last one
+  // left, which would kill the process before stop() has saved anything.
+  let onStop: (signal: NodeJS.Signals) => void = () => undefined;
+  const stopSignal = options.stopSignal ?? new Promise<string>((resolve) => (onStop = resolve));
+  process.on('SIGTERM', onStop);
+  process.on('SIGINT', onStop);
+  try {
+    return await serve(options, log, stopSignal);
+  } finally {
+    process.off('SIGTERM', onStop);
+    process.off('SIGINT', onStop);
+  }
+}
+
+async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<string>): Promise<number> {
   let config: Config;
   try {
     config = await loadConfig(options.configPath);
@@ -57,12 +73,6 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   process.on('SIGHUP', onHangup);
   // Keep the event loop alive while idle; every other handle may be unref'd.
   const keepAlive = setInterval(() => undefined, 1 << 30);
-  // `on`, not `once`: write-file-atomic's signal-exit re-raises a signal when its own handler
-  // is the last one left, which would kill the process before stop() has saved anything.
-  let onStop: (signal: NodeJS.Signals) => void = () => undefined;
-  const stopSignal = options.stopSignal ?? new Promise<string>((resolve) => (onStop = resolve));
-  process.on('SIGTERM', onStop);
-  process.on('SIGINT', onStop);
   const why = await stopSignal;
   log.info(`${why}: stopping`);
   const deadline = setTimeout(() => {
@@ -76,8 +86,6 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     clearTimeout(deadline);
     clearInterval(keepAlive);
     process.off('SIGHUP', onHangup);
-    process.off('SIGTERM', onStop);
-    process.off('SIGINT', onStop);
   }
   log.info('stopped');
   return 0;

@@ -1,0 +1,36 @@
+# Shared set-up for scripts/try.sh and scripts/test.sh: make sure Node.js (18.19 or newer,
+# Debian 12's own is fine) and the npm dependencies are installed. Meant to be sourced.
+
+# Debian packages to install when missing: one line "command package".
+IRIS_APT_NEEDS=${IRIS_APT_NEEDS:-"node nodejs
+npm npm"}
+
+apt_install_missing() {
+  local missing=() cmd pkg
+  while read -r cmd pkg; do
+    [ -n "$cmd" ] && ! command -v "$cmd" >/dev/null 2>&1 && missing+=("$pkg")
+  done <<<"$1"
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+    return 1
+  fi
+  echo "installing: ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+ensure_node() {
+  apt_install_missing "$IRIS_APT_NEEDS"
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 18 || (a === 18 && b >= 19) ? 0 : 1)' || {
+    echo "IRIS needs Node.js 18.19 or newer; this is $(node --version)" >&2
+    return 1
+  }
+}
+
+# npm ci when node_modules is missing or older than the lockfile.
+ensure_modules() {
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund --loglevel=error >&2
+  fi
+}
