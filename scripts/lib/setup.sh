@@ -28,9 +28,12 @@ ensure_node() {
   }
 }
 
-# npm ci when node_modules is missing or older than the lockfile.
+# Install the locked npm packages when node_modules is missing or older than the lockfile.
+# `npm install`, not `npm ci`: ci refuses a lockfile that lacks other platforms' optional
+# packages (rollup's, esbuild's), which a registry mirror may not serve; install keeps the
+# locked versions and skips optional packages it cannot get.
 ensure_modules() {
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm ci --no-audit --no-fund --loglevel=error >&2
+    npm install --no-audit --no-fund --loglevel=error >&2
   fi
 }

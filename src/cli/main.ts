@@ -9,12 +9,12 @@ import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel } from '../log.js';
 import { loadTokenizer, toolTokens } from '../budget/tokenizer.js';
-import { answerLocally } from '../conversation/local.js';
 import { assemble } from '../daemon/assemble.js';
 import { runDaemon } from '../daemon/daemon.js';
 import { resultText, type CallToolResult } from '../toolhost/api.js';
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
+import { chat } from './chat.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
 
@@ -79,26 +79,32 @@ export function buildProgram(): Command {
 
   program
     .command('ask')
-    .description('one text turn through the conversation engine')
+    .description('one text turn through the conversation engine (tools included)')
     .argument('<text...>', 'what to ask')
     .option('--json', 'print one JSON document')
     .action(async (words: string[], _opts, cmd: Command) => {
       const g = globals(cmd);
       const { iris } = await open(g);
-      const started = performance.now();
-      const text = words.join(' ');
-      const local = await answerLocally(text, iris.host);
-      const totalMs = Math.round(performance.now() - started);
-      const tokens = { system: 0, tools: 0, history: 0, tool_results: 0, prompt_estimate: 0, prompt_eval_count: 0, budget: 0, num_ctx: 0 };
-      if (local === undefined) {
-        const reply = "I can only answer time, arithmetic and timer requests so far; I didn't understand that one.";
-        if (g.json === true) printJson({ reply, route: 'fallback', tool_calls: [], tokens, timings_ms: { total: totalMs, first_token: 0 } });
-        else print(reply);
-        throw new Exit(EXIT.failed, 'no local answer, and the language model path is not available');
+      const controller = new AbortController();
+      const interrupt = (): void => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', interrupt);
+      try {
+        const turn = iris.conversation().turn(words.join(' '), controller.signal);
+        if (g.json !== true) for await (const sentence of turn.sentences) print(sentence);
+        const result = await turn.result;
+        if (g.json === true) printJson(result);
+        if (result.error !== undefined) throw new Exit(EXIT.failed, result.error.message);
+      } finally {
+        process.off('SIGINT', interrupt);
       }
-      if (g.json === true) {
-        printJson({ reply: local.reply, route: 'local', tool_calls: local.tool_calls, tokens, timings_ms: { total: totalMs, first_token: 0 } });
-      } else print(local.reply);
+    });
+
+  program
+    .command('chat')
+    .description('interactive text conversation in a terminal (/reset forgets, /quit or Ctrl-D ends)')
+    .action(async (_opts, cmd: Command) => {
+      const { iris } = await open(globals(cmd));
+      await chat(iris.conversation());
     });
 
   const tools = program.command('tools').description('the tools the model can reach');

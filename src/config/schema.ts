@@ -64,6 +64,12 @@ export const configSchema = {
           default: 5,
           description: 'Keep listening this long after a reply, without the wake word (seconds).',
         },
+        forget_after_s: {
+          type: 'number',
+          minimum: 0,
+          default: 300,
+          description: 'Forget the conversation after this long without a turn (seconds); 0 keeps none.',
+        },
       },
     },
     ollama: {
@@ -76,6 +82,14 @@ export const configSchema = {
         think: { type: 'boolean', default: false, description: 'Let thinking models think (slower replies).' },
         keep_alive: { type: 'string', default: '30m', description: 'How long Ollama keeps the model loaded.' },
         timeout_s: { type: 'number', exclusiveMinimum: 0, default: 60, description: 'Per model call (seconds).' },
+        temperature: { type: 'number', minimum: 0, maximum: 2, default: 0.3, description: 'Sampling temperature.' },
+        max_tool_rounds: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 32,
+          default: 8,
+          description: 'Most model calls in one turn before IRIS answers with what it has.',
+        },
       },
     },
     budget: {

@@ -3,7 +3,11 @@
  * for the one-shot CLI commands alike. Constructors only store; `start()` arms background
  * work in order, `stop()` undoes it in reverse.
  */
+import { loadTokenizer } from '../budget/tokenizer.js';
 import type { Config } from '../config/schema.js';
+import type { ChatBackend } from '../conversation/backend.js';
+import { Conversation } from '../conversation/engine.js';
+import { createOllamaBackend } from '../conversation/ollama.js';
 import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
@@ -15,10 +19,14 @@ export interface AssembleOptions {
   /** Where timers and reminders are said; default: logged. */
   announce?: (announcement: Announcement) => void;
   now?: () => number;
+  /** The model backend; default Ollama at `[ollama] url`. */
+  backend?: ChatBackend;
 }
 
 export interface Iris {
   readonly host: ToolHost;
+  /** A new conversation (its own memory) on this IRIS's tools and model. */
+  conversation(): Conversation;
   /** Apply a re-read config's tool switches without a restart. */
   reconfigure(config: Config): void;
   start(): Promise<void>;
@@ -33,9 +41,16 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   const nativeOptions = { homeZone: config.assistant.timezone, stateDir: options.stateDir, log, announce };
   const sets: ToolSet[] = registerNativeTools(host, options.now ? { ...nativeOptions, now: options.now } : nativeOptions);
   const started: ToolSet[] = [];
+  const backend = options.backend ?? createOllamaBackend(config.ollama.url);
+  let current = config;
   return {
     host,
+    conversation() {
+      const base = { config: current, backend, host, tokenizer: loadTokenizer, log: log.child('conversation') };
+      return new Conversation(options.now ? { ...base, now: options.now } : base);
+    },
     reconfigure(next) {
+      current = next;
       host.setEnabled(toggles(next));
     },
     async start() {

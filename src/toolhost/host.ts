@@ -115,7 +115,11 @@ export class ToolHost {
     const parsed = parseArguments(args);
     if (typeof parsed === 'string') return errorResult(`Invalid arguments for ${name}: ${parsed}`);
     if (!entry.validate(parsed)) {
-      return errorResult(`Invalid arguments for ${name}: ${explain(entry.validate.errors ?? [])}. ${usage(entry.tool)}`);
+      // Names the schema does not know are the usual cause: say so, even where the schema allows extras.
+      const known = Object.keys(entry.tool.inputSchema.properties ?? {});
+      const unknown = Object.keys(parsed).filter((key) => !known.includes(key)).map((key) => `"${key}" is not an argument of ${name}`);
+      const problems = [...new Set([explain(entry.validate.errors ?? []), ...unknown])].join('; ');
+      return errorResult(`Invalid arguments for ${name}: ${problems}. ${usage(entry.tool)}`);
     }
     return this.#run(entry.tool, parsed, options);
   }

@@ -1,0 +1,360 @@
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Conversation, TurnResult } from '../src/conversation/engine.js';
+import { withDouble, type Sections, type Setup } from './helpers/conversation.js';
+import type { ModelSpec } from './helpers/ollama-double.js';
+
+let setup: Setup | undefined;
+afterEach(async () => {
+  await setup?.double.close();
+  setup = undefined;
+});
+
+async function start(sections: Sections = {}, options: Parameters<typeof withDouble>[1] = {}): Promise<Setup> {
+  setup = await withDouble(sections, options);
+  return setup;
+}
+
+async function say(conversation: Conversation, text: string, signal?: AbortSignal): Promise<{ said: string[]; result: TurnResult }> {
+  const turn = conversation.turn(text, signal);
+  const said: string[] = [];
+  for await (const sentence of turn.sentences) said.push(sentence);
+  return { said, result: await turn.result };
+}
+
+const ask = (s: Setup, text: string, signal?: AbortSignal) => say(s.iris.conversation(), text, signal);
+const toolMessages = (s: Setup, chat: number) => s.double.chats[chat]?.messages.filter((m) => m.role === 'tool').map((m) => m.content) ?? [];
+
+/** A loopback port with nothing listening. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('the tool loop', () => {
+  it('runs a tool call, sends the result back, and streams the answer as sentences', async () => {
+    const s = await start();
+    s.double.script(
+      { tool_calls: [{ name: 'get_current_time', arguments: { timezone: 'Asia/Tokyo' } }] },
+      { content: ["It's ", '3:04 PM in ', 'Tokyo. ', 'Anything else?'] },
+    );
+    const { said, result } = await ask(s, 'how late is it over in japan');
+    expect(said).toEqual(["It's 3:04 PM in Tokyo.", 'Anything else?']);
+    expect(result).toMatchObject({ route: 'llm', reply: "It's 3:04 PM in Tokyo. Anything else?", repairs: {} });
+    expect(result.tool_calls).toEqual([expect.objectContaining({ name: 'get_current_time', arguments: { timezone: 'Asia/Tokyo' } })]);
+    const [first, second] = s.double.chats;
+    expect(first?.tools?.map((t) => t.function.name)).toEqual(['get_current_time', 'calculator', 'set_timer', 'set_reminder', 'list_timers', 'cancel_timer']);
+    expect(first?.options).toMatchObject({ num_ctx: 8192, num_predict: 512, temperature: 0.3 });
+    expect(first?.think).toBe(false);
+    expect(first?.keep_alive).toBe('30m');
+    expect(second?.messages.slice(-2)).toEqual([
+      { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_current_time', arguments: { timezone: 'Asia/Tokyo' } } }] },
+      { role: 'tool', content: expect.stringMatching(/^It's \d{1,2}:\d{2} [AP]M on .+ in Tokyo\.$/), tool_name: 'get_current_time' },
+    ]);
+    expect(result.tokens.prompt_eval_count).toBe(second?.prompt_eval_count);
+    expect(result.tokens).toMatchObject({ num_ctx: 8192, budget: 8192 - 512 });
+    expect(result.timings_ms.first_token).toBeGreaterThan(0);
+  });
+
+  it('runs parallel tool calls from one chunk, in order', async () => {
+    const s = await start();
+    s.double.script(
+      { tool_calls: [{ name: 'calculator', arguments: { expression: '2+2' } }, { name: 'calculator', arguments: { expression: '3*3' } }] },
+      { content: ['Four, and nine.'] },
+    );
+    const { result } = await ask(s, 'two plus two and three times three, in words');
+    expect(result.tool_calls.map((c) => c.result.content[0])).toEqual([{ type: 'text', text: '4' }, { type: 'text', text: '9' }]);
+    expect(toolMessages(s, 1)).toEqual(['4', '9']);
+  });
+
+  it('stops after max_tool_rounds and answers from the results it has', async () => {
+    const s = await start({ ollama: { max_tool_rounds: 2 } });
+    const again = { tool_calls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
+    s.double.script(again, again, again);
+    const { said, result } = await ask(s, 'keep multiplying');
+    expect(s.double.chats).toHaveLength(2);
+    expect(result.route).toBe('fallback');
+    expect(said).toEqual(["The model didn't finish, but here is what I found: 42 42"]);
+    expect(result.error?.message).toMatch(/2 rounds of tool calls/);
+  });
+});
+
+describe('the small-model safety net', () => {
+  it('does not run a tool that does not exist, tells the model which exist, and counts it', async () => {
+    const s = await start();
+    s.double.script({ tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }, { content: ["I can't check the weather."] });
+    const { result } = await ask(s, 'weather in paris');
+    expect(toolMessages(s, 1)[0]).toMatch(/^There is no tool named "get_weather"\. Available tools: get_current_time, calculator/);
+    expect(result.repairs).toEqual({ unknown_tool: 1 });
+    expect(result.tool_calls[0]?.result.isError).toBe(true);
+  });
+
+  it('resolves hyphen/underscore and namespace mismatches to the real tool', async () => {
+    const s = await start();
+    s.double.script(
+      { tool_calls: [{ name: 'get-current-time', arguments: {} }, { name: 'functions.Calculator', arguments: { expression: '1+1' } }] },
+      { content: ['Done.'] },
+    );
+    const { result } = await ask(s, 'the time and one plus one please, thanks');
+    expect(result.tool_calls.map((c) => [c.name, c.result.isError ?? false])).toEqual([['get_current_time', false], ['calculator', false]]);
+    expect(result.repairs).toEqual({ tool_name: 2 });
+  });
+
+  it('parses arguments sent as a JSON string', async () => {
+    const s = await start();
+    s.double.script({ tool_calls: [{ name: 'calculator', arguments: '{"expression": "12*12"}' }] }, { content: ['144.'] });
+    const { result } = await ask(s, 'a gross');
+    expect(toolMessages(s, 1)).toEqual(['144']);
+    expect(result.repairs).toEqual({ arguments_string: 1 });
+    // What goes back to Ollama is an object: a string would be a 400.
+    expect(s.double.chats[1]?.messages.find((m) => m.tool_calls)?.tool_calls?.[0]?.function.arguments).toEqual({ expression: '12*12' });
+  });
+
+  it('returns schema failures to the model, which corrects itself', async () => {
+    const s = await start();
+    s.double.script(
+      { tool_calls: [{ name: 'set_timer', arguments: { minutes: 10 } }] },
+      { tool_calls: [{ name: 'set_timer', arguments: { duration: '10m', label: 'tea' } }] },
+      { content: ['Your tea timer is running.'] },
+    );
+    const { result } = await ask(s, 'tea in ten');
+    expect(toolMessages(s, 1)).toEqual(['Invalid arguments for set_timer: "duration" is required; "minutes" is not an argument of set_timer. '
+      + 'Usage: set_timer(duration: string|number, label?: string).']);
+    expect(toolMessages(s, 2).at(-1)).toBe('Tea timer set for 10 minutes.');
+    expect(result.reply).toBe('Your tea timer is running.');
+  });
+
+  it.each([
+    ['bare JSON', ['{"name": "calculator", "arguments": {"expression": "7*6"}}']],
+    ['Hermes tags', ['<tool_call>\n{"name": "calculator", ', '"arguments": {"expression": "7*6"}}\n</tool_call>']],
+    ['seed 004 tags', ['<tool>{"name": "calculator", "arguments": {"expression": "7*6"}}</tool>']],
+    ['a fenced block with sloppy JSON', ["```json\n{name: 'calculator', arguments: {expression: '7*6'},}\n```"]],
+  ])('runs a call written as %s in the text, and never speaks it', async (_kind, content) => {
+    const s = await start();
+    s.double.script({ content }, { content: ["It's 42."] });
+    const { said, result } = await ask(s, 'six sevens');
+    expect(toolMessages(s, 1)).toEqual(['42']);
+    expect(said).toEqual(["It's 42."]);
+    expect(result.repairs).toEqual({ call_in_text: 1 });
+  });
+
+  it('runs a call left inside thinking', async () => {
+    const s = await start();
+    s.double.script({ thinking: 'I should call <tool_call>{"name":"calculator","arguments":{"expression":"2^8"}}</tool_call>' }, { content: ['256.'] });
+    const { result } = await ask(s, 'two to the eighth, as a byte');
+    expect(toolMessages(s, 1)).toEqual(['256']);
+    expect(result.repairs).toEqual({ call_in_thinking: 1 });
+  });
+});
+
+describe('models without native tool calling', () => {
+  const noTools: Record<string, ModelSpec> = { 'qwen2.5:7b': { capabilities: ['completion'], contextLength: 32768 } };
+
+  it('sends no tools field, describes the tools in the prompt, and parses <tool_call> replies', async () => {
+    const s = await start({}, { models: noTools });
+    s.double.script({ content: ['<tool_call>{"name": "calculator", "arguments": {"expression": "9*9"}}</tool_call>'] }, { content: ['Eighty-one.'] });
+    const { said } = await ask(s, 'nine nines');
+    const [first, second] = s.double.chats;
+    expect(first?.tools).toBeUndefined();
+    expect(first?.messages[0]?.content).toContain('"name":"calculator"');
+    expect(first?.messages[0]?.content).toContain('<tool_call>');
+    expect(second?.messages.at(-1)).toEqual({ role: 'user', content: '<tool_response name="calculator">\n81\n</tool_response>' });
+    expect(said).toEqual(['Eighty-one.']);
+  });
+
+  it('switches to the text protocol when Ollama rejects tools with a 400', async () => {
+    // An older server: /api/show lists no capabilities, and /api/chat refuses tools.
+    const s = await start({}, { models: { 'qwen2.5:7b': { capabilities: [] } } });
+    s.double.script({ content: ['Hello there.'] });
+    const { said } = await ask(s, 'say hello');
+    expect(said).toEqual(['Hello there.']);
+    expect(s.logs.some((l) => /rejected tools; switching to the text tool protocol/.test(l))).toBe(true);
+  });
+});
+
+describe('the token budget', () => {
+  it('clamps num_ctx to the model maximum and says so once', async () => {
+    const s = await start({ budget: { context_tokens: 16384 } }, { models: { 'qwen2.5:7b': { capabilities: ['tools'], contextLength: 4096 } } });
+    s.double.script({ content: ['One.'] }, { content: ['Two.'] });
+    const conversation = s.iris.conversation();
+    await say(conversation, 'first');
+    await say(conversation, 'second');
+    expect(s.double.chats.map((c) => c.options?.num_ctx)).toEqual([4096, 4096]);
+    expect(s.logs.filter((l) => /context_tokens 16384 is above qwen2.5:7b's maximum 4096/.test(l))).toHaveLength(1);
+  });
+
+  it('keeps tool definitions under tool_tokens, dropping the last ones and saying which', async () => {
+    const s = await start({ budget: { tool_tokens: 300 } });
+    s.double.script({ content: ['Hi.'] });
+    const { result } = await ask(s, 'hello');
+    const sent = s.double.chats[0]?.tools?.map((t) => t.function.name) ?? [];
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent.length).toBeLessThan(6);
+    expect(result.tokens.tools).toBeLessThanOrEqual(300);
+    expect(s.logs.some((l) => /not offered: .*cancel_timer/.test(l))).toBe(true);
+  });
+
+  it('fits a long history by dropping whole oldest rounds; Ollama never has to truncate', async () => {
+    const s = await start({ budget: { context_tokens: 1024, reply_tokens: 128 } });
+    const conversation = s.iris.conversation();
+    for (let i = 0; i < 12; i++) {
+      s.double.script(
+        { tool_calls: [{ name: 'calculator', arguments: { expression: `${i}+1` } }] },
+        { content: [`Round ${i}: ${'the answer is long. '.repeat(8)}`] },
+      );
+      await say(conversation, `question ${i}: ${'please think about it. '.repeat(6)}`);
+    }
+    const last = s.double.chats.at(-1);
+    expect(s.logs.some((l) => /dropped the \d+ oldest round/.test(l))).toBe(true);
+    // The double counts the real template; it had nothing to drop.
+    expect(last?.prompt_eval_count).toBeLessThanOrEqual(1024 - 128);
+    // Every tool call that was kept still has its result right after it.
+    const messages = last?.messages ?? [];
+    messages.forEach((m, i) => {
+      if (m.tool_calls) expect(messages[i + 1]?.role).toBe('tool');
+      if (m.role === 'tool') expect(messages[i - 1]?.tool_calls ?? messages[i - 1]?.role).toBeTruthy();
+    });
+    expect(messages[0]?.role).toBe('system');
+    expect(messages.at(-1)?.content).toMatch(/^Round 11|^11$|12/);
+  });
+
+  it('cuts an oversized tool result with a marker', async () => {
+    const s = await start({ budget: { tool_result_chars: 200 } });
+    s.double.script({ tool_calls: [{ name: 'list_timers', arguments: {} }] }, { content: ['OK.'] });
+    const conversation = s.iris.conversation();
+    for (let i = 0; i < 8; i++) await s.iris.host.call('set_timer', { duration: `${i + 1}m`, label: `timer number ${i}` });
+    await say(conversation, 'what are all my timers called, in detail');
+    const sent = toolMessages(s, 1)[0] ?? '';
+    expect(sent.length).toBeLessThan(260);
+    expect(sent).toMatch(/\[… cut: \d+ more characters\]$/);
+  });
+
+  it('estimates the prompt within 10% of what the model counts', async () => {
+    const s = await start();
+    const conversation = s.iris.conversation();
+    const ratios: number[] = [];
+    for (const text of ['what is the meaning of life', 'and in one word?', 'tell me about timers and reminders in detail']) {
+      s.double.script({ content: ['A short answer. '.repeat(5)] });
+      const { result } = await say(conversation, text);
+      ratios.push(result.tokens.prompt_estimate / result.tokens.prompt_eval_count);
+    }
+    for (const ratio of ratios) expect(Math.abs(ratio - 1)).toBeLessThan(0.1);
+  });
+});
+
+describe('routing, speech and memory', () => {
+  it('answers time, arithmetic and timers on the local path without calling the model', async () => {
+    const s = await start();
+    const { result } = await ask(s, 'what is 17% of 2,340');
+    expect(result).toMatchObject({ route: 'local', reply: "That's 397.8." });
+    expect(s.double.chats).toEqual([]);
+  });
+
+  it('cleans markdown, code, URLs and emoji before anything is spoken', async () => {
+    const s = await start();
+    s.double.script({ content: ['**Sure!** 🎉 See [the docs](https://example.org/x) for ', 'more.\n\n```sh\nrm -rf /\n```\n', '- Step one\n- Step two'] });
+    const { said } = await ask(s, 'how do I do it');
+    expect(said).toEqual(['Sure!', 'See the docs for more.', 'Step one', 'Step two']);
+    expect(said.join(' ')).not.toMatch(/[*`#\u{1F389}]|https?:|rm -rf/u);
+  });
+
+  it('remembers the conversation for follow-ups, and forgets it after the idle time', async () => {
+    let now = Date.UTC(2026, 10, 22, 12);
+    setup = await withDouble({ assistant: { forget_after_s: 60 } }, { now: () => now });
+    const s = setup;
+    const conversation = s.iris.conversation();
+    s.double.script(
+      { tool_calls: [{ name: 'get_current_time', arguments: { timezone: 'Tokyo' } }] },
+      { content: ['It is evening in Tokyo.'] },
+      { tool_calls: [{ name: 'get_current_time', arguments: { timezone: 'Paris' } }] },
+      { content: ['It is noon in Paris.'] },
+      { content: ['Paris, but which question?'] },
+    );
+    await say(conversation, 'is it late in tokyo?');
+    now += 30_000;
+    await say(conversation, 'and in Paris?');
+    const followUp = s.double.chats[2]?.messages.map((m) => m.content) ?? [];
+    expect(followUp).toContain('is it late in tokyo?');
+    expect(followUp).toContain('It is evening in Tokyo.');
+    now += 61_000;
+    await say(conversation, 'and in Paris?');
+    const fresh = s.double.chats[4]?.messages.map((m) => m.role) ?? [];
+    expect(fresh).toEqual(['system', 'user']);
+  });
+});
+
+describe('failures said plainly', () => {
+  it('Ollama not running: a spoken reason at once, and the local path still works', async () => {
+    const s = await start({}, { url: `http://127.0.0.1:${await closedPort()}` });
+    const started = performance.now();
+    const { said, result } = await ask(s, 'write a haiku');
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(result.route).toBe('fallback');
+    expect(result.error?.code).toBe('unreachable');
+    expect(said).toEqual([expect.stringMatching(/^I can't reach the language model at http:\/\/127\.0\.0\.1:\d+\. I can still tell the time/)]);
+    expect((await ask(s, 'what time is it in tokyo')).result.route).toBe('local');
+  });
+
+  it('model not pulled: says which model and the ollama pull command', async () => {
+    const s = await start({ ollama: { model: 'llama3.2:3b' } });
+    const { said, result } = await ask(s, 'hello');
+    expect(said).toEqual(['The model llama3.2:3b is not installed. Run: ollama pull llama3.2:3b.']);
+    expect(result.error).toMatchObject({ code: 'model_not_found' });
+  });
+
+  it('model too slow: gives up at timeout_s and says so', async () => {
+    const s = await start({ ollama: { timeout_s: 0.3 } });
+    s.double.script({ content: ['Too late.'], firstTokenDelayMs: 5_000 });
+    const started = performance.now();
+    const { said, result } = await ask(s, 'think hard');
+    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(said).toEqual(['The model is taking too long to answer. Please try again.']);
+    expect(result.error?.code).toBe('timeout');
+  });
+
+  it.each([
+    ['a mid-stream error line', { midStreamError: 'model runner crashed' }],
+    ['a stream with no done', { truncate: true }],
+    ['a connection reset', { reset: true }],
+  ])('stream broken by %s: keeps what was said and adds why', async (_kind, fault) => {
+    const s = await start();
+    s.double.script({ content: ['First sentence. ', 'Second half'], ...fault });
+    const { said, result } = await ask(s, 'tell me a story');
+    expect(said).toEqual(['First sentence.', "The model's answer broke off. Please try again."]);
+    expect(result.error?.code).toBe('stream_broken');
+  });
+
+  it('answers from the tool results it got when the follow-up dies', async () => {
+    const s = await start();
+    s.double.script({ tool_calls: [{ name: 'calculator', arguments: { expression: '17% of 2340' } }] }, { status: 500, error: 'llama runner process has terminated' });
+    const { said } = await ask(s, 'seventeen percent of that number I told you');
+    expect(said).toEqual(["The model didn't finish, but here is what I found: 397.8"]);
+  });
+
+  it('busy server (503): asks to try again', async () => {
+    const s = await start();
+    s.double.script({ status: 503, error: 'server busy, please try again.  maximum pending requests exceeded' });
+    expect((await ask(s, 'hi')).said).toEqual(['The model is busy right now. Please try again in a moment.']);
+  });
+});
+
+describe('cancellation', () => {
+  it('stops the generation at once when the turn is aborted', async () => {
+    const s = await start();
+    let release: () => void = () => undefined;
+    s.double.script({ content: ['One. ', 'Two. ', 'Three.'], hold: new Promise((resolve) => (release = resolve)), pieceDelayMs: 200 });
+    const controller = new AbortController();
+    const turn = s.iris.conversation().turn('count slowly', controller.signal);
+    const iterator = turn.sentences[Symbol.asyncIterator]();
+    release();
+    expect((await iterator.next()).value).toBe('One.');
+    const aborted = performance.now();
+    controller.abort(new Error('barge-in'));
+    await expect(turn.result).rejects.toThrow('barge-in');
+    expect(performance.now() - aborted).toBeLessThan(200);
+    await expect.poll(() => s.double.cancelled).toBe(1);
+  });
+});
