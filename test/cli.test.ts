@@ -1,7 +1,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { iris, startIris, waitForLine } from './helpers/cli.js';
+import { iris, irisWithInput, startIris, waitForLine } from './helpers/cli.js';
+import { closedPort } from './helpers/net.js';
+import { OllamaDouble } from './helpers/ollama-double.js';
 import { tempDir } from './helpers/tmp.js';
 
 function env(config = '') {
@@ -26,11 +28,50 @@ describe('iris CLI', () => {
     expect(math).toMatchObject({ code: 0, stdout: "That's 397.8.\n" });
   });
 
-  it('ask exits 1 with a reason when it cannot answer', async () => {
-    const { vars } = env();
-    const run = await iris(['ask', 'write me a poem'], vars);
-    expect(run.code).toBe(1);
-    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  it('ask goes to the model and prints its answer; JSON has the contract fields', async () => {
+    const double = await new OllamaDouble().start();
+    try {
+      double.script(
+        { tool_calls: [{ name: 'calculator', arguments: { expression: '2^16' } }] },
+        { content: ['That is ', '65,536.'] },
+        { content: ['Roses are red.'] },
+      );
+      const { vars } = env(`[ollama]\nurl = "${double.url}"\n`);
+      const json = await iris(['ask', '--json', 'how many values fit in sixteen bits'], vars);
+      expect(json.code).toBe(0);
+      const answer = JSON.parse(json.stdout) as Record<string, unknown>;
+      expect(answer).toMatchObject({ reply: 'That is 65,536.', route: 'llm', tool_calls: [{ name: 'calculator', arguments: { expression: '2^16' } }] });
+      for (const key of ['system', 'tools', 'history', 'tool_results', 'prompt_estimate', 'prompt_eval_count', 'budget', 'num_ctx']) {
+        expect(answer).toHaveProperty(`tokens.${key}`);
+      }
+      expect(answer).toHaveProperty('timings_ms.first_token');
+      expect(await iris(['ask', 'write me a poem'], vars)).toMatchObject({ code: 0, stdout: 'Roses are red.\n' });
+    } finally {
+      await double.close();
+    }
+  });
+
+  it('ask exits 1 with a one-line reason when Ollama is down, and still answers locally', async () => {
+    const port = await closedPort();
+    const { vars } = env(`[ollama]\nurl = "http://127.0.0.1:${port}"\n`);
+    const [down, local] = await Promise.all([iris(['ask', 'write me a poem'], vars), iris(['ask', 'what time is it'], vars)]);
+    expect(down.code).toBe(1);
+    expect(down.stdout).toBe(`I can't reach the language model at http://127.0.0.1:${port}. I can still tell the time, do arithmetic and set timers.\n`);
+    expect(down.stderr).toBe(`cannot reach Ollama at http://127.0.0.1:${port} (ECONNREFUSED)\n`);
+    expect(local.code).toBe(0);
+  });
+
+  it('chat keeps a conversation over several lines of input', async () => {
+    const double = await new OllamaDouble().start();
+    try {
+      double.script({ content: ['Hello, Ada.'] }, { content: ['Your name is Ada.'] });
+      const { vars } = env(`[ollama]\nurl = "${double.url}"\n`);
+      const run = await irisWithInput(['chat'], vars, 'my name is Ada\nwhat is my name?\n/quit\n');
+      expect(run.stdout).toBe('iris> Hello, Ada.\niris> Your name is Ada.\n');
+      expect(double.chats[1]?.messages.map((m) => m.content)).toContain('my name is Ada');
+    } finally {
+      await double.close();
+    }
   });
 
   it('config check prints every problem as FILE:LINE and exits 78', async () => {

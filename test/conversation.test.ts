@@ -1,7 +1,7 @@
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Conversation, TurnResult } from '../src/conversation/engine.js';
 import { withDouble, type Sections, type Setup } from './helpers/conversation.js';
+import { closedPort } from './helpers/net.js';
 import type { ModelSpec } from './helpers/ollama-double.js';
 
 let setup: Setup | undefined;
@@ -25,14 +25,6 @@ async function say(conversation: Conversation, text: string, signal?: AbortSigna
 const ask = (s: Setup, text: string, signal?: AbortSignal) => say(s.iris.conversation(), text, signal);
 const toolMessages = (s: Setup, chat: number) => s.double.chats[chat]?.messages.filter((m) => m.role === 'tool').map((m) => m.content) ?? [];
 
-/** A loopback port with nothing listening. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('the tool loop', () => {
   it('runs a tool call, sends the result back, and streams the answer as sentences', async () => {

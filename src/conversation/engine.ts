@@ -120,7 +120,7 @@ export class Conversation {
       const failure = error instanceof ChatError ? error : new ChatError('rejected', messageOf(error), { cause: error });
       if (!(error instanceof ChatError)) this.#log.error(`turn failed: ${messageOf(error)}`);
       const reply = turn.fallbackReply(failure);
-      this.#log.warn(`model path failed (${failure.code}): ${failure.message}`);
+      this.#log.info(`model path failed (${failure.code}): ${failure.message}`);
       out.push(reply);
       return { ...turn.result('fallback', turn.spoken(reply)), error: { code: failure.code, message: failure.message } };
     }

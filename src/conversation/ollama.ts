@@ -4,7 +4,7 @@
  * Cancellation goes through the client's stream iterator (`abort()`), so barge-in and
  * shutdown stop a generation at once.
  */
-import { Ollama, type ChatResponse, type Message, type Tool } from 'ollama';
+import { Ollama, type ChatResponse, type Message } from 'ollama';
 import type { AbortableAsyncIterator } from 'ollama/browser';
 import { isAbortError, messageOf } from '../errors.js';
 import { ChatError, type ChatBackend, type ChatChunk, type ChatMessage, type ChatRequest, type ModelInfo } from './backend.js';
@@ -28,7 +28,7 @@ export function createOllamaBackend(url: string): ChatBackend {
       const started = client.chat({
         model: request.model,
         messages: request.messages.map(toOllamaMessage),
-        ...(request.tools === undefined ? {} : { tools: request.tools as Tool[] }),
+        ...(request.tools === undefined ? {} : { tools: request.tools }),
         think: request.think,
         keep_alive: request.keepAlive,
         options: request.options,
@@ -36,7 +36,7 @@ export function createOllamaBackend(url: string): ChatBackend {
       });
       // Until the stream exists there is nothing to abort; abandon the wait instead.
       const aborted = new Promise<never>((_resolve, reject) => {
-        const onAbort = (): void => reject(signal.reason);
+        const onAbort = (): void => reject(signal.reason as Error);
         signal.addEventListener('abort', onAbort, { once: true });
         void started.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => undefined);
       });

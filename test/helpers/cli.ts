@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const ENTRY = fileURLToPath(new URL('../../src/cli/iris.ts', import.meta.url));
+/** The bundle test/global-setup.ts builds: what the package ships. */
+const ENTRY = fileURLToPath(new URL('../../dist/iris.mjs', import.meta.url));
 
 export interface Run {
   code: number | null;
@@ -9,17 +10,23 @@ export interface Run {
   stderr: string;
 }
 
-/** Start the real `iris` executable (through tsx) with a private config and state dir. */
-export function startIris(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+/** Start the real `iris` executable (the bundle) with a private config and state dir. */
+export function startIris(args: string[], env: Record<string, string>, withInput = false): ChildProcess {
+  return spawn(process.execPath, [ENTRY, ...args], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [withInput ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
 }
 
 /** Run `iris ARGS` to completion. */
 export function iris(args: string[], env: Record<string, string>): Promise<Run> {
-  const child = startIris(args, env);
+  return irisWithInput(args, env);
+}
+
+/** Run `iris ARGS` to completion, with `input` on its stdin. */
+export function irisWithInput(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
+  const child = startIris(args, env, input !== undefined);
+  if (input !== undefined) child.stdin?.end(input);
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

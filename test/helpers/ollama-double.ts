@@ -136,7 +136,7 @@ export class OllamaDouble {
     } catch (error) {
       return json(res, 400, { error: String(error) });
     }
-    const model = String(request.model ?? '');
+    const model = typeof request.model === 'string' ? request.model : '';
     if (model === '') return json(res, 400, { error: 'model is required' });
     const spec = this.models[model];
     if (path === '/api/show') {
