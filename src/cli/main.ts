@@ -9,9 +9,9 @@ import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel } from '../log.js';
 import { loadTokenizer, toolTokens } from '../budget/tokenizer.js';
-import { assemble } from '../daemon/assemble.js';
+import { assemble, type Iris } from '../daemon/assemble.js';
 import { runDaemon } from '../daemon/daemon.js';
-import { resultText, type CallToolResult } from '../toolhost/api.js';
+import { resultText, type CallToolResult, type ToolDefinition } from '../toolhost/api.js';
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
@@ -47,11 +47,22 @@ async function readConfig(globals: Globals): Promise<Config> {
   }
 }
 
+/** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
+const opened: Iris[] = [];
+
 /** The parts a one-shot command needs, without arming timers (the daemon does that). */
 async function open(globals: Globals) {
   const config = await readConfig(globals);
   const log = createLogger('iris', { level: globals.logLevel });
-  return { config, iris: assemble(config, { stateDir: stateDir(), log }) };
+  const iris = assemble(config, { stateDir: stateDir(), log });
+  opened.push(iris);
+  try {
+    await iris.init();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
+    throw error;
+  }
+  return { config, iris };
 }
 
 function parseJsonArgument(text: string): unknown {
@@ -115,24 +126,28 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       const { iris } = await open(g);
+      await iris.mcp.servers.ensureAllTools();
       const tokenizer = await loadTokenizer();
-      const rows = iris.host.list().map((t) => ({
-        name: t.name,
-        source: t.source,
-        ...(t.server === undefined ? {} : { server: t.server }),
-        enabled: t.enabled,
-        description: t.description,
-        tokens: toolTokens(tokenizer, t),
+      const native = iris.host.list().filter((t) => t.source === 'native').map((t) => ({
+        name: t.name, source: t.source, enabled: t.enabled, description: t.description, tokens: toolTokens(tokenizer, t),
       }));
+      const remote = iris.mcp.servers.listing().map(({ server, tool, enabled }) => ({
+        name: `${server}.${tool.name}`, source: 'mcp' as const, server, enabled, description: tool.description ?? '', tokens: toolTokens(tokenizer, tool),
+      }));
+      const rows = [...native, ...remote];
       if (g.json === true) return printJson(rows);
-      const width = Math.max(...rows.map((r) => r.name.length));
+      const width = Math.max(0, ...rows.map((r) => r.name.length));
       for (const r of rows) {
-        print(`${r.name.padEnd(width)}  ${r.source.padEnd(6)}  ${r.enabled ? 'on ' : 'off'}  ${String(r.tokens).padStart(4)} tok  ${r.description}`);
+        const summary = r.description.split('\n')[0] ?? '';
+        print(`${r.name.padEnd(width)}  ${r.source.padEnd(6)}  ${r.enabled ? 'on ' : 'off'}  ${String(r.tokens).padStart(4)} tok  ${summary}`);
+      }
+      for (const s of iris.mcp.servers.status().filter((x) => x.state !== 'up' && x.state !== 'disabled')) {
+        print(`(${s.name}: ${s.state}${s.reason ? `: ${s.reason}` : ''})`);
       }
     });
   tools
     .command('call')
-    .description('call one tool directly and print its result')
+    .description('call one tool directly (NAME, or SERVER.TOOL for a remote one) and print its result')
     .argument('<name>', 'tool name')
     .argument('[args_json]', 'arguments as a JSON object', '{}')
     .option('--json', 'print the MCP CallToolResult')
@@ -140,7 +155,11 @@ export function buildProgram(): Command {
       const g = globals(cmd);
       const args = parseJsonArgument(argsJson);
       const { iris } = await open(g);
-      printResult(await iris.host.call(name, args), g.json);
+      // A person typing the command is the confirmation a remote tool may ask for.
+      const result = iris.host.has(name) || !name.includes('.')
+        ? await iris.host.call(name, args)
+        : await iris.mcp.proxy.execute(name, args, undefined, true);
+      printResult(result, g.json);
     });
   tools
     .command('budget')
@@ -149,21 +168,28 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       const { config, iris } = await open(g);
+      await iris.mcp.servers.ensureAllTools();
       const tokenizer = await loadTokenizer();
-      const nativeTokens = iris.host.definitions().reduce((sum, t) => sum + toolTokens(tokenizer, t), 0);
+      const offered = iris.host.definitions();
+      const sum = (defs: readonly ToolDefinition[]) => defs.reduce((total, t) => total + toolTokens(tokenizer, t), 0);
+      const nativeTokens = sum(offered.filter((d) => iris.host.list().find((t) => t.name === d.name)?.source === 'native'));
+      const metaTokens = sum(offered.filter((d) => d.name === 'get_tools_in_category' || d.name === 'execute_tool'));
+      const remote = iris.mcp.proxy.remoteTools();
+      const directTokens = sum(remote.map((r) => r.tool));
       const report = {
         budget: config.budget.tool_tokens,
-        exposed_tokens: nativeTokens,
+        exposed_tokens: nativeTokens + metaTokens,
         native_tokens: nativeTokens,
-        meta_tools_tokens: 0,
-        remote_tools: 0,
-        direct_mcp_tokens: 0,
-        reduction: 0,
+        meta_tools_tokens: metaTokens,
+        remote_tools: remote.length,
+        direct_mcp_tokens: directTokens,
+        reduction: directTokens === 0 ? 0 : Math.round((1 - metaTokens / directTokens) * 1000) / 1000,
         tokenizer: tokenizer.name,
       };
       if (g.json === true) return printJson(report);
-      print(`tool definitions: ${report.exposed_tokens} of ${report.budget} tokens (native ${report.native_tokens}, MCP meta-tools ${report.meta_tools_tokens})`);
-      print(`remote tools: ${report.remote_tools}; tokenizer: ${report.tokenizer}`);
+      print(`tool definitions sent to the model: ${report.exposed_tokens} of ${report.budget} tokens (native ${report.native_tokens}, MCP meta-tools ${report.meta_tools_tokens})`);
+      print(`remote tools: ${report.remote_tools}, ${report.direct_mcp_tokens} tokens if sent directly; the proxy saves ${Math.round(report.reduction * 1000) / 10}%`);
+      print(`tokenizer: ${report.tokenizer}`);
     });
 
   const timers = program.command('timers').description('the persisted timers and reminders');
@@ -215,6 +241,14 @@ export function buildProgram(): Command {
 
 export async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
+  try {
+    return await run(program, argv);
+  } finally {
+    await Promise.all(opened.splice(0).map((iris) => iris.stop().catch(() => undefined)));
+  }
+}
+
+async function run(program: Command, argv: readonly string[]): Promise<number> {
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;

@@ -8,7 +8,7 @@ import { IANAZone } from 'luxon';
 import { getStaticTOMLValue, parseTOML } from 'toml-eslint-parser';
 import type { AST } from 'toml-eslint-parser';
 import { ConfigError } from '../errors.js';
-import { configSchema, type Config } from './schema.js';
+import { configSchema, type Config, type McpServerConfig } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/iris/config';
 
@@ -23,6 +23,7 @@ ajv.addFormat('http-url', (url: string) => {
   }
 });
 const validate = ajv.compile(configSchema);
+const validateServer = ajv.compile(configSchema.properties.mcp.properties.servers.additionalProperties);
 
 /** The system's IANA zone, as Node sees it (TZ, /etc/localtime). */
 export function systemTimeZone(): string {
@@ -85,6 +86,41 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   }
   if (config.assistant.timezone === '') config.assistant.timezone = systemTimeZone();
   return deepFreeze(config);
+}
+
+/**
+ * MCP servers from `[mcp] servers_file`, a JSON file in the common `{"mcpServers": {...}}`
+ * shape (Claude Desktop, ollmcp): stdio `{command, args, env, cwd, disabled}` or HTTP
+ * `{url, type, headers}`. Servers in the config file win over ones with the same name here.
+ */
+export async function loadMcpServers(config: Config, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, McpServerConfig>> {
+  const file = config.mcp.servers_file;
+  if (file === '') return { ...config.mcp.servers };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError([`${file}: ${(error as Error).message}`]);
+  }
+  const servers = (parsed as { mcpServers?: unknown }).mcpServers;
+  if (servers === null || typeof servers !== 'object' || Array.isArray(servers)) {
+    throw new ConfigError([`${file}: expected {"mcpServers": {"name": {...}}}`]);
+  }
+  const problems: string[] = [];
+  const out: Record<string, McpServerConfig> = {};
+  for (const [name, raw] of Object.entries(servers as Record<string, Record<string, unknown>>)) {
+    const { disabled, type, ...rest } = raw ?? {};
+    const candidate: Record<string, unknown> = { ...rest, enabled: disabled !== true };
+    if (typeof type === 'string' && rest.url !== undefined) candidate.transport = /sse/i.test(type) ? 'sse' : 'streamable-http';
+    const substituted = substituteEnv(candidate, '', env, (_p, message) => problems.push(`${file}: ${name}: ${message}`));
+    if (!validateServer(substituted)) {
+      for (const error of validateServer.errors ?? []) problems.push(`${file}: ${name}: ${error.instancePath || 'server'} ${error.message ?? 'is invalid'}`);
+    } else if (((substituted as McpServerConfig).command === undefined) === ((substituted as McpServerConfig).url === undefined)) {
+      problems.push(`${file}: ${name}: needs exactly one of "command" or "url"`);
+    } else out[name] = substituted as McpServerConfig;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { ...out, ...config.mcp.servers };
 }
 
 /** Every key's line, by JSON pointer (`/ollama/url`), tables included. */

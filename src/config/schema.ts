@@ -32,6 +32,14 @@ const mcpServer = {
       description: 'HTTP headers, e.g. Authorization.',
     },
     enabled: { type: 'boolean', default: true, description: 'Offer this server to the model.' },
+    description: { type: 'string', description: 'What its tools are for, shown to the model (default: its tool names).' },
+    confirm: {
+      type: 'string',
+      enum: ['destructive', 'always', 'never'],
+      default: 'destructive',
+      description: 'Ask for a spoken or typed "yes" before running: tools not marked read-only, every tool, or none.',
+    },
+    timeout_s: { type: 'number', exclusiveMinimum: 0, default: 30, description: 'Per tool call (seconds).' },
     allow: { type: 'array', items: { type: 'string' }, default: [], description: 'Only these tools (empty: all).' },
     deny: { type: 'array', items: { type: 'string' }, default: [], description: 'Never these tools.' },
   },
@@ -170,6 +178,12 @@ export const configSchema = {
       default: {},
       properties: {
         preload: { type: 'boolean', default: true, description: 'Start every enabled server at daemon start.' },
+        connect_timeout_s: {
+          type: 'number',
+          exclusiveMinimum: 0,
+          default: 5,
+          description: 'Limit for starting and initialising one server (seconds).',
+        },
         servers_file: {
           type: 'string',
           default: '',

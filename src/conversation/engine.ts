@@ -14,6 +14,7 @@ import { resultText, type CallToolResult, type ToolDefinition } from '../toolhos
 import type { ToolHost } from '../toolhost/host.js';
 import { ChatError, type ChatBackend, type ChatMessage, type ModelInfo, type ModelTool, type ToolCall } from './backend.js';
 import { answerLocally, type ToolCallRecord } from './local.js';
+import { CONFIRM_META, type McpProxy, type PendingCall } from '../toolhost/mcp/proxy.js';
 import { CALL_MARKERS, extractTextCalls, parseArguments, resolveToolName, type RepairKind } from './repair.js';
 import { SentenceStream, sentencesFor, speakable } from './speech.js';
 
@@ -47,7 +48,21 @@ export interface ConversationOptions {
   log: Logger;
   /** Epoch ms; default Date.now. */
   now?: () => number;
+  /** The MCP proxy, which runs remote calls once the user has said yes. */
+  mcp?: Pick<McpProxy, 'runConfirmed'>;
 }
+
+/** A remote call waiting for the user's yes, and the round it belongs to. */
+interface Pending {
+  call: PendingCall;
+  round: ChatMessage[];
+  /** Index in `round` of the tool message that will carry the real result. */
+  toolMessage: number;
+  toolCalls: ToolCallRecord[];
+}
+
+const YES = /^(?:yes|yeah|yep|yup|sure|ok(?:ay)?|do it|go ahead|confirm(?:ed)?|please do|affirmative)\b/i;
+const NO = /^(?:no|nope|don'?t|do not|cancel|stop|never ?mind|abort)\b/i;
 
 const SYSTEM_PROMPT = [
   'You are IRIS, a voice assistant running on a home server. Your replies are spoken aloud:',
@@ -69,6 +84,7 @@ export class Conversation {
   /** prompt_eval_count / estimate, smoothed: corrects the estimate to what the model counts. */
   #calibration = 1;
   #clampLogged = false;
+  #pending: Pending | undefined;
 
   constructor(options: ConversationOptions) {
     this.#options = options;
@@ -78,6 +94,7 @@ export class Conversation {
   /** Forget the conversation (follow-ups start afresh). */
   reset(): void {
     this.#history = [];
+    this.#pending = undefined;
   }
 
   turn(text: string, signal: AbortSignal = new AbortController().signal): Turn {
@@ -93,6 +110,11 @@ export class Conversation {
     if (now() - this.#lastTurnAt > config.assistant.forget_after_s * 1000) this.reset();
     this.#lastTurnAt = now();
     const user: ChatMessage = { role: 'user', content: text };
+    const pending = this.#pending;
+    this.#pending = undefined;
+    if (pending !== undefined && (YES.test(text.trim()) || NO.test(text.trim()))) {
+      return this.#answerConfirmation(pending, YES.test(text.trim()), user, signal, out, started);
+    }
 
     const local = await answerLocally(text, this.#options.host, signal);
     if (local !== undefined) {
@@ -109,10 +131,34 @@ export class Conversation {
       };
     }
 
-    const turn = new ModelTurn(this.#options, signal, out, started);
+    return this.#model([user], signal, out, started);
+  }
+
+  /** The user answered a confirmation question: run the call (or not) and let the model go on. */
+  async #answerConfirmation(
+    pending: Pending, yes: boolean, user: ChatMessage, signal: AbortSignal, out: Channel<string>, started: number,
+  ): Promise<TurnResult> {
+    const { call } = pending;
+    const result = yes && this.#options.mcp !== undefined
+      ? await this.#options.mcp.runConfirmed(call, signal)
+      : { content: [{ type: 'text' as const, text: 'The user said no; the tool was not run.' }], isError: true };
+    const round = [...pending.round];
+    const message = round[pending.toolMessage];
+    if (message !== undefined) {
+      round[pending.toolMessage] = { ...message, content: cutToolResult(resultText(result), this.#options.config.budget.tool_result_chars) };
+    }
+    round.push(user);
+    const records = [...pending.toolCalls, { name: `${call.server}.${call.tool}`, arguments: call.arguments, result }];
+    return this.#model(round, signal, out, started, records);
+  }
+
+  async #model(round: ChatMessage[], signal: AbortSignal, out: Channel<string>, started: number, records: ToolCallRecord[] = []): Promise<TurnResult> {
+    const turn = new ModelTurn(this.#options, signal, out, started, records);
     try {
-      const reply = await turn.run(user, this.#history, this.#calibration, (factor) => this.#calibrate(factor), () => this.#logClamp());
-      this.#remember(turn.round);
+      const reply = await turn.run(round, this.#history, this.#calibration, (factor) => this.#calibrate(factor), () => this.#logClamp());
+      const confirm = turn.confirmation;
+      if (confirm !== undefined) this.#pending = confirm;
+      else this.#remember(turn.round);
       return turn.result('llm', reply);
     } catch (error) {
       if (signal.aborted) throw signal.reason ?? error;
@@ -152,7 +198,9 @@ function elapsed(since: number): number {
 /** One turn on the model path; keeps what the turn learned for the result and the fallback. */
 class ModelTurn {
   readonly round: ChatMessage[] = [];
-  readonly #calls: ToolCallRecord[] = [];
+  readonly #calls: ToolCallRecord[];
+  /** Set when a remote call waits for the user's yes: the turn ends with the question. */
+  confirmation: Pending | undefined;
   readonly #repairs: Partial<Record<RepairKind, number>> = {};
   readonly #said: string[] = [];
   #tokens = { ...ZERO_TOKENS };
@@ -163,10 +211,13 @@ class ModelTurn {
     private readonly signal: AbortSignal,
     private readonly out: Channel<string>,
     private readonly started: number,
-  ) {}
+    calls: ToolCallRecord[] = [],
+  ) {
+    this.#calls = [...calls];
+  }
 
   async run(
-    user: ChatMessage,
+    start: readonly ChatMessage[],
     history: readonly ChatMessage[][],
     calibration: number,
     calibrate: (ratio: number) => void,
@@ -182,7 +233,7 @@ class ModelTurn {
     const tokenizer = await this.options.tokenizer();
     const count = (text: string) => tokenizer.count(text);
     const promptBudget = numCtx - config.budget.reply_tokens;
-    this.round.push(user);
+    this.round.push(...start);
 
     for (let round = 1; round <= config.ollama.max_tool_rounds; round++) {
       const definitions = host.definitions();
@@ -221,6 +272,7 @@ class ModelTurn {
         return this.#said.join(' ');
       }
       await this.#runCalls(calls, response.content, nativeTools);
+      if (this.confirmation !== undefined) return this.#askToConfirm(this.confirmation.call);
     }
     log.warn(`no answer after ${config.ollama.max_tool_rounds} tool rounds; answering from the results`);
     throw new ChatError('rejected', `the model made ${config.ollama.max_tool_rounds} rounds of tool calls without answering`);
@@ -288,6 +340,7 @@ class ModelTurn {
     const sent: ToolCall[] = [];
     const results: { name: string; text: string }[] = [];
     for (const call of calls) {
+      if (this.confirmation !== undefined) break; // one question at a time
       const resolved = resolveToolName(call.name, available);
       if (resolved?.repaired === true) this.#repair('tool_name');
       const args = parseArguments(call.arguments);
@@ -299,6 +352,12 @@ class ModelTurn {
       this.#calls.push({ name, arguments: typeof args.value === 'string' ? {} : args.value, result });
       sent.push({ name, arguments: typeof args.value === 'string' ? {} : args.value });
       results.push({ name, text: cutToolResult(resultText(result), config.budget.tool_result_chars) });
+      const waiting = result._meta?.[CONFIRM_META] as PendingCall | undefined;
+      if (waiting !== undefined) {
+        this.#calls.pop(); // not run: recorded when the user answers
+        const messagesBefore = this.round.length + (nativeTools ? 1 : 2);
+        this.confirmation = { call: waiting, round: [], toolMessage: messagesBefore + results.length - 1, toolCalls: [...this.#calls] };
+      }
     }
     if (nativeTools) {
       this.round.push({ role: 'assistant', content, tool_calls: sent });
@@ -307,7 +366,20 @@ class ModelTurn {
       this.round.push({ role: 'assistant', content });
       const body = results.map((r) => `<tool_response name="${r.name}">\n${r.text}\n</tool_response>`).join('\n');
       this.round.push({ role: 'user', content: body });
+      if (this.confirmation !== undefined) this.confirmation.toolMessage = this.round.length - 1;
     }
+    if (this.confirmation !== undefined) this.confirmation.round = [...this.round];
+  }
+
+  /** End the turn with a question; the next utterance answers it. */
+  #askToConfirm(call: PendingCall): string {
+    const args = Object.entries(call.arguments)
+      .map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(', ')
+      .slice(0, 160);
+    const question = `Should I run ${call.tool.replace(/[-_]/g, ' ')} from ${call.server}${args === '' ? '' : ` with ${args}`}? Say yes to go ahead.`;
+    this.#say(speakable(question));
+    return this.#said.join(' ');
   }
 
   /** A per-call deadline on top of the turn's signal; a timeout is a `ChatError`. */

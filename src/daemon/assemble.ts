@@ -1,17 +1,23 @@
 /**
  * The composition root's shared half: builds IRIS's parts from a config, for the daemon and
- * for the one-shot CLI commands alike. Constructors only store; `start()` arms background
- * work in order, `stop()` undoes it in reverse.
+ * for the one-shot CLI commands alike. Constructors only store; `init()` reads what the parts
+ * need (the MCP server list and its cached tool lists), `start()` arms background work in
+ * order (timers, MCP pre-warm), `stop()` undoes it in reverse.
  */
 import { loadTokenizer } from '../budget/tokenizer.js';
+import { loadMcpServers } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { ChatBackend } from '../conversation/backend.js';
 import { Conversation } from '../conversation/engine.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
+import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
+import { McpProxy } from '../toolhost/mcp/proxy.js';
+import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
+import { createJsonStore } from '../toolhost/store.js';
 
 export interface AssembleOptions {
   stateDir: string;
@@ -21,50 +27,94 @@ export interface AssembleOptions {
   now?: () => number;
   /** The model backend; default Ollama at `[ollama] url`. */
   backend?: ChatBackend;
+  /** First MCP restart delay (ms); tests shorten it. */
+  mcpBackoffMs?: number;
 }
 
 export interface Iris {
   readonly host: ToolHost;
+  readonly mcp: { servers: McpServers; proxy: McpProxy };
   /** A new conversation (its own memory) on this IRIS's tools and model. */
   conversation(): Conversation;
-  /** Apply a re-read config's tool switches without a restart. */
-  reconfigure(config: Config): void;
+  /** Read the MCP server list and cached tool lists; servers start lazily after this. */
+  init(): Promise<void>;
+  /** Apply a re-read config (tool switches, MCP servers, allow/deny) without a restart. */
+  reconfigure(config: Config): Promise<void>;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
+/** The proxy's own limit; each server enforces its `timeout_s` inside it (ms). */
+const PROXY_TIMEOUT_MS = 300_000;
+
 export function assemble(config: Config, options: AssembleOptions): Iris {
   const log = options.log;
-  const toggles = (c: Config) => (toggle: string) => (c.tools as Record<string, unknown>)[toggle] !== false;
+  let current = config;
+  const hasServers = (c: Config) => Object.values(c.mcp.servers).some((s) => s.enabled !== false) || c.mcp.servers_file !== '';
+  const toggles = (c: Config) => (toggle: string) =>
+    toggle === 'mcp' ? hasServers(c) : (c.tools as Record<string, unknown>)[toggle] !== false;
   const host = new ToolHost({ timeoutMs: config.tools.timeout_s * 1000, isEnabled: toggles(config), log: log.child('tools') });
   const announce = options.announce ?? ((a: Announcement) => log.child('announce').info(`${a.kind} #${a.id}: ${a.text}`));
   const nativeOptions = { homeZone: config.assistant.timezone, stateDir: options.stateDir, log, announce };
   const sets: ToolSet[] = registerNativeTools(host, options.now ? { ...nativeOptions, now: options.now } : nativeOptions);
+  const mcpLog = log.child('mcp');
+  const servers = new McpServers({
+    log: mcpLog,
+    cache: createJsonStore(options.stateDir, 'mcp-tools', mcpLog),
+    connectTimeoutMs: config.mcp.connect_timeout_s * 1000,
+    ...(options.mcpBackoffMs === undefined ? {} : { backoffMs: options.mcpBackoffMs }),
+  });
+  const proxy = new McpProxy(servers);
+  const registerMetaTools = (): void => {
+    for (const tool of proxy.metaTools()) {
+      host.unregister(tool.name);
+      host.register(tool, { source: 'mcp', toggle: 'mcp', timeoutMs: PROXY_TIMEOUT_MS });
+    }
+  };
+  servers.onChange = () => {
+    proxy.invalidate();
+    registerMetaTools(); // the category names in the description follow the servers
+  };
+  registerMetaTools();
   const started: ToolSet[] = [];
   const backend = options.backend ?? createOllamaBackend(config.ollama.url);
-  let current = config;
+  const configureServers = async (c: Config): Promise<void> => servers.configure(await loadMcpServers(c));
+
   return {
     host,
+    mcp: { servers, proxy },
     conversation() {
-      const base = { config: current, backend, host, tokenizer: loadTokenizer, log: log.child('conversation') };
+      const base = { config: current, backend, host, tokenizer: loadTokenizer, log: log.child('conversation'), mcp: proxy };
       return new Conversation(options.now ? { ...base, now: options.now } : base);
     },
-    reconfigure(next) {
+    init: () => configureServers(current),
+    async reconfigure(next) {
       current = next;
       host.setEnabled(toggles(next));
+      await configureServers(next);
     },
     async start() {
       for (const set of sets) {
         await set.start?.();
         started.push(set);
       }
+      await configureServers(current);
+      if (current.mcp.preload) {
+        // Pre-warm in the background: a slow server must not delay readiness.
+        servers.startAll().catch((error: unknown) => mcpLog.error(`pre-warm: ${messageOf(error)}`));
+      }
     },
     async stop() {
+      try {
+        await servers.stop();
+      } catch (error) {
+        log.error(`stopping MCP servers: ${messageOf(error)}`);
+      }
       for (const set of started.reverse()) {
         try {
           await set.stop?.();
         } catch (error) {
-          log.error(`stopping tools: ${String(error)}`);
+          log.error(`stopping tools: ${messageOf(error)}`);
         }
       }
       started.length = 0;

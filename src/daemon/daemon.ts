@@ -52,23 +52,29 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     throw error;
   }
   const iris: Iris = assemble(config, { stateDir: options.stateDir, log });
-  await iris.start();
+  try {
+    await iris.start();
+  } catch (error) {
+    await iris.stop();
+    if (!(error instanceof ConfigError)) throw error;
+    for (const problem of error.problems) log.error(problem);
+    return 78;
+  }
   log.info(`ready: home zone ${config.assistant.timezone}, state in ${options.stateDir}`);
   log.info('waiting for: the conversation engine and voice pipeline (not built yet); serving timers');
 
   const onHangup = (): void => {
-    loadConfig(options.configPath).then(
-      (next) => {
+    loadConfig(options.configPath)
+      .then(async (next) => {
+        await iris.reconfigure(next);
         config = next;
-        iris.reconfigure(next);
         log.info('config re-read');
-      },
-      (error: unknown) => {
+      })
+      .catch((error: unknown) => {
         const problems = error instanceof ConfigError ? error.problems : [messageOf(error)];
         for (const problem of problems) log.error(problem);
         log.error('config not applied; keeping the running one');
-      },
-    );
+      });
   };
   process.on('SIGHUP', onHangup);
   // Keep the event loop alive while idle; every other handle may be unref'd.

@@ -40,6 +40,7 @@ export interface CallToolResult {
   content: ContentBlock[];
   isError?: boolean;
   structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
 }
 
 export interface CallContext {

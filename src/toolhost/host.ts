@@ -16,6 +16,8 @@ export interface RegisterOptions {
   server?: string;
   /** The `[tools]` key (native) or server name (MCP) that switches this tool. */
   toggle?: string;
+  /** This tool's own per-call limit (ms), e.g. for a proxy whose servers enforce theirs. */
+  timeoutMs?: number;
 }
 
 /** A row of `iris tools list`. */
@@ -46,6 +48,7 @@ interface Entry {
   source: ToolSource;
   server?: string;
   toggle?: string;
+  timeoutMs?: number;
 }
 
 /** Longest argument document accepted, in characters: bounds validation and tool work. */
@@ -69,6 +72,7 @@ export class ToolHost {
     const entry: Entry = { tool, validate: this.#ajv.compile(tool.inputSchema), source: options.source ?? 'native' };
     if (options.server !== undefined) entry.server = options.server;
     if (options.toggle !== undefined) entry.toggle = options.toggle;
+    if (options.timeoutMs !== undefined) entry.timeoutMs = options.timeoutMs;
     this.#tools.set(tool.name, entry);
   }
 
@@ -121,7 +125,7 @@ export class ToolHost {
       const problems = [...new Set([explain(entry.validate.errors ?? []), ...unknown])].join('; ');
       return errorResult(`Invalid arguments for ${name}: ${problems}. ${usage(entry.tool)}`);
     }
-    return this.#run(entry.tool, parsed, options);
+    return this.#run(entry.tool, parsed, entry.timeoutMs === undefined || options.timeoutMs !== undefined ? options : { ...options, timeoutMs: entry.timeoutMs });
   }
 
   async #run(tool: NativeTool, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {

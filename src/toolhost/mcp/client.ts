@@ -1,0 +1,153 @@
+/**
+ * One MCP server connection: the only file that imports `@modelcontextprotocol/sdk`. stdio,
+ * Streamable HTTP, and SSE (configured, or as the fallback for servers that only speak it),
+ * with a short connect timeout, per-call timeouts, the turn's signal for cancellation, full
+ * tools/list pagination, list_changed, and fast failure when the server dies (in-flight calls
+ * fail at once instead of waiting out their timeout).
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerConfig } from '../../config/schema.js';
+import { messageOf } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { CallToolResult, ToolDefinition } from '../api.js';
+
+/** A tool as a server lists it (annotations and execution hints kept). */
+export interface RemoteTool extends ToolDefinition {
+  execution?: { taskSupport?: string };
+}
+
+export interface McpConnection {
+  /** The stdio child's PID (tests kill it), when there is one. */
+  readonly pid: number | undefined;
+  readonly transport: 'stdio' | 'streamable-http' | 'sse';
+  listTools(signal?: AbortSignal): Promise<RemoteTool[]>;
+  callTool(name: string, args: Record<string, unknown>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<CallToolResult>;
+  ping(timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  name: string;
+  config: McpServerConfig;
+  /** Connect + initialize limit (ms): the SDK's own default is 60 s. */
+  timeoutMs: number;
+  log: Logger;
+  /** The connection died (process exit, network failure); fired once. */
+  onClose: (why: string) => void;
+  onToolsChanged: () => void;
+}
+
+const CLIENT_INFO = { name: 'iris', version: '0.1.0' };
+/** Errors after which an HTTP session is gone: close, so pending calls fail now. */
+const FATAL = /ECONNREFUSED|ECONNRESET|fetch failed|SSE stream disconnected|Maximum reconnection attempts|other side closed|terminated/i;
+/** How often an idle HTTP connection is pinged (ms): a dead server gives no other signal. */
+const PING_EVERY_MS = 30_000;
+
+export async function connect(options: ConnectOptions): Promise<McpConnection> {
+  const { config, name, log } = options;
+  if (config.command !== undefined) return open(options, stdioTransport(name, config, log), 'stdio');
+  const url = new URL(config.url ?? '');
+  const requestInit = { headers: { ...config.headers } };
+  if (config.transport === 'sse') return open(options, new SSEClientTransport(url, { requestInit }), 'sse');
+  try {
+    return await open(options, new StreamableHTTPClientTransport(url, { requestInit }), 'streamable-http');
+  } catch (error) {
+    // The spec's back-compat recipe: an old HTTP+SSE server refuses the POST with 4xx.
+    const status = (error as { code?: unknown }).code;
+    if (!(status === 400 || status === 404 || status === 405 || /\b40[045]\b|Cannot POST|Not Found|Method Not Allowed/i.test(messageOf(error)))) {
+      throw error;
+    }
+    log.info(`${name}: no Streamable HTTP at ${url.href}; trying SSE`);
+    return open(options, new SSEClientTransport(url, { requestInit }), 'sse');
+  }
+}
+
+function stdioTransport(name: string, config: McpServerConfig, log: Logger): StdioClientTransport {
+  const transport = new StdioClientTransport({
+    command: config.command ?? '',
+    args: [...(config.args ?? [])],
+    env: { ...getDefaultEnvironment(), ...config.env },
+    ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) if (line.trim() !== '') log.debug(`${name} stderr: ${line.trim()}`);
+  });
+  return transport;
+}
+
+async function open(options: ConnectOptions, transport: Transport, kind: McpConnection['transport']): Promise<McpConnection> {
+  const { name, log } = options;
+  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  let closed = false;
+  let pinger: NodeJS.Timeout | undefined;
+  const markClosed = (why: string): void => {
+    if (closed) return;
+    closed = true;
+    clearInterval(pinger);
+    options.onClose(why);
+  };
+  client.onclose = () => markClosed('connection closed');
+  client.onerror = (error) => {
+    const text = messageOf(error);
+    if (kind !== 'stdio' && FATAL.test(text)) {
+      log.warn(`${name}: ${text}; closing the session`);
+      void client.close().catch(() => undefined);
+      markClosed(text);
+    } else log.debug(`${name}: ${text}`);
+  };
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.onToolsChanged());
+  try {
+    await client.connect(transport, { timeout: options.timeoutMs });
+  } catch (error) {
+    closed = true;
+    await client.close().catch(() => undefined);
+    throw error;
+  }
+  if (kind !== 'stdio') {
+    pinger = setInterval(() => {
+      client.ping({ timeout: 5_000 }).catch((error: unknown) => {
+        log.warn(`${name}: ping failed (${messageOf(error)}); closing the session`);
+        void client.close().catch(() => undefined);
+        markClosed(`ping failed: ${messageOf(error)}`);
+      });
+    }, PING_EVERY_MS);
+    pinger.unref();
+  }
+  return {
+    get pid() {
+      return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+    },
+    transport: kind,
+    async listTools(signal) {
+      const tools: RemoteTool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: options.timeoutMs, ...(signal ? { signal } : {}) });
+        tools.push(...(page.tools as RemoteTool[]));
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && cursor !== '');
+      return tools;
+    },
+    async callTool(tool, args, call) {
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout: call.timeoutMs,
+        ...(call.signal ? { signal: call.signal } : {}),
+      });
+      return result as CallToolResult;
+    },
+    async ping(timeoutMs) {
+      await client.ping({ timeout: timeoutMs });
+    },
+    async close() {
+      clearInterval(pinger);
+      closed = true;
+      await client.close();
+    },
+  };
+}

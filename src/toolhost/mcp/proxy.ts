@@ -1,0 +1,212 @@
+/**
+ * The lazy MCP proxy: the model sees two meta-tools instead of every remote tool's schema.
+ * `get_tools_in_category` browses servers → tools → one tool's full input schema (the part the
+ * existing lazy-mcp proxies never show, so small models had to guess arguments);
+ * `execute_tool` validates the arguments against that schema, answers a bad call with a repair
+ * hint, asks the user before anything that may change things, and forwards the rest.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { errorResult, textResult, type CallToolResult, type NativeTool } from '../api.js';
+import { explain } from '../host.js';
+import type { McpServerConfig } from '../../config/schema.js';
+import type { RemoteTool } from './client.js';
+import type { McpServers } from './servers.js';
+
+/** `_meta` key on a result that is waiting for the user's yes. */
+export const CONFIRM_META = 'iris/confirm';
+
+export interface PendingCall {
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+interface Entry {
+  server: string;
+  config: McpServerConfig;
+  tool: RemoteTool;
+}
+
+/** Longest one-line description in a category listing (characters). */
+const SUMMARY_CHARS = 90;
+
+export class McpProxy {
+  readonly #servers: McpServers;
+  readonly #validators = new Map<string, ValidateFunction>();
+  readonly #ajv = new Ajv({ allErrors: true, strict: false });
+  readonly #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
+
+  constructor(servers: McpServers) {
+    this.#servers = servers;
+  }
+
+  /** Forget compiled schemas: a server's tool list changed. */
+  invalidate(): void {
+    this.#validators.clear();
+  }
+
+  /** The two meta-tools, for the tool host. */
+  metaTools(): NativeTool[] {
+    const categories = this.#servers.catalogue().map((s) => s.name);
+    return [
+      {
+        name: 'get_tools_in_category',
+        description: `Browse more tools. path "" lists categories, "category" its tools, "category.tool" that tool's arguments. Categories: ${categories.join(', ') || 'none'}.`,
+        inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+        annotations: { readOnlyHint: true },
+        run: (args) => this.browse(args.path as string),
+      },
+      {
+        name: 'execute_tool',
+        description: 'Run a tool found with get_tools_in_category, by its path "category.tool".',
+        inputSchema: {
+          type: 'object',
+          properties: { tool_path: { type: 'string' }, arguments: { type: ['object', 'string'] } },
+          required: ['tool_path'],
+        },
+        run: (args, { signal }) => this.execute(args.tool_path as string, args.arguments, signal),
+      },
+    ];
+  }
+
+  /** Every remote tool the model can reach through the proxy, with its server. */
+  remoteTools(): { server: string; tool: RemoteTool }[] {
+    return this.#servers.catalogue().flatMap((s) => s.tools.map((tool) => ({ server: s.name, tool })));
+  }
+
+  async browse(rawPath: string): Promise<CallToolResult> {
+    const path = rawPath.trim().replace(/^\/+|\/+$/g, '').replace(/\//g, '.');
+    await this.#load(path);
+    const catalogue = this.#servers.catalogue();
+    if (path === '') {
+      const categories = Object.fromEntries(catalogue.map((s) => [s.name, {
+        overview: s.config.description ?? overview(s.tools),
+        tools: s.tools.length,
+        ...(s.state === 'up' || s.state === 'starting' || s.state === 'stopped' ? {} : { state: 'offline' }),
+      }]));
+      return textResult(JSON.stringify({ categories }));
+    }
+    const [first, ...rest] = path.split('.');
+    const server = catalogue.find((s) => fold(s.name) === fold(first ?? ''));
+    if (server !== undefined && rest.length === 0) {
+      const tools = this.#servers.catalogue().find((s) => s.name === server.name)?.tools ?? [];
+      return textResult(JSON.stringify({
+        category: server.name,
+        tools: Object.fromEntries(tools.map((t) => [t.name, { description: summary(t.description), tool_path: `${server.name}.${t.name}` }])),
+      }));
+    }
+    const entry = this.#resolve(path);
+    if (typeof entry === 'string') return errorResult(entry);
+    return textResult(JSON.stringify({
+      tool_path: `${entry.server}.${entry.tool.name}`,
+      description: entry.tool.description,
+      inputSchema: compact(entry.tool.inputSchema),
+      ...(needsConfirmation(entry) ? { note: 'asks the user to confirm before running' } : {}),
+    }));
+  }
+
+  async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal, confirmed = false): Promise<CallToolResult> {
+    await this.#load(toolPath);
+    const entry = this.#resolve(toolPath);
+    if (typeof entry === 'string') return errorResult(entry);
+    const args = parseArgs(rawArgs);
+    if (typeof args === 'string') return errorResult(args);
+    const validate = this.#validator(entry);
+    if (!validate(args)) {
+      return errorResult(`Invalid arguments for ${entry.server}.${entry.tool.name}: ${explain(validate.errors ?? [])}. `
+        + `Its inputSchema: ${JSON.stringify(compact(entry.tool.inputSchema))}`);
+    }
+    if (!confirmed && needsConfirmation(entry)) {
+      const pending: PendingCall = { server: entry.server, tool: entry.tool.name, arguments: args };
+      return {
+        content: [{ type: 'text', text: `Not run yet: ${entry.server}.${entry.tool.name} may change things, so IRIS is asking the user to confirm. Do not call it again; wait for the user.` }],
+        isError: true,
+        _meta: { [CONFIRM_META]: pending },
+      };
+    }
+    return this.#servers.call(entry.server, entry.tool.name, args, signal);
+  }
+
+  /** Run a call the user has said yes to. */
+  runConfirmed(call: PendingCall, signal?: AbortSignal): Promise<CallToolResult> {
+    return this.execute(`${call.server}.${call.tool}`, call.arguments, signal, true);
+  }
+
+  /** Servers start lazily: connect the one a path names (or all, for a bare tool name) if it has no tool list yet. */
+  async #load(path: string): Promise<void> {
+    const first = fold(path.split('.')[0] ?? '');
+    const server = this.#servers.catalogue().find((s) => fold(s.name) === first);
+    if (server !== undefined) await this.#servers.ensureTools(server.name);
+    else await this.#servers.ensureAllTools();
+  }
+
+  /** "server.tool", a folded variant of it ("Files.read-file"), or a tool name unique across servers. */
+  #resolve(path: string): Entry | string {
+    const all = this.#servers.catalogue().flatMap((s) => s.tools.map((tool) => ({ server: s.name, config: s.config, tool })));
+    const wanted = fold(path);
+    const exact = all.filter((e) => `${e.server}.${e.tool.name}` === path);
+    const byPath = exact.length > 0 ? exact : all.filter((e) => fold(`${e.server}.${e.tool.name}`) === wanted);
+    const found = byPath.length > 0 ? byPath : all.filter((e) => fold(e.tool.name) === wanted || fold(e.tool.name) === wanted.split('.').pop());
+    if (found.length === 1 && found[0] !== undefined) return found[0];
+    if (found.length > 1) return `"${path}" matches ${found.map((e) => `${e.server}.${e.tool.name}`).join(', ')}; use the full tool_path.`;
+    const categories = this.#servers.catalogue().map((s) => s.name);
+    return `No tool "${path}". Call get_tools_in_category with path "" to list categories (${categories.join(', ') || 'none configured'}), then a category to list its tools.`;
+  }
+
+  #validator(entry: Entry): ValidateFunction {
+    const key = `${entry.server}.${entry.tool.name}`;
+    let validate = this.#validators.get(key);
+    if (validate === undefined) {
+      const schema = entry.tool.inputSchema;
+      const draft2020 = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
+      try {
+        validate = draft2020 ? this.#ajv2020.compile(schema) : this.#ajv.compile(compact(schema));
+      } catch {
+        validate = Object.assign(() => true, { errors: null }) as unknown as ValidateFunction; // a schema ajv cannot read: let the server judge
+      }
+      this.#validators.set(key, validate);
+    }
+    return validate;
+  }
+}
+
+/** Tool annotations are hints from the server: only an explicit read-only hint skips the yes. */
+function needsConfirmation(entry: Entry): boolean {
+  const mode = entry.config.confirm ?? 'destructive';
+  if (mode === 'never') return false;
+  if (mode === 'always') return true;
+  return entry.tool.annotations?.readOnlyHint !== true;
+}
+
+function parseArgs(raw: unknown): Record<string, unknown> | string {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw === 'string') {
+    try {
+      const parsed = JSON.parse(raw === '' ? '{}' : raw) as unknown;
+      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    } catch {
+      // fall through
+    }
+    return '"arguments" must be a JSON object matching the tool\'s inputSchema.';
+  }
+  return raw as Record<string, unknown>;
+}
+
+const fold = (s: string): string => s.trim().toLowerCase().replace(/[-\s]+/g, '_');
+
+function summary(description: string): string {
+  const first = description.split(/(?<=[.!?])\s|\n/)[0] ?? '';
+  return first.length <= SUMMARY_CHARS ? first : `${first.slice(0, SUMMARY_CHARS - 1)}…`;
+}
+
+function overview(tools: readonly RemoteTool[]): string {
+  const names = tools.map((t) => t.name);
+  return names.length <= 8 ? names.join(', ') : `${names.slice(0, 8).join(', ')} and ${names.length - 8} more`;
+}
+
+/** The schema without what only identifies it ($schema, $id); meaning unchanged. */
+export function compact(schema: object): object {
+  const { $schema: _schema, $id: _id, ...rest } = schema as Record<string, unknown>;
+  return rest;
+}

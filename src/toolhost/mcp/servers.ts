@@ -1,0 +1,296 @@
+/**
+ * The MCP servers IRIS knows: their connections, states and tool lists. Enabled servers start
+ * in parallel (a slow or broken one never blocks the others); tool lists are cached in the
+ * state dir with a fingerprint of the server's config, so the hierarchy is there before the
+ * servers are; a server that dies is restarted with exponential backoff and marked down when
+ * it keeps dying. Calls never throw: an offline server is an `isError` result.
+ */
+import { createHash } from 'node:crypto';
+import type { McpServerConfig } from '../../config/schema.js';
+import { isAbortError, messageOf } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { errorResult, type CallToolResult, type JsonStore } from '../api.js';
+import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
+
+export type ServerState = 'stopped' | 'starting' | 'up' | 'restarting' | 'down' | 'disabled';
+
+export interface ServerStatus {
+  name: string;
+  state: ServerState;
+  /** Why it is down or restarting. */
+  reason?: string;
+  transport?: McpConnection['transport'];
+  tools: number;
+}
+
+interface ToolCache {
+  version: 1;
+  servers: Record<string, { fingerprint: string; tools: RemoteTool[] }>;
+}
+
+interface Server {
+  name: string;
+  config: McpServerConfig;
+  fingerprint: string;
+  state: ServerState;
+  reason?: string;
+  tools: RemoteTool[];
+  connection?: McpConnection;
+  starting?: Promise<McpConnection | undefined>;
+  failures: number;
+  upSince: number;
+  restart?: NodeJS.Timeout;
+}
+
+export interface McpServersOptions {
+  log: Logger;
+  cache: JsonStore<ToolCache>;
+  connectTimeoutMs: number;
+  /** Injected for tests; default the SDK client. */
+  connect?: (options: ConnectOptions) => Promise<McpConnection>;
+  /** First restart delay (ms), doubled per failure; default 1 000. */
+  backoffMs?: number;
+}
+
+/** Restarts: 1 s, 2 s, 4 s … at most this long apart (ms). */
+const MAX_BACKOFF_MS = 30_000;
+/** A server that fails this many times in a row is marked down until the config changes. */
+const MAX_FAILURES = 5;
+/** Up this long (ms) and the failure count starts again. */
+const STABLE_MS = 60_000;
+/** Servers started at once: each is a Node process on a 2-core machine. */
+const START_CONCURRENCY = 3;
+
+export function fingerprint(config: McpServerConfig): string {
+  const { command, args, env, cwd, url, transport, headers } = config;
+  return createHash('sha256').update(JSON.stringify({ command, args, env, cwd, url, transport, headers })).digest('hex').slice(0, 16);
+}
+
+export class McpServers {
+  readonly #servers = new Map<string, Server>();
+  readonly #options: McpServersOptions;
+  readonly #log: Logger;
+  #cache: ToolCache = { version: 1, servers: {} };
+  #cacheLoaded = false;
+  #running = false;
+  /** Called when any server's tool list changes (the proxy rebuilds its index). */
+  onChange: () => void = () => undefined;
+
+  constructor(options: McpServersOptions) {
+    this.#options = options;
+    this.#log = options.log;
+  }
+
+  /** Apply a server table: new and changed servers (re)start, removed and disabled ones stop. */
+  async configure(servers: Readonly<Record<string, McpServerConfig>>): Promise<void> {
+    await this.#loadCache();
+    for (const [name, server] of this.#servers) {
+      const next = servers[name];
+      if (next === undefined || next.enabled === false || fingerprint(next) !== server.fingerprint) {
+        await this.#shutdown(server, next?.enabled === false ? 'disabled' : 'stopped');
+        this.#servers.delete(name);
+      } else server.config = next; // allow/deny/confirm/timeout changes apply live
+    }
+    for (const [name, config] of Object.entries(servers)) {
+      if (this.#servers.has(name)) continue;
+      const print = fingerprint(config);
+      const cached = this.#cache.servers[name];
+      const server: Server = {
+        name, config, fingerprint: print, state: config.enabled === false ? 'disabled' : 'stopped',
+        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0,
+      };
+      this.#servers.set(name, server);
+    }
+    this.onChange();
+    if (this.#running) await this.startAll();
+  }
+
+  /** Start every enabled server that is not running, a few at a time; never throws. */
+  async startAll(): Promise<void> {
+    this.#running = true;
+    const waiting = [...this.#servers.values()].filter((s) => s.state === 'stopped');
+    const worker = async (): Promise<void> => {
+      for (let server = waiting.shift(); server !== undefined; server = waiting.shift()) await this.#start(server);
+    };
+    await Promise.all(Array.from({ length: START_CONCURRENCY }, worker));
+  }
+
+  /** The PID of a stdio server's process, while it runs. */
+  pid(name: string): number | undefined {
+    return this.#servers.get(name)?.connection?.pid;
+  }
+
+  status(): ServerStatus[] {
+    return [...this.#servers.values()].map((s) => {
+      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length };
+      if (s.reason !== undefined) status.reason = s.reason;
+      if (s.connection !== undefined) status.transport = s.connection.transport;
+      return status;
+    });
+  }
+
+  /** Enabled servers with the tools the model may use (allow/deny applied, task-only tools hidden). */
+  catalogue(): { name: string; config: McpServerConfig; state: ServerState; tools: RemoteTool[] }[] {
+    return [...this.#servers.values()]
+      .filter((s) => s.state !== 'disabled')
+      .map((s) => ({ name: s.name, config: s.config, state: s.state, tools: s.tools.filter((t) => visible(t, s.config)) }));
+  }
+
+  /** Every tool of every configured server, hidden ones included, with whether the model may use it. */
+  listing(): { server: string; state: ServerState; tool: RemoteTool; enabled: boolean }[] {
+    return [...this.#servers.values()].flatMap((s) =>
+      s.tools.map((tool) => ({ server: s.name, state: s.state, tool, enabled: s.state !== 'disabled' && visible(tool, s.config) })),
+    );
+  }
+
+  /** Connect every server that has no tool list yet (one-shot commands that must list them). */
+  async ensureAllTools(): Promise<void> {
+    await Promise.all([...this.#servers.values()].filter((s) => s.tools.length === 0 && s.state === 'stopped').map((s) => this.#start(s)));
+  }
+
+  /** The server's tools, connecting first when it has none cached (servers started lazily). */
+  async ensureTools(name: string): Promise<void> {
+    const server = this.#servers.get(name);
+    if (server !== undefined && server.tools.length === 0 && server.state === 'stopped') await this.#start(server);
+  }
+
+  /** Call a tool. Never throws: an offline server or a failed call is an `isError` result. */
+  async call(name: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult> {
+    const server = this.#servers.get(name);
+    if (server === undefined || server.state === 'disabled') return errorResult(`There is no enabled tool server named "${name}".`);
+    const connection = server.connection
+      ?? (server.state === 'stopped' ? await this.#start(server) : server.starting !== undefined ? await server.starting : undefined);
+    if (connection === undefined) {
+      return errorResult(`The ${name} tools are offline right now${server.reason ? ` (${server.reason})` : ''}.`);
+    }
+    try {
+      return await connection.callTool(tool, args, { timeoutMs: (server.config.timeout_s ?? 30) * 1000, ...(signal ? { signal } : {}) });
+    } catch (error) {
+      if (signal?.aborted === true) throw signal.reason ?? error;
+      const text = messageOf(error);
+      if (/-32001|timed out/i.test(text)) return errorResult(`${name}.${tool} timed out after ${server.config.timeout_s ?? 30} s.`);
+      if (/-32000|Connection closed|Not connected|fetch failed/i.test(text)) {
+        return errorResult(`The ${name} tools went offline during the call (${text}).`);
+      }
+      return errorResult(`${name}.${tool} failed: ${text}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    await Promise.all([...this.#servers.values()].map((s) => this.#shutdown(s, 'stopped')));
+  }
+
+  async #start(server: Server): Promise<McpConnection | undefined> {
+    if (server.starting !== undefined) return server.starting;
+    server.state = server.state === 'restarting' ? 'restarting' : 'starting';
+    server.starting = this.#connect(server).finally(() => {
+      delete server.starting;
+    });
+    return server.starting;
+  }
+
+  async #connect(server: Server): Promise<McpConnection | undefined> {
+    const { name } = server;
+    const started = performance.now();
+    let connection: McpConnection | undefined;
+    try {
+      connection = await (this.#options.connect ?? connectSdk)({
+        name,
+        config: server.config,
+        timeoutMs: this.#options.connectTimeoutMs,
+        log: this.#log,
+        onClose: (why) => this.#closed(server, connection, why),
+        onToolsChanged: () => void this.#refresh(server, connection),
+      });
+      server.connection = connection;
+      server.tools = await connection.listTools();
+      server.state = 'up';
+      server.upSince = Date.now();
+      delete server.reason;
+      this.#log.info(`${name}: up over ${connection.transport}, ${server.tools.length} tools, ${Math.round(performance.now() - started)} ms`);
+      await this.#saveCache(server);
+      this.onChange();
+      return connection;
+    } catch (error) {
+      await connection?.close().catch(() => undefined);
+      delete server.connection;
+      this.#failed(server, isAbortError(error) ? 'start was cancelled' : messageOf(error));
+      return undefined;
+    }
+  }
+
+  #closed(server: Server, connection: McpConnection | undefined, why: string): void {
+    if (connection === undefined || server.connection !== connection) return; // an old or never-finished connection
+    delete server.connection;
+    if (server.state === 'stopped' || server.state === 'disabled') return; // we closed it
+    if (!this.#running) {
+      // Started on demand (no pre-warm): the next call starts it again.
+      server.state = 'stopped';
+      server.reason = why;
+      this.#log.warn(`${server.name}: ${why}`);
+      return;
+    }
+    if (Date.now() - server.upSince > STABLE_MS) server.failures = 0;
+    this.#failed(server, why);
+  }
+
+  #failed(server: Server, why: string): void {
+    server.failures += 1;
+    server.reason = why;
+    if (server.failures >= MAX_FAILURES) {
+      server.state = 'down';
+      this.#log.error(`${server.name}: down after ${server.failures} failures in a row (last: ${why})`);
+      return;
+    }
+    const delayMs = Math.min(MAX_BACKOFF_MS, (this.#options.backoffMs ?? 1000) * 2 ** (server.failures - 1));
+    server.state = 'restarting';
+    this.#log.warn(`${server.name}: ${why}; restarting in ${delayMs / 1000} s`);
+    clearTimeout(server.restart);
+    server.restart = setTimeout(() => void this.#start(server), delayMs);
+    server.restart.unref();
+  }
+
+  async #refresh(server: Server, connection: McpConnection | undefined): Promise<void> {
+    if (connection === undefined || server.connection !== connection) return;
+    try {
+      server.tools = await connection.listTools();
+      this.#log.info(`${server.name}: tool list changed, now ${server.tools.length} tools`);
+      await this.#saveCache(server);
+      this.onChange();
+    } catch (error) {
+      this.#log.warn(`${server.name}: could not re-list tools: ${messageOf(error)}`);
+    }
+  }
+
+  async #shutdown(server: Server, state: ServerState): Promise<void> {
+    clearTimeout(server.restart);
+    server.state = state;
+    const connection = server.connection;
+    delete server.connection;
+    await connection?.close().catch((error: unknown) => this.#log.warn(`${server.name}: close: ${messageOf(error)}`));
+  }
+
+  async #loadCache(): Promise<void> {
+    if (this.#cacheLoaded) return;
+    this.#cacheLoaded = true;
+    try {
+      const stored = await this.#options.cache.read();
+      if (stored?.version === 1) this.#cache = stored;
+    } catch (error) {
+      this.#log.warn(`tool list cache unreadable: ${messageOf(error)}`);
+    }
+  }
+
+  async #saveCache(server: Server): Promise<void> {
+    this.#cache.servers[server.name] = { fingerprint: server.fingerprint, tools: server.tools };
+    await this.#options.cache.write(this.#cache).catch((error: unknown) => this.#log.warn(`tool list cache not saved: ${messageOf(error)}`));
+  }
+}
+
+function visible(tool: RemoteTool, config: McpServerConfig): boolean {
+  if (tool.execution?.taskSupport === 'required') return false; // IRIS does not run MCP tasks
+  const allow = config.allow ?? [];
+  if (allow.length > 0 && !allow.includes(tool.name)) return false;
+  return !(config.deny ?? []).includes(tool.name);
+}
