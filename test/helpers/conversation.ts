@@ -22,7 +22,7 @@ export function toml(sections: Sections): string {
 /** A real Ollama double on loopback and an IRIS assembled against it. */
 export async function withDouble(
   sections: Sections = {},
-  options: { models?: Record<string, ModelSpec>; now?: () => number; url?: string } = {},
+  options: { models?: Record<string, ModelSpec>; now?: () => number; url?: string; extraToml?: string } = {},
 ): Promise<Setup> {
   const double = await new OllamaDouble(options.models).start();
   const logs: string[] = [];
@@ -32,7 +32,7 @@ export async function withDouble(
     ollama: { url: options.url ?? double.url, ...sections.ollama },
     assistant: { timezone: 'Europe/Berlin', ...sections.assistant },
   };
-  const config = parseConfig(toml(merged), 'test-config');
+  const config = parseConfig(`${toml(merged)}\n${options.extraToml ?? ''}`, 'test-config');
   const iris = assemble(config, { stateDir: tempDir(), log, ...(options.now ? { now: options.now } : {}) });
   return { double, iris, logs };
 }

@@ -150,6 +150,10 @@ export class McpProxy {
     const found = byPath.length > 0 ? byPath : all.filter((e) => fold(e.tool.name) === wanted || fold(e.tool.name) === wanted.split('.').pop());
     if (found.length === 1 && found[0] !== undefined) return found[0];
     if (found.length > 1) return `"${path}" matches ${found.map((e) => `${e.server}.${e.tool.name}`).join(', ')}; use the full tool_path.`;
+    const offline = this.#servers.status().find((s) => fold(s.name) === fold(path.split('.')[0] ?? '') && s.state !== 'up');
+    if (offline !== undefined && offline.tools === 0) {
+      return `The ${offline.name} tools are offline right now${offline.reason === undefined ? '' : ` (${offline.reason})`}.`;
+    }
     const categories = this.#servers.catalogue().map((s) => s.name);
     return `No tool "${path}". Call get_tools_in_category with path "" to list categories (${categories.join(', ') || 'none configured'}), then a category to list its tools.`;
   }
