@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { iris, irisWithInput, startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
+import { EVERYTHING, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -123,6 +124,28 @@ describe('iris CLI', () => {
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: '1', kind: 'timer', label: 'tea', duration_s: 300 })]);
     expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 0, stdout: 'Cancelled the timer "tea".\n' });
     expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 1 });
+  });
+
+  it('doctor checks Ollama and starts each MCP server; tools budget counts the proxy against direct', async () => {
+    const port = await closedPort();
+    const servers = serversToml({ everything: stdio(EVERYTHING, 'stdio'), broken: { command: '/nonexistent/mcp' } });
+    const { vars } = env(`[ollama]\nurl = "http://127.0.0.1:${port}"\n${servers}`);
+    const [doctor, budget, list] = await Promise.all([
+      iris(['doctor'], vars), iris(['tools', 'budget', '--json'], vars), iris(['tools', 'list', '--json'], vars),
+    ]);
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toContain(`✗ Ollama: cannot reach Ollama at http://127.0.0.1:${port} (ECONNREFUSED)`);
+    expect(doctor.stdout).toContain('✓ MCP server everything: up over stdio, 13 tools');
+    expect(doctor.stdout).toMatch(/✗ MCP server broken: restarting, 0 tools \(spawn \/nonexistent\/mcp ENOENT\)/);
+    const report = JSON.parse(budget.stdout) as Record<string, number>;
+    expect(report.remote_tools).toBe(12); // the task-only tool is hidden
+    expect(report.meta_tools_tokens).toBeGreaterThan(50);
+    expect(report.meta_tools_tokens).toBeLessThanOrEqual(250);
+    expect(report.exposed_tokens).toBe((report.native_tokens ?? 0) + (report.meta_tools_tokens ?? 0));
+    expect(report.reduction).toBeGreaterThan(0.85);
+    const rows = JSON.parse(list.stdout) as { name: string; source: string; server?: string; enabled: boolean }[];
+    expect(rows).toContainEqual(expect.objectContaining({ name: 'everything.get-sum', source: 'mcp', server: 'everything', enabled: true }));
+    expect(rows).toContainEqual(expect.objectContaining({ name: 'everything.simulate-research-query', enabled: false }));
   });
 
   it('exits 2 on a usage error', async () => {

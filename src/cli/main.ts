@@ -15,6 +15,7 @@ import { resultText, type CallToolResult, type ToolDefinition } from '../toolhos
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
+import { doctor } from './doctor.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
 
@@ -225,6 +226,20 @@ export function buildProgram(): Command {
       const g = globals(cmd);
       await readConfig(g);
       print(`${configPath(g)}: OK`);
+    });
+
+  program
+    .command('doctor')
+    .description('check the machine: Ollama and the model, MCP servers, the state dir')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { config, iris } = await open(g);
+      const checks = await doctor(config, configPath(g), stateDir(), iris);
+      if (g.json === true) printJson(checks);
+      else for (const c of checks) print(`${c.ok ? '✓' : '✗'} ${c.what}: ${c.detail}`);
+      if (g.json !== true) print('voice pipeline (microphone, wake word, speech models): not built yet');
+      if (checks.some((c) => !c.ok)) process.exitCode = EXIT.failed;
     });
 
   program
