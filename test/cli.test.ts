@@ -186,6 +186,23 @@ describe('iris daemon', () => {
     expect(JSON.parse(readFileSync(join(vars.IRIS_STATE_DIR, 'timers.json'), 'utf8'))).toMatchObject({ timers: [] });
   });
 
+  it('pre-warms MCP servers at start and applies enabled = false on SIGHUP', async () => {
+    const server = serversToml({ everything: stdio(EVERYTHING, 'stdio') });
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n${server}`);
+    const daemon = startIris(['daemon'], vars);
+    const up = waitForLine(daemon, /everything: up over stdio, 13 tools/);
+    await waitForLine(daemon, /ready:/);
+    await up;
+    writeFileSync(vars.IRIS_CONFIG, `[assistant]\ntimezone = "UTC"\n${server}enabled = false\n`);
+    const disabled = waitForLine(daemon, /everything: disabled/);
+    const reread = waitForLine(daemon, /config re-read/);
+    daemon.kill('SIGHUP');
+    await Promise.all([disabled, reread]);
+    const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+    daemon.kill('SIGTERM');
+    expect(await stopped).toBe(0);
+  });
+
   it('refuses to start on a broken config with exit 78', async () => {
     const { vars } = env('[nonsense]\n');
     const run = await iris(['daemon'], vars);

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseConfig } from '../src/config/load.js';
+import { loadConfig, loadMcpServers, parseConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -75,6 +75,28 @@ describe('config', () => {
     expect(config.mcp.servers.home?.url).toBe('http://127.0.0.1:8123/mcp');
     expect(config.mcp.servers.home?.headers).toEqual({ Authorization: 'Bearer s3cret' });
     expect(problems(text)).toEqual(['/etc/iris/config:3: environment variable HOME_TOKEN is not set (used as ${HOME_TOKEN})']);
+  });
+
+  it('reads MCP servers from servers_file in the common {"mcpServers"} shape; the config file wins', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'servers.json');
+    writeFileSync(file, JSON.stringify({ mcpServers: {
+      files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'], env: { TOKEN: '${SECRET}' } },
+      home: { type: 'sse', url: 'http://127.0.0.1:8123/sse', headers: { Authorization: 'Bearer x' } },
+      old: { command: 'old-server', disabled: true },
+      dup: { command: 'from-file' },
+    } }));
+    const config = parseConfig(`[mcp]\nservers_file = "${file}"\n[mcp.servers.dup]\ncommand = "from-config"\n`, 'c');
+    const servers = await loadMcpServers(config, { SECRET: 's3' });
+    expect(servers.files).toMatchObject({ command: 'npx', env: { TOKEN: 's3' }, enabled: true });
+    expect(servers.home).toMatchObject({ url: 'http://127.0.0.1:8123/sse', transport: 'sse', headers: { Authorization: 'Bearer x' } });
+    expect(servers.old?.enabled).toBe(false);
+    expect(servers.dup?.command).toBe('from-config');
+
+    writeFileSync(file, JSON.stringify({ mcpServers: { bad: { args: ['x'] }, worse: { command: 3 } } }));
+    await expect(loadMcpServers(config, {})).rejects.toThrow(/bad: needs exactly one of "command" or "url"[\s\S]*worse: \/command must be string/);
+    writeFileSync(file, '{ nope');
+    await expect(loadMcpServers(config, {})).rejects.toThrow(new RegExp(`^${file}: `));
   });
 
   it('treats a missing file as all defaults, and reads a real one', async () => {

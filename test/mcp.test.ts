@@ -122,6 +122,18 @@ describe('pagination, list_changed and hidden tools (fake server)', () => {
     expect(performance.now() - started).toBeLessThan(3_000);
   });
 
+  it('a call is cancelled through the turn signal at once', async () => {
+    const s = await setup({ fake: fake('paged') });
+    await s.iris.mcp.servers.startAll();
+    const turn = new AbortController();
+    const pending = s.iris.host.call('execute_tool', { tool_path: 'fake.hang', arguments: { n: 1 } }, { signal: turn.signal });
+    const aborted = performance.now();
+    turn.abort(new Error('barge-in'));
+    expect(resultText(await pending)).toBe('execute_tool was cancelled.');
+    expect(performance.now() - aborted).toBeLessThan(200);
+    expect(resultText(await execute(s, 'fake.alpha', { n: 3 }))).toBe('alpha({"n":3})'); // the session survives
+  });
+
   it('a server that dies mid-call fails the call at once; started on demand, the next call starts it again', async () => {
     const s = await setup({ fake: fake('paged') }, '[mcp]\nconnect_timeout_s = 10\n');
     expect(resultText(await execute(s, 'fake.alpha', { n: 1 }))).toBe('alpha({"n":1})');

@@ -87,6 +87,8 @@ export class McpServers {
     for (const [name, server] of this.#servers) {
       const next = servers[name];
       if (next === undefined || next.enabled === false || fingerprint(next) !== server.fingerprint) {
+        const why = next === undefined ? 'removed from the config' : next.enabled === false ? 'disabled' : 'changed';
+        if (server.state !== 'disabled' || next?.enabled !== false) this.#log.info(`${name}: ${why}`);
         await this.#shutdown(server, next?.enabled === false ? 'disabled' : 'stopped');
         this.#servers.delete(name);
       } else server.config = next; // allow/deny/confirm/timeout changes apply live
