@@ -4,10 +4,9 @@
  * 50-round history into the budget, and how close the token estimate is to the count the
  * model reports. Prints figures and writes scripts/results/conversation.json.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Ollama, type Message, type Tool } from 'ollama';
 import { fitToBudget } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
@@ -16,39 +15,28 @@ import type { ChatMessage } from '../src/conversation/backend.js';
 import { assemble } from '../src/daemon/assemble.js';
 import { silentLogger } from '../src/log.js';
 import { OllamaDouble } from '../test/helpers/ollama-double.js';
+import { round, timeMs, writeResults } from './lib/bench.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const round2 = (x: number) => round(x, 2);
+
 const state = mkdtempSync(join(tmpdir(), 'iris-bench-'));
 const double = await new OllamaDouble().start();
 const config = parseConfig(`[ollama]\nurl = "${double.url}"\n[assistant]\ntimezone = "UTC"\n`, 'bench');
 const iris = assemble(config, { stateDir: state, log: silentLogger });
 const tokenizer = await loadTokenizer();
 
-const p = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-const round2 = (x: number) => Math.round(x * 100) / 100;
-async function timeMs(n: number, fn: () => Promise<unknown>): Promise<{ p50: number; p90: number }> {
-  for (let i = 0; i < 20; i++) await fn();
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const start = performance.now();
-    await fn();
-    samples.push(performance.now() - start);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: round2(p(samples, 0.5)), p90: round2(p(samples, 0.9)) };
-}
 
 // 1. Per-turn cost with an instant model: IRIS's turn vs the bare client sending the same request.
 const N = 200;
 double.script(...Array.from({ length: N + 20 }, () => ({ content: ['Sure, done.'] })));
-const irisTurn = await timeMs(N, async () => (await iris.conversation().turn('tell me something nice').result));
+const irisTurn = await timeMs(N, async () => (await iris.conversation().turn('tell me something nice').result), 20);
 const sent = double.chats.at(-1);
 const client = new Ollama({ host: double.url });
 double.script(...Array.from({ length: N + 20 }, () => ({ content: ['Sure, done.'] })));
 const bare = await timeMs(N, async () => {
   const stream = await client.chat({ model: 'qwen2.5:7b', messages: (sent?.messages ?? []) as Message[], tools: (sent?.tools ?? []) as Tool[], stream: true, options: sent?.options ?? {} });
   for await (const _chunk of stream) { /* drain */ }
-});
+}, 20);
 const perTurn = { iris_p50_ms: irisTurn.p50, iris_p90_ms: irisTurn.p90, bare_client_p50_ms: bare.p50, overhead_p50_ms: round2(irisTurn.p50 - bare.p50) };
 
 // 2. Fitting a 50-round history (each round: question, tool call, tool result, answer).
@@ -66,7 +54,7 @@ const fitArgs = (count: (t: string) => number) => ({
 const cache = new Map<string, number>();
 const cached = (text: string) => cache.get(text) ?? cache.set(text, tokenizer.count(text)).get(text) ?? 0;
 let salt = 0; // defeats the tokenizer's memo: every round counted afresh
-const fitCold = await timeMs(50, () => Promise.resolve(fitToBudget(fitArgs((t) => tokenizer.count(`${t}${(salt += 1)}`)))));
+const fitCold = await timeMs(50, () => Promise.resolve(fitToBudget(fitArgs((t) => tokenizer.count(`${t}${(salt += 1)}`)))), 5);
 const fitCached = await timeMs(500, () => Promise.resolve(fitToBudget(fitArgs(cached))));
 const fitted = fitToBudget(fitArgs(cached));
 const budgetFit = { rounds: 50, kept_rounds: 50 - fitted.droppedRounds, tokenizing_p50_ms: fitCold.p50, memoised_counts_p50_ms: fitCached.p50 };
@@ -94,11 +82,8 @@ const estimate = {
 
 await double.close();
 rmSync(state, { recursive: true, force: true });
-const results = { node: process.version, date: new Date().toISOString(), per_turn: perTurn, budget_fit: budgetFit, token_estimate: estimate };
-mkdirSync(join(ROOT, 'scripts/results'), { recursive: true });
-writeFileSync(join(ROOT, 'scripts/results/conversation.json'), `${JSON.stringify(results, null, 2)}\n`);
 
 console.log(`turn with an instant model (${N} turns): IRIS p50 ${perTurn.iris_p50_ms} ms, bare client p50 ${perTurn.bare_client_p50_ms} ms → IRIS's own cost ${perTurn.overhead_p50_ms} ms per turn`);
 console.log(`fitting a 50-round history: ${budgetFit.tokenizing_p50_ms} ms tokenizing every message, ${budgetFit.memoised_counts_p50_ms} ms with memoised counts (${budgetFit.kept_rounds} rounds kept)`);
 console.log(`token estimate vs prompt_eval_count: first turn mean ${estimate.first_turn_mean_error_pct}% (max ${estimate.first_turn_max_error_pct}%), calibrated mean ${estimate.calibrated_mean_error_pct}% (max ${estimate.calibrated_max_error_pct}%)`);
-console.log('written: scripts/results/conversation.json');
+writeResults('conversation', { per_turn: perTurn, budget_fit: budgetFit, token_estimate: estimate });

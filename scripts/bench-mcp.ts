@@ -4,18 +4,17 @@
  * the proxy vs a bare SDK client on the same stdio server, and the first call after start
  * with and without pre-warm. Prints figures and writes scripts/results/mcp.json.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { loadTokenizer, toolTokens } from '../src/budget/tokenizer.js';
 import { parseConfig } from '../src/config/load.js';
 import { assemble } from '../src/daemon/assemble.js';
 import { silentLogger } from '../src/log.js';
+import { ROOT, round, timeMs, writeResults } from './lib/bench.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const bin = (path: string) => join(ROOT, 'node_modules', path);
 const work = mkdtempSync(join(tmpdir(), 'iris-bench-mcp-'));
 const SERVERS: Record<string, { args: string[]; env?: Record<string, string> }> = {
@@ -37,18 +36,6 @@ const open = (stateDir: string, everythingOnly = false) => assemble(
   { stateDir, log: silentLogger },
 );
 
-const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
-async function perCallMs(n: number, fn: () => Promise<unknown>): Promise<{ p50: number; p90: number }> {
-  for (let i = 0; i < 100; i++) await fn();
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const start = performance.now();
-    await fn();
-    samples.push(performance.now() - start);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: round(samples[Math.floor(n / 2)] ?? NaN), p90: round(samples[Math.floor(n * 0.9)] ?? NaN) };
-}
 
 // 1. Tokens: every remote tool's definition sent directly vs the two meta-tools.
 const iris = open(join(work, 'state-all'));
@@ -75,12 +62,12 @@ await iris.stop();
 const args = { message: 'hello' };
 const bare = new Client({ name: 'bench', version: '1' });
 await bare.connect(new StdioClientTransport({ command: process.execPath, args: SERVERS.everything?.args ?? [] }));
-const bareCall = await perCallMs(2000, () => bare.callTool({ name: 'echo', arguments: args }));
+const bareCall = await timeMs(2000, () => bare.callTool({ name: 'echo', arguments: args }));
 await bare.close();
 const proxied = open(join(work, 'state-one'), true);
 await proxied.init();
 await proxied.mcp.servers.startAll();
-const proxyCall = await perCallMs(2000, () => proxied.host.call('execute_tool', { tool_path: 'everything.echo', arguments: args }));
+const proxyCall = await timeMs(2000, () => proxied.host.call('execute_tool', { tool_path: 'everything.echo', arguments: args }));
 await proxied.stop();
 const overhead = { bare_sdk_p50_ms: bareCall.p50, proxy_p50_ms: proxyCall.p50, ratio: round(proxyCall.p50 / bareCall.p50, 2) };
 
@@ -98,10 +85,7 @@ const firstCall = async (prewarm: boolean): Promise<number> => {
 const first = { lazy_ms: await firstCall(false), prewarmed_ms: await firstCall(true) };
 
 rmSync(work, { recursive: true, force: true });
-const results = { node: process.version, date: new Date().toISOString(), tokens, call_overhead: overhead, first_call: first };
-mkdirSync(join(ROOT, 'scripts/results'), { recursive: true });
-writeFileSync(join(ROOT, 'scripts/results/mcp.json'), `${JSON.stringify(results, null, 2)}\n`);
 console.log(`tokens for ${tokens.remote_tools} tools of ${tokens.servers} real servers: ${tokens.direct_tokens} sent directly, ${tokens.meta_tools_tokens} through the proxy's two meta-tools (${tokens.reduction_pct}% less); the root listing costs ${tokens.root_listing_tokens} when asked for`);
 console.log(`per call (echo, stdio): bare SDK ${overhead.bare_sdk_p50_ms} ms p50, through the proxy ${overhead.proxy_p50_ms} ms p50 → ${overhead.ratio}×`);
 console.log(`first call after start: ${first.lazy_ms} ms without pre-warm, ${first.prewarmed_ms} ms pre-warmed`);
-console.log('written: scripts/results/mcp.json');
+writeResults('mcp', { tokens, call_overhead: overhead, first_call: first });

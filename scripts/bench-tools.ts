@@ -5,35 +5,22 @@
  * steadier numbers).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadTokenizer, toolTokens } from '../src/budget/tokenizer.js';
 import { silentLogger } from '../src/log.js';
 import { textResult } from '../src/toolhost/api.js';
 import { ToolHost } from '../src/toolhost/host.js';
 import { registerNativeTools } from '../src/toolhost/native.js';
+import { ROOT, round, timeMs, writeResults } from './lib/bench.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const state = mkdtempSync(join(tmpdir(), 'iris-bench-'));
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 /** Microseconds per call: p50 and p90 over `n` sequential calls after a warm-up. */
 async function perCall(n: number, call: () => Promise<unknown>): Promise<{ p50_us: number; p90_us: number }> {
-  for (let i = 0; i < 200; i++) await call();
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const start = process.hrtime.bigint();
-    await call();
-    samples.push(Number(process.hrtime.bigint() - start) / 1000);
-  }
-  samples.sort((a, b) => a - b);
-  const round = (x: number) => Math.round(x * 10) / 10;
-  return { p50_us: round(percentile(samples, 50)), p90_us: round(percentile(samples, 90)) };
+  const { p50, p90 } = await timeMs(n, call, 200);
+  return { p50_us: round(p50 * 1000, 1), p90_us: round(p90 * 1000, 1) };
 }
 
 /** Milliseconds from spawning `iris daemon` to its "ready" log line. */
@@ -93,9 +80,6 @@ const coldStart = {
   tsx_checkout: await median3(['--import', 'tsx', join(ROOT, 'src/cli/iris.ts')]),
 };
 
-const results = { node: process.version, date: new Date().toISOString(), call_overhead: overhead, definition_tokens: tokens, daemon_cold_start: coldStart };
-mkdirSync(join(ROOT, 'scripts/results'), { recursive: true });
-writeFileSync(join(ROOT, 'scripts/results/tools.json'), `${JSON.stringify(results, null, 2)}\n`);
 rmSync(state, { recursive: true, force: true });
 
 console.log('native tool call through the tool host (µs per call, p50 / p90):');
@@ -106,4 +90,4 @@ console.log(`  ${'all native tools'.padEnd(22)} ${tokens.total}`);
 for (const [how, r] of Object.entries(coldStart)) {
   console.log(`daemon cold start to ready (${how}): median ${r.median_ms} ms (runs: ${r.runs_ms.join(', ')} ms)`);
 }
-console.log('written: scripts/results/tools.json');
+writeResults('tools', { call_overhead: overhead, definition_tokens: tokens, daemon_cold_start: coldStart });

@@ -326,6 +326,15 @@ describe('failures said plainly', () => {
     expect(said).toEqual(["The model didn't finish, but here is what I found: 397.8"]);
   });
 
+  it('sends once more when a reused connection was closed under it, and only once', async () => {
+    const s = await start();
+    s.double.script({ drop: true }, { content: ['Still here.'] }, { drop: true }, { drop: true });
+    expect((await ask(s, 'are you there')).said).toEqual(['Still here.']);
+    const { result } = await ask(s, 'and now');
+    expect(result.error?.code).toBe('unreachable');
+    expect(s.double.pending).toBe(0);
+  });
+
   it('busy server (503): asks to try again', async () => {
     const s = await start();
     s.double.script({ status: 503, error: 'server busy, please try again.  maximum pending requests exceeded' });

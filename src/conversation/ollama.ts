@@ -9,6 +9,9 @@ import type { AbortableAsyncIterator } from 'ollama/browser';
 import { isAbortError, messageOf } from '../errors.js';
 import { ChatError, type ChatBackend, type ChatChunk, type ChatMessage, type ChatRequest, type ModelInfo } from './backend.js';
 
+/** Failures of a reused connection that the server closed while it sat idle in the pool. */
+const STALE_CONNECTION = /ECONNRESET|EPIPE|UND_ERR_SOCKET|socket hang up|other side closed/;
+
 /** How long a non-streaming request (show) may take (ms); a dead host must not hang a turn. */
 const SHOW_TIMEOUT_MS = 5_000;
 
@@ -25,7 +28,7 @@ export function createOllamaBackend(url: string): ChatBackend {
     async *chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatChunk> {
       if (signal.aborted) throw signal.reason;
       let stream: AbortableAsyncIterator<ChatResponse>;
-      const started = client.chat({
+      const send = () => client.chat({
         model: request.model,
         messages: request.messages.map(toOllamaMessage),
         ...(request.tools === undefined ? {} : { tools: request.tools }),
@@ -33,6 +36,12 @@ export function createOllamaBackend(url: string): ChatBackend {
         keep_alive: request.keepAlive,
         options: request.options,
         stream: true,
+      });
+      // A pooled keep-alive connection the server has just closed fails before the request is
+      // read; sending once more on a fresh connection is safe then, and only then.
+      const started = send().catch((error: unknown) => {
+        if (signal.aborted || !STALE_CONNECTION.test(causeOf(error))) throw error;
+        return send();
       });
       // Until the stream exists there is nothing to abort; abandon the wait instead.
       const aborted = new Promise<never>((_resolve, reject) => {

@@ -30,6 +30,8 @@ export interface ScriptedTurn {
   truncate?: boolean;
   /** After the pieces: destroy the connection. */
   reset?: boolean;
+  /** Destroy the connection before answering at all (a stale keep-alive socket looks like this). */
+  drop?: boolean;
   firstTokenDelayMs?: number;
   pieceDelayMs?: number;
   /** Hold the first chunk until this resolves (for cancellation tests). */
@@ -171,6 +173,7 @@ export class OllamaDouble {
   }
 
   async #reply(req: IncomingMessage, res: ServerResponse, chat: RecordedChat, turn: ScriptedTurn): Promise<void> {
+    if (turn.drop === true) return void req.socket.destroy();
     if (turn.status !== undefined) return json(res, turn.status, { error: turn.error ?? 'error' });
     let gone = false;
     res.on('close', () => {

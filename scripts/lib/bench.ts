@@ -1,0 +1,30 @@
+/** What the benchmark scripts share: timing a repeated call, and writing results. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/** p50 and p90 of `fn` in milliseconds over `n` sequential runs, after `warmup` runs. */
+export async function timeMs(n: number, fn: () => Promise<unknown>, warmup = 100): Promise<{ p50: number; p90: number }> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = performance.now();
+    await fn();
+    samples.push(performance.now() - start);
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] ?? NaN;
+  return { p50: round(at(0.5), 4), p90: round(at(0.9), 4) };
+}
+
+/** Write scripts/results/NAME.json with the Node version and date. */
+export function writeResults(name: string, figures: object): void {
+  mkdirSync(join(ROOT, 'scripts/results'), { recursive: true });
+  const results = { node: process.version, date: new Date().toISOString(), ...figures };
+  writeFileSync(join(ROOT, `scripts/results/${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`written: scripts/results/${name}.json`);
+}
