@@ -10,7 +10,8 @@ import { tempDir } from './helpers/tmp.js';
 function env(config = '') {
   const dir = tempDir();
   writeFileSync(join(dir, 'config'), config);
-  return { dir, vars: { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state') } };
+  // Each test's own socket path: a daemon elsewhere on the machine never answers for it.
+  return { dir, vars: { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') } };
 }
 
 describe('iris CLI', () => {
@@ -201,6 +202,26 @@ describe('iris daemon', () => {
     const stopped = new Promise((resolve) => daemon.once('exit', resolve));
     daemon.kill('SIGTERM');
     expect(await stopped).toBe(0);
+  });
+
+  it('answers iris status, ask and timers over its control socket', async () => {
+    const { vars } = env('[assistant]\ntimezone = "UTC"\n');
+    const notRunning = await iris(['status'], vars);
+    expect(notRunning.code).toBe(1);
+    expect(notRunning.stderr).toBe(`IRIS is not running (no daemon listens on ${vars.IRIS_SOCKET})\n`);
+    const daemon = startIris(['daemon'], vars);
+    await waitForLine(daemon, /ready:/);
+    const armed = waitForLine(daemon, /Reminder: stretch\./);
+    const set = await iris(['ask', 'remind me in 2 seconds to stretch'], vars);
+    expect(set).toMatchObject({ code: 0, stdout: expect.stringMatching(/^OK, I'll remind you to stretch at /) });
+    const status = JSON.parse((await iris(['status', '--json'], vars)).stdout) as Record<string, unknown>;
+    expect(status).toMatchObject({ pid: daemon.pid, home_zone: 'UTC', timers: 1, mcp: [] });
+    expect(JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout)).toEqual([expect.objectContaining({ label: 'stretch' })]);
+    await armed; // the daemon armed it at once: the request went through the daemon
+    const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+    daemon.kill('SIGTERM');
+    expect(await stopped).toBe(0);
+    expect((await iris(['status'], vars)).code).toBe(1);
   });
 
   it('refuses to start on a broken config with exit 78', async () => {

@@ -15,6 +15,9 @@ import { resultText, type CallToolResult, type ToolDefinition } from '../toolhos
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
+import { ControlUnavailable, request, socketPath, type ControlRequest } from '../daemon/control.js';
+import type { TurnResult } from '../conversation/engine.js';
+import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import { doctor } from './doctor.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
@@ -46,6 +49,34 @@ async function readConfig(globals: Globals): Promise<Config> {
     if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
     throw error;
   }
+}
+
+/** Ask the running daemon; `undefined` when none is running (the caller works in-process). */
+async function daemon<T>(body: ControlRequest): Promise<T | undefined> {
+  try {
+    return await request<T>(socketPath(), body);
+  } catch (error) {
+    if (error instanceof ControlUnavailable && error.reason === 'not_running') return undefined;
+    throw new Exit(EXIT.failed, messageOf(error));
+  }
+}
+
+/** A tool call through the running daemon (the one writer of timers), else in-process. */
+async function callTool(g: Globals, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  const viaDaemon = await daemon<CallToolResult>({ cmd: 'tools.call', name, arguments: args });
+  if (viaDaemon !== undefined) return viaDaemon;
+  const { iris } = await open(g);
+  return iris.host.call(name, args);
+}
+
+interface DaemonStatus {
+  pid: number;
+  uptime_s: number;
+  home_zone: string;
+  ollama: { url: string; model: string };
+  timers: number;
+  mcp: ServerStatus[];
+  voice: string;
 }
 
 /** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
@@ -96,12 +127,20 @@ export function buildProgram(): Command {
     .option('--json', 'print one JSON document')
     .action(async (words: string[], _opts, cmd: Command) => {
       const g = globals(cmd);
+      const text = words.join(' ');
+      const viaDaemon = await daemon<TurnResult>({ cmd: 'ask', text });
+      if (viaDaemon !== undefined) {
+        if (g.json === true) printJson(viaDaemon);
+        else print(viaDaemon.reply);
+        if (viaDaemon.error !== undefined) throw new Exit(EXIT.failed, viaDaemon.error.message);
+        return;
+      }
       const { iris } = await open(g);
       const controller = new AbortController();
       const interrupt = (): void => controller.abort(new Error('interrupted'));
       process.once('SIGINT', interrupt);
       try {
-        const turn = iris.conversation().turn(words.join(' '), controller.signal);
+        const turn = iris.conversation().turn(text, controller.signal);
         if (g.json !== true) for await (const sentence of turn.sentences) print(sentence);
         const result = await turn.result;
         if (g.json === true) printJson(result);
@@ -200,8 +239,7 @@ export function buildProgram(): Command {
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const { iris } = await open(g);
-      const result = await iris.host.call('list_timers', {});
+      const result = await callTool(g, 'list_timers', {});
       if (g.json === true) {
         const rows = (result.structuredContent?.timers ?? []) as (TimerRecord & { remaining_s: number })[];
         return printJson(rows);
@@ -213,8 +251,27 @@ export function buildProgram(): Command {
     .description('cancel a timer or reminder by id (or label, or "all")')
     .argument('<id>', 'timer id, label or "all"')
     .action(async (id: string, _opts, cmd: Command) => {
-      const { iris } = await open(globals(cmd));
-      printResult(await iris.host.call('cancel_timer', { id }), false);
+      printResult(await callTool(globals(cmd), 'cancel_timer', { id }), false);
+    });
+
+  program
+    .command('status')
+    .description('ask the running daemon how it is')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      let status: DaemonStatus;
+      try {
+        status = await request<DaemonStatus>(socketPath(), { cmd: 'status' }, 10_000);
+      } catch (error) {
+        throw new Exit(EXIT.failed, messageOf(error));
+      }
+      if (g.json === true) return printJson(status);
+      print(`IRIS is running (pid ${status.pid}, up ${status.uptime_s} s), home zone ${status.home_zone}`);
+      print(`model: ${status.ollama.model} at ${status.ollama.url}`);
+      print(`timers and reminders: ${status.timers}`);
+      for (const s of status.mcp) print(`MCP ${s.name}: ${s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools${s.reason ? ` (${s.reason})` : ''}`);
+      print(`voice: ${status.voice}`);
     });
 
   program

@@ -9,10 +9,14 @@ import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel, type Logger } from '../log.js';
 import { assemble, type Iris } from './assemble.js';
+import { serveControl, socketPath, type ControlRequest } from './control.js';
+import { createNotifier } from './notify.js';
 
 export interface DaemonOptions {
   configPath: string;
   stateDir: string;
+  /** The control socket's path; default from `socketPath()`. */
+  socket?: string;
   logLevel?: LogLevel;
   log?: Logger;
   /** Resolves when the daemon should stop; default: SIGTERM or SIGINT. */
@@ -60,8 +64,45 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     for (const problem of error.problems) log.error(problem);
     return 78;
   }
+  const started = Date.now();
+  const conversation = iris.conversation(); // one text conversation: follow-ups work across `iris ask`
+  const control = async (request: ControlRequest): Promise<unknown> => {
+    switch (request.cmd) {
+      case 'status': {
+        const timers = (await iris.host.call('list_timers', {})).structuredContent?.timers as unknown[] | undefined;
+        return {
+          pid: process.pid,
+          uptime_s: Math.round((Date.now() - started) / 1000),
+          config: options.configPath,
+          state_dir: options.stateDir,
+          home_zone: config.assistant.timezone,
+          ollama: { url: config.ollama.url, model: config.ollama.model },
+          timers: timers?.length ?? 0,
+          mcp: iris.mcp.servers.status(),
+          voice: 'not built yet',
+        };
+      }
+      case 'ask':
+        if (typeof request.text !== 'string' || request.text.trim() === '') throw new Error('"ask" needs a "text"');
+        return conversation.turn(request.text).result;
+      case 'tools.call':
+        if (typeof request.name !== 'string') throw new Error('"tools.call" needs a "name"');
+        return iris.host.call(request.name, request.arguments ?? {});
+      default:
+        throw new Error(`unknown command "${request.cmd}"`);
+    }
+  };
+  const path = options.socket ?? socketPath();
+  let closeControl: () => Promise<void> = () => Promise.resolve();
+  try {
+    closeControl = await serveControl(path, (request) => control(request), log.child('control'));
+  } catch (error) {
+    log.error(`no control socket at ${path} (${messageOf(error)}); iris status and iris ask cannot reach this daemon`);
+  }
+  const notifier = createNotifier(process.env, log);
   log.info(`ready: home zone ${config.assistant.timezone}, state in ${options.stateDir}`);
-  log.info('waiting for: the conversation engine and voice pipeline (not built yet); serving timers');
+  log.info('waiting for: the voice pipeline (not built yet); serving text turns, timers and MCP tools');
+  notifier.ready('serving text turns, timers and tools');
 
   const onHangup = (): void => {
     loadConfig(options.configPath)
@@ -81,12 +122,15 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const keepAlive = setInterval(() => undefined, 1 << 30);
   const why = await stopSignal;
   log.info(`${why}: stopping`);
+  notifier.stopping();
+  notifier.close();
   const deadline = setTimeout(() => {
     log.error(`could not stop within ${STOP_DEADLINE_MS / 1000} s; exiting anyway`);
     process.exit(1);
   }, STOP_DEADLINE_MS);
   deadline.unref();
   try {
+    await closeControl();
     await iris.stop();
   } finally {
     clearTimeout(deadline);

@@ -59,7 +59,9 @@ export function withServers(servers: Record<string, ServerSpec>, extra = '', sta
 /** server-everything over HTTP (`streamableHttp` or `sse`) on a free loopback port. */
 export async function everythingOverHttp(mode: 'streamableHttp' | 'sse'): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
   const port = await closedPort();
-  const child = spawn(process.execPath, [EVERYTHING, mode], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  // server-everything's HTTP modes use the global `crypto`, which Node 18 has only behind a flag.
+  const flags = process.versions.node.startsWith('18.') ? ['--experimental-global-webcrypto'] : [];
+  const child = spawn(process.execPath, [...flags, EVERYTHING, mode], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
   await waitForPort(port);
   const url = `http://127.0.0.1:${port}/${mode === 'sse' ? 'sse' : 'mcp'}`;
   const stop = async (): Promise<void> => {
