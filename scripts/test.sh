@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
+# The tests speak with espeak-ng and measure the audio with sox.
+IRIS_APT_NEEDS="$IRIS_APT_NEEDS
+espeak-ng espeak-ng
+sox sox"
 ensure_node
 ensure_modules
 npm run --silent typecheck

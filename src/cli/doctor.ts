@@ -8,6 +8,7 @@ import { ChatError } from '../conversation/backend.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
 import type { Iris } from '../daemon/assemble.js';
 import { messageOf } from '../errors.js';
+import { createEspeak } from '../pipeline/espeak.js';
 
 export interface Check {
   ok: boolean;
@@ -19,6 +20,7 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
   const checks: Check[] = [{ ok: true, what: 'config', detail: `${configPath} is valid` }];
   checks.push(await stateDirCheck(stateDir));
   checks.push(await ollamaCheck(config));
+  checks.push(await speechOutCheck(config));
   await iris.mcp.servers.startAll(); // a real start, not the cached tool lists
   for (const server of iris.mcp.servers.status()) {
     const ok = server.state === 'up' || server.state === 'disabled';
@@ -37,6 +39,15 @@ async function stateDirCheck(dir: string): Promise<Check> {
     return { ok: true, what: 'state dir', detail: `${dir} is writable` };
   } catch (error) {
     return { ok: false, what: 'state dir', detail: `${dir}: ${messageOf(error)} (set IRIS_STATE_DIR or fix its owner)` };
+  }
+}
+
+async function speechOutCheck(config: Config): Promise<Check> {
+  try {
+    const wav = await createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm }).synthesize('ok');
+    return { ok: true, what: 'speech out', detail: `espeak-ng voice ${config.tts.voice} (${wav.length} bytes for "ok")` };
+  } catch (error) {
+    return { ok: false, what: 'speech out', detail: messageOf(error) };
   }
 }
 

@@ -15,6 +15,9 @@ import { resultText, type CallToolResult, type ToolDefinition } from '../toolhos
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
+import { writeFile } from 'node:fs/promises';
+import { createEspeak } from '../pipeline/espeak.js';
+import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath, type ControlRequest } from '../daemon/control.js';
 import type { TurnResult } from '../conversation/engine.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
@@ -286,6 +289,21 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('say')
+    .description('text to speech only: write TEXT as a WAV file')
+    .argument('<text...>', 'what to say')
+    .requiredOption('--out <wav>', 'the WAV file to write')
+    .action(async (words: string[], opts: { out: string }, cmd: Command) => {
+      const config = await readConfig(globals(cmd));
+      const tts = createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm });
+      try {
+        await writeFile(opts.out, await tts.synthesize(speakable(words.join(' '))));
+      } catch (error) {
+        throw new Exit(EXIT.failed, messageOf(error));
+      }
+    });
+
+  program
     .command('doctor')
     .description('check the machine: Ollama and the model, MCP servers, the state dir')
     .option('--json', 'print one JSON document')
@@ -295,7 +313,7 @@ export function buildProgram(): Command {
       const checks = await doctor(config, configPath(g), stateDir(), iris);
       if (g.json === true) printJson(checks);
       else for (const c of checks) print(`${c.ok ? '✓' : '✗'} ${c.what}: ${c.detail}`);
-      if (g.json !== true) print('voice pipeline (microphone, wake word, speech models): not built yet');
+      if (g.json !== true) print('voice input (microphone, wake word, speech to text): not built yet');
       if (checks.some((c) => !c.ok)) process.exitCode = EXIT.failed;
     });
 

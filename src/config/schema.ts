@@ -170,6 +170,7 @@ export const configSchema = {
       properties: {
         engine: { type: 'string', enum: ['espeak-ng'], default: 'espeak-ng', description: 'Text to speech.' },
         voice: { type: 'string', default: 'en-us', description: 'espeak-ng voice.' },
+        rate_wpm: { type: 'number', minimum: 80, maximum: 450, default: 175, description: 'Speaking rate, words per minute.' },
       },
     },
     mcp: {

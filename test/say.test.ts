@@ -1,0 +1,44 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createEspeak } from '../src/pipeline/espeak.js';
+import { iris } from './helpers/cli.js';
+import { tempDir } from './helpers/tmp.js';
+
+/** sox's `stat` of a WAV file (it reports on stderr): length in seconds and RMS amplitude. */
+function soxStat(path: string): { length: number; rms: number } {
+  const text = spawnSync('sox', [path, '-n', 'stat'], { encoding: 'utf8' }).stderr;
+  const number = (label: string) => Number(new RegExp(`${label}:\\s+([\\d.]+)`).exec(text)?.[1] ?? NaN);
+  return { length: number('Length \\(seconds\\)'), rms: number('RMS\\s+amplitude') };
+}
+
+describe('iris say (espeak-ng)', () => {
+  it('writes a WAV that is speech, not silence', async () => {
+    const out = join(tempDir(), 'reply.wav');
+    const run = await iris(['say', "It's 3:04 PM in Tokyo.", '--out', out], {});
+    expect(run.code).toBe(0);
+    expect(readFileSync(out).subarray(0, 4).toString()).toBe('RIFF');
+    const { length, rms } = soxStat(out);
+    expect(length).toBeGreaterThan(1);
+    expect(rms).toBeGreaterThan(0.02);
+  });
+
+  it('speaks hostile text as text: no option, no shell, no markup', async () => {
+    const dir = tempDir();
+    const marker = join(dir, 'pwned');
+    const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
+    const wav = await tts.synthesize(`-v xx --stdout $(touch ${marker}) \`touch ${marker}\`; <speak><audio src="/etc/passwd"/></speak>`);
+    expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+    expect(wav.length).toBeGreaterThan(10_000);
+    expect(existsSync(marker)).toBe(false);
+    const run = await iris(['say', '--out', join(dir, 'x.wav'), '--', `-rf $(touch ${marker})`], {});
+    expect(run.code).toBe(0);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('says clearly when espeak-ng is missing', async () => {
+    const tts = createEspeak({ voice: 'en-us', rateWpm: 175, command: '/nonexistent/espeak-ng' });
+    await expect(tts.synthesize('hello')).rejects.toThrow('espeak-ng is not installed (apt install espeak-ng)');
+  });
+});
