@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # The tests speak with espeak-ng and measure the audio with sox.
 IRIS_APT_NEEDS="$IRIS_APT_NEEDS
 espeak-ng espeak-ng
-sox sox"
+sox sox
+systemd-analyze systemd"
 ensure_node
 ensure_modules
 npm run --silent typecheck
