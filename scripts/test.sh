@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test on a fresh Debian 12 machine: installs what the suite needs, then type-checks,
-# lints and runs the vitest suite on this Node and again on Node 18 (Debian 12's), and ends
-# with one "N passed, N failed" line.
+# lints, runs the vitest suite on this Node and again on Node 18 (Debian 12's), builds the .deb
+# and tests it in a Debian 12 chroot (scripts/test-deb.sh), and ends with one
+# "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
@@ -27,6 +28,16 @@ if [ "$major" != 18 ]; then
   node18=$(scripts/node18.sh) && run_suite "$node18" node18
 fi
 
+# The Debian package: built, lintian-checked, installed into a Debian 12 chroot, removed, purged.
+deb_summary="deb: 0 passed, 1 failed"
+if [ "$(id -u)" -eq 0 ]; then
+  echo "== the Debian package"
+  deb_summary=$(bash scripts/test-deb.sh | tee /dev/stderr | tail -n 1) || true
+else
+  echo "== the Debian package: skipped (needs root for the chroot)"
+  deb_summary="deb: 0 passed, 0 failed"
+fi
+
 node -e '
   const fs = require("fs"); let passed = 0, failed = 0, files = 0;
   for (const f of fs.readdirSync(process.argv[1])) {
@@ -35,6 +46,8 @@ node -e '
     if (!r.success && r.numFailedTests === 0) failed++;
   }
   if (files === 0) failed++;
+  const deb = /(\d+) passed, (\d+) failed/.exec(process.argv[2]) ?? [0, 0, 1];
+  passed += Number(deb[1]); failed += Number(deb[2]);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 && passed > 0 ? 0 : 1);
-' "$results"
+' "$results" "$deb_summary"

@@ -214,10 +214,11 @@ describe('iris daemon', () => {
     const armed = waitForLine(daemon, /Reminder: stretch\./);
     const set = await iris(['ask', 'remind me in 2 seconds to stretch'], vars);
     expect(set).toMatchObject({ code: 0, stdout: expect.stringMatching(/^OK, I'll remind you to stretch at /) });
+    await armed; // the daemon armed it at once: the request went through the daemon
+    expect((await iris(['ask', 'set a tea timer for 10 minutes'], vars)).stdout).toBe('Tea timer set for 10 minutes.\n');
     const status = JSON.parse((await iris(['status', '--json'], vars)).stdout) as Record<string, unknown>;
     expect(status).toMatchObject({ pid: daemon.pid, home_zone: 'UTC', timers: 1, mcp: [] });
-    expect(JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout)).toEqual([expect.objectContaining({ label: 'stretch' })]);
-    await armed; // the daemon armed it at once: the request went through the daemon
+    expect(JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout)).toEqual([expect.objectContaining({ label: 'tea' })]);
     const stopped = new Promise((resolve) => daemon.once('exit', resolve));
     daemon.kill('SIGTERM');
     expect(await stopped).toBe(0);

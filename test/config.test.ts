@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, loadMcpServers, parseConfig } from '../src/config/load.js';
+import { renderDefaultConfig } from '../src/config/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -97,6 +98,15 @@ describe('config', () => {
     await expect(loadMcpServers(config, {})).rejects.toThrow(/bad: needs exactly one of "command" or "url"[\s\S]*worse: \/command must be string/);
     writeFileSync(file, '{ nope');
     await expect(loadMcpServers(config, {})).rejects.toThrow(new RegExp(`^${file}: `));
+  });
+
+  it('ships a default file that is valid as it is and with every key uncommented', () => {
+    const text = renderDefaultConfig();
+    const defaults = parseConfig('', 'c');
+    expect(parseConfig(text, 'c')).toEqual(defaults);
+    const uncommented = text.replace(/^#([a-z_]+ = )/gm, '$1');
+    expect(uncommented).toMatch(/^context_tokens = 8192$/m);
+    expect(parseConfig(uncommented, 'c')).toEqual(defaults);
   });
 
   it('treats a missing file as all defaults, and reads a real one', async () => {

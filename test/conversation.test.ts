@@ -346,7 +346,8 @@ describe('cancellation', () => {
   it('stops the generation at once when the turn is aborted', async () => {
     const s = await start();
     let release: () => void = () => undefined;
-    s.double.script({ content: ['One. ', 'Two. ', 'Three.'], hold: new Promise((resolve) => (release = resolve)), pieceDelayMs: 200 });
+    const pieces = Array.from({ length: 10 }, (_v, i) => `Sentence ${i + 1}. `);
+    s.double.script({ content: ['One. ', ...pieces], hold: new Promise((resolve) => (release = resolve)), pieceDelayMs: 200 });
     const controller = new AbortController();
     const turn = s.iris.conversation().turn('count slowly', controller.signal);
     const iterator = turn.sentences[Symbol.asyncIterator]();
@@ -355,7 +356,8 @@ describe('cancellation', () => {
     const aborted = performance.now();
     controller.abort(new Error('barge-in'));
     await expect(turn.result).rejects.toThrow('barge-in');
-    expect(performance.now() - aborted).toBeLessThan(200);
+    // The rest of the stream would take 2 s; the turn ends long before (200 ms on a quiet machine).
+    expect(performance.now() - aborted).toBeLessThan(1_000);
     await expect.poll(() => s.double.cancelled).toBe(1);
   });
 });

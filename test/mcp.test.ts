@@ -21,6 +21,9 @@ async function setup(...args: Parameters<typeof withServers>): Promise<McpSetup>
   return s;
 }
 
+/** The fake server starts through tsx: on a loaded 2-core machine that can take seconds. */
+const SLOW_START = '[mcp]\nconnect_timeout_s = 30\n';
+
 const browse = async (s: McpSetup, path: string) => JSON.parse(resultText(await s.iris.host.call('get_tools_in_category', { path }))) as Record<string, unknown>;
 const execute = (s: McpSetup, tool_path: string, args: unknown) => s.iris.host.call('execute_tool', { tool_path, arguments: args });
 
@@ -99,7 +102,7 @@ describe('the lazy MCP proxy over real servers', () => {
 
 describe('pagination, list_changed and hidden tools (fake server)', () => {
   it('reads every page, hides task-only tools, and re-lists on list_changed', async () => {
-    const s = await setup({ fake: fake('paged') });
+    const s = await setup({ fake: fake('paged') }, SLOW_START);
     const tools = (await browse(s, 'fake')).tools as Record<string, unknown>;
     expect(Object.keys(tools)).toEqual(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'hang', 'crash', 'grow']);
     const changed = new Promise<void>((resolve) => {
@@ -115,7 +118,8 @@ describe('pagination, list_changed and hidden tools (fake server)', () => {
   });
 
   it('a hung tool times out at the server timeout_s', async () => {
-    const s = await setup({ fake: { ...fake('paged'), timeout_s: 0.5 } });
+    const s = await setup({ fake: { ...fake('paged'), timeout_s: 0.5 } }, SLOW_START);
+    await s.iris.mcp.servers.startAll();
     const started = performance.now();
     const result = await execute(s, 'fake.hang', { n: 1 });
     expect(resultText(result)).toBe('fake.hang timed out after 0.5 s.');
@@ -123,7 +127,7 @@ describe('pagination, list_changed and hidden tools (fake server)', () => {
   });
 
   it('a call is cancelled through the turn signal at once', async () => {
-    const s = await setup({ fake: fake('paged') });
+    const s = await setup({ fake: fake('paged') }, SLOW_START);
     await s.iris.mcp.servers.startAll();
     const turn = new AbortController();
     const pending = s.iris.host.call('execute_tool', { tool_path: 'fake.hang', arguments: { n: 1 } }, { signal: turn.signal });
@@ -135,7 +139,7 @@ describe('pagination, list_changed and hidden tools (fake server)', () => {
   });
 
   it('a server that dies mid-call fails the call at once; started on demand, the next call starts it again', async () => {
-    const s = await setup({ fake: fake('paged') }, '[mcp]\nconnect_timeout_s = 10\n');
+    const s = await setup({ fake: fake('paged') }, SLOW_START);
     expect(resultText(await execute(s, 'fake.alpha', { n: 1 }))).toBe('alpha({"n":1})');
     const firstPid = s.iris.mcp.servers.pid('fake');
     const started = performance.now();

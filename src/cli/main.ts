@@ -15,6 +15,7 @@ import { resultText, type CallToolResult, type ToolDefinition } from '../toolhos
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
+import { renderDefaultConfig } from '../config/defaults.js';
 import { writeFile } from 'node:fs/promises';
 import { createEspeak } from '../pipeline/espeak.js';
 import { speakable } from '../conversation/speech.js';
@@ -277,9 +278,12 @@ export function buildProgram(): Command {
       print(`voice: ${status.voice}`);
     });
 
-  program
-    .command('config')
-    .description('the config file')
+  const configCommand = program.command('config').description('the config file');
+  configCommand
+    .command('defaults')
+    .description('print a config file with every key commented out at its default')
+    .action(() => print(renderDefaultConfig().trimEnd()));
+  configCommand
     .command('check')
     .description('validate the config; print every problem as FILE:LINE: message')
     .action(async (_opts, cmd: Command) => {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build the .deb from a clean copy of this checkout (what git tracks, plus new files it does
+# not ignore) with dpkg-buildpackage, check it with lintian, and leave it in build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
+IRIS_APT_NEEDS="$IRIS_APT_NEEDS
+dpkg-buildpackage dpkg-dev
+dh debhelper
+fakeroot fakeroot
+lintian lintian"
+ensure_node
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/iris" build
+git ls-files -z --cached --others --exclude-standard \
+  | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
+  | xargs -0 cp --parents -t "$work/iris"
+# Reuse this checkout's node_modules when it has one: the build needs the dev tools only.
+[ -d node_modules ] && cp -a node_modules "$work/iris/"
+(cd "$work/iris" && dpkg-buildpackage -us -uc -b >&2)
+deb=$(ls "$work"/iris_*_all.deb)
+lintian --fail-on warning --suppress-tags initial-upload-closes-no-bugs "$deb" >&2
+cp "$deb" build/
+echo "build/$(basename "$deb")"
