@@ -225,6 +225,37 @@ describe('iris daemon', () => {
     expect((await iris(['status'], vars)).code).toBe(1);
   });
 
+  it('stays up through Ollama going away and coming back, and a config broken then fixed', async () => {
+    const port = await closedPort();
+    const config = `[assistant]\ntimezone = "UTC"\n[ollama]\nurl = "http://127.0.0.1:${port}"\n`;
+    const { vars } = env(config);
+    const daemon = startIris(['daemon'], vars);
+    await waitForLine(daemon, /ready:/);
+    const down = await iris(['ask', 'tell me a story'], vars);
+    expect(down).toMatchObject({ code: 1, stdout: expect.stringMatching(/^I can't reach the language model/) });
+    const double = await new OllamaDouble().start(port); // Ollama comes (back) up on the same port
+    try {
+      double.script({ content: ['Once upon a time.'] });
+      expect(await iris(['ask', 'tell me a story'], vars)).toMatchObject({ code: 0, stdout: 'Once upon a time.\n' });
+    } finally {
+      await double.close();
+    }
+    writeFileSync(vars.IRIS_CONFIG, `${config}[tools]\ncalculator = "maybe"\n`);
+    const refused = waitForLine(daemon, /keeping the running one/);
+    daemon.kill('SIGHUP');
+    await refused;
+    expect((await iris(['ask', 'what is 6 times 7'], vars)).stdout).toBe("That's 42.\n"); // still the old config
+    writeFileSync(vars.IRIS_CONFIG, `${config}[tools]\ncalculator = false\n`);
+    const reread = waitForLine(daemon, /config re-read/);
+    daemon.kill('SIGHUP');
+    await reread;
+    const off = await iris(['tools', 'call', 'calculator', '{"expression":"6*7"}'], vars);
+    expect(off.stdout).toMatch(/The tool "calculator" is switched off/);
+    const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+    daemon.kill('SIGTERM');
+    expect(await stopped).toBe(0);
+  });
+
   it('refuses to start on a broken config with exit 78', async () => {
     const { vars } = env('[nonsense]\n');
     const run = await iris(['daemon'], vars);
