@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Build the .deb (lintian clean at warning level), check the unit with systemd-analyze, then
-# install it into a fresh Debian 12 chroot (debootstrap, cached in .cache/) and check what a
-# person would: the user and its groups, the conffile, the enabled unit, `iris` answering on
-# Debian's Node 18, remove keeping config and state, purge removing them. Ends with
-# "deb: N passed, N failed". Needs root (chroot) and Debian's apt.
+# Build the .deb (lintian clean at warning level), check the unit with systemd-analyze, run
+# piuparts, then install it into a Debian 12 root (debootstrap, cached in .cache/), boot a real
+# systemd there with systemd-nspawn, and check what a person would: the service active and
+# sandboxed, `iris status`/`ask`/`say` on Debian's Node 18, a config edit applied by
+# `systemctl reload` (and a broken one refused), an upgrade keeping the edit and the timers,
+# remove keeping config and state, purge removing them. Ends with "deb: N passed, N failed".
+# Needs root and Debian's apt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 IRIS_APT_NEEDS="$IRIS_APT_NEEDS
 debootstrap debootstrap
-systemd-analyze systemd"
+systemd-analyze systemd
+systemd-nspawn systemd-container
+piuparts piuparts"
 ensure_node || exit 1
 
 passed=0 failed=0
-check() { # check "what" command...
+check() { # check "what" command...  (IRIS_DEB_VERBOSE=1 shows the commands' output)
   local what=$1; shift
-  if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "ok   $what"; else failed=$((failed + 1)); echo "FAIL $what"; fi
+  if [ -n "${IRIS_DEB_VERBOSE:-}" ]; then "$@"; local rc=$?; else "$@" >/dev/null 2>&1; local rc=$?; fi
+  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $what"; else failed=$((failed + 1)); echo "FAIL $what"; fi
 }
 
 mkdir -p .cache
@@ -25,42 +30,61 @@ check "systemd-analyze verify" bash -c "[ -z \"\$(systemd-analyze verify --man=n
 check "unit exposure <= 1.5" bash -c "systemd-analyze security --offline=true systemd/iris.service | awk '/Overall exposure/ {exit !(\$(NF-2) <= 1.5)}'"
 check "no native addons in an arch:all package" bash -c "! dpkg-deb -c '$deb' | grep -q '\\.node\$'"
 
-# A Debian 12 root with nodejs, made once and kept as a tarball.
-base=.cache/bookworm-base.tar
+# A Debian 12 root with systemd and nodejs (piuparts needs them preinstalled), made once.
+base=.cache/bookworm-systemd.tgz
 mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
 mirror=${mirror:-http://deb.debian.org/debian}
 root=$(mktemp -d)
-cleanup() { umount -R "$root/dev" 2>/dev/null; umount "$root/proc" 2>/dev/null; rm -rf "$root"; }
+nspawn_pid=
+cleanup() { [ -n "$nspawn_pid" ] && kill -TERM "$nspawn_pid" 2>/dev/null && wait "$nspawn_pid" 2>/dev/null; rm -rf "$root"; }
 trap cleanup EXIT
+one_shot() { systemd-nspawn -q -D "$root" --register=no --keep-unit env DEBIAN_FRONTEND=noninteractive sh -c "$1" 2>&1 | grep -v 'Attempted to remove disk file system'; return "${PIPESTATUS[0]}"; }
 if [ ! -f "$base" ]; then
-  mkdir -p .cache
   debootstrap --variant=minbase bookworm "$root" "$mirror" >/dev/null || { echo "FAIL debootstrap"; echo "deb: $passed passed, $((failed + 1)) failed"; exit 1; }
-  printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost\n' > "$root/etc/hosts"
-  tar -C "$root" -cf "$base" .
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  one_shot "apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd nodejs >/dev/null && apt-get clean" >/dev/null
+  printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
+  tar -C "$root" -czf "$base" .
 else
-  tar -C "$root" -xf "$base"
+  tar -C "$root" -xzf "$base"
 fi
 chmod 755 "$root" # mktemp (and so the tarball's ".") is 0700: the iris user could not reach /
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev"
-cp "$deb" "$root/root/"
-in_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive chroot "$root" /bin/bash -c "$1"; }
 
-check "apt install ./iris_*.deb" in_root "apt-get update -qq && apt-get install -y -qq /root/$(basename "$deb")"
+check "piuparts: install, remove, purge, install (log: .cache/piuparts.log)" bash -c "piuparts -b '$PWD/$base' -d bookworm -m '$mirror' --no-upgrade-test --install-remove-install '$deb' >.cache/piuparts.log 2>&1"
+
+# Install, then boot a real systemd in a container and look at the running service.
+cp "$deb" "$root/root/"
+check "apt install ./iris_*.deb" one_shot "apt-get update -qq && apt-get install -y -qq /root/$(basename "$deb")"
+SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D "$root" --register=no --keep-unit -b >"$root.boot.log" 2>&1 &
+nspawn_pid=$!
+init=
+# The container's PID 1 is systemd once nspawn has exec'd it; before that the child is nspawn's.
+for _ in $(seq 200); do
+  init=$(pgrep -P "$nspawn_pid" | head -n 1)
+  [ -n "$init" ] && [ "$(cat "/proc/$init/comm" 2>/dev/null)" = systemd ] && break
+  sleep 0.1
+done
+in_root() { nsenter -t "$init" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive sh -c "$1"; }
+# Until its D-Bus is up, systemctl inside cannot even ask how the boot goes.
+for _ in $(seq 300); do in_root "systemctl is-system-running" 2>/dev/null | grep -Eq 'initializing|starting|running|degraded' && break; sleep 0.1; done
+check "systemd boots (running or degraded)" in_root "timeout 60 systemctl is-system-running --wait | grep -Eq 'running|degraded'"
+check "iris.service active (Type=notify: READY came)" in_root "systemctl is-active iris"
 check "user iris exists, in group audio" in_root "id -nG iris | grep -qw audio"
-check "/etc/iris/config is a conffile and valid" in_root "grep -qx /etc/iris/config /var/lib/dpkg/info/iris.conffiles && iris config check"
-check "iris.service enabled" in_root "test -L /etc/systemd/system/multi-user.target.wants/iris.service"
-check "runs on Debian's Node 18" in_root "node --version | grep -q '^v18\\.'"
-check "iris ask answers on the local path" in_root "IRIS_SOCKET=/nonexistent iris ask 'what is 17% of 2,340' | grep -qx \"That's 397.8.\""
+check "runs on Debian's Node 18" in_root "node --version | grep -q '^v18\.'"
+check "sandboxed: no capabilities, no new privileges, seccomp" in_root "grep -q '^CapEff:[[:space:]]*0*$' /proc/\$(systemctl show iris -p MainPID --value)/status && grep -q '^NoNewPrivs:[[:space:]]*1' /proc/\$(systemctl show iris -p MainPID --value)/status"
+check "iris status answers through the socket" in_root "iris status | grep -q 'IRIS is running'"
+check "iris ask answers through the daemon" in_root "iris ask 'what is 17% of 2,340' | grep -qx \"That's 397.8.\""
 check "iris say writes speech" in_root "iris say 'Hello from Debian.' --out /tmp/hello.wav && [ \$(stat -c %s /tmp/hello.wav) -gt 20000 ]"
-check "iris daemon starts as user iris and stops on SIGTERM" in_root "
-  mkdir -p /var/lib/iris /run/iris && chown iris:iris /var/lib/iris /run/iris
-  runuser -u iris -- env IRIS_STATE_DIR=/var/lib/iris IRIS_SOCKET=/run/iris/control.sock iris daemon 2>/tmp/daemon.log &
-  pid=\$!
-  for _ in \$(seq 100); do grep -q ready: /tmp/daemon.log && break; sleep 0.1; done
-  runuser -u iris -- env IRIS_SOCKET=/run/iris/control.sock iris status | grep -q 'IRIS is running' || exit 1
-  kill -TERM \$pid; wait \$pid; grep -q stopped /tmp/daemon.log"
-check "remove keeps config and state" in_root "echo '# edited' >> /etc/iris/config; touch /var/lib/iris/keep; apt-get remove -y -qq iris && test -f /etc/iris/config && test -f /var/lib/iris/keep"
+check "config edit + systemctl reload applies it" in_root "sed -i 's/^#calculator = true/calculator = false/' /etc/iris/config && systemctl reload iris && iris tools call calculator '{\"expression\":\"1+1\"}' | grep -q 'switched off'"
+check "a broken config fails the reload and is not applied" in_root "cp /etc/iris/config /tmp/good; echo 'oops = [' >> /etc/iris/config; ! systemctl reload iris && systemctl is-active iris && iris ask 'what time is it' | grep -q '^It' ; cp /tmp/good /etc/iris/config"
+check "upgrade keeps the edited config and state" in_root "
+  set -e; iris ask 'set a timer for 30 minutes' >/dev/null
+  cd /tmp && dpkg-deb -R /root/$(basename "$deb") up && sed -i 's/^Version: .*/Version: 0.1.1/' up/DEBIAN/control && dpkg-deb -b up up.deb >/dev/null
+  apt-get install -y -qq -o Dpkg::Options::=--force-confold ./up.deb >/dev/null
+  grep -qx 'calculator = false' /etc/iris/config && dpkg-query -W -f='\${Version}' iris | grep -qx 0.1.1
+  systemctl is-active iris && iris timers list | grep -q 'timer'"
+check "remove keeps config and state" in_root "apt-get remove -y -qq iris && test -f /etc/iris/config && test -f /var/lib/iris/timers.json"
 check "purge removes config, state and the enable link" in_root "apt-get purge -y -qq iris && ! test -e /etc/iris && ! test -e /var/lib/iris && ! test -e /etc/systemd/system/multi-user.target.wants/iris.service"
 
 echo "deb: $passed passed, $failed failed"

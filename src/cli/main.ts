@@ -259,6 +259,17 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('reload')
+    .description('make the running daemon re-read its config (what `systemctl reload iris` runs)')
+    .action(async () => {
+      try {
+        await request(socketPath(), { cmd: 'reload' }, 30_000);
+      } catch (error) {
+        throw new Exit(error instanceof ControlUnavailable ? EXIT.failed : EXIT.config, messageOf(error));
+      }
+    });
+
+  program
     .command('status')
     .description('ask the running daemon how it is')
     .option('--json', 'print one JSON document')

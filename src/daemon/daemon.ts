@@ -66,8 +66,26 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   }
   const started = Date.now();
   const conversation = iris.conversation(); // one text conversation: follow-ups work across `iris ask`
+  /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
+  const reload = async (): Promise<void> => {
+    try {
+      const next = await loadConfig(options.configPath);
+      await iris.reconfigure(next);
+      config = next;
+      log.info('config re-read');
+    } catch (error) {
+      const problems = error instanceof ConfigError ? error.problems : [messageOf(error)];
+      for (const problem of problems) log.error(problem);
+      log.error('config not applied; keeping the running one');
+      throw error instanceof ConfigError ? error : new ConfigError(problems);
+    }
+  };
+  const onHangup = (): void => void reload().catch(() => undefined);
   const control = async (request: ControlRequest): Promise<unknown> => {
     switch (request.cmd) {
+      case 'reload':
+        await reload();
+        return { reloaded: options.configPath };
       case 'status': {
         const timers = (await iris.host.call('list_timers', {})).structuredContent?.timers as unknown[] | undefined;
         return {
@@ -104,19 +122,6 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   log.info('waiting for: the voice pipeline (not built yet); serving text turns, timers and MCP tools');
   notifier.ready('serving text turns, timers and tools');
 
-  const onHangup = (): void => {
-    loadConfig(options.configPath)
-      .then(async (next) => {
-        await iris.reconfigure(next);
-        config = next;
-        log.info('config re-read');
-      })
-      .catch((error: unknown) => {
-        const problems = error instanceof ConfigError ? error.problems : [messageOf(error)];
-        for (const problem of problems) log.error(problem);
-        log.error('config not applied; keeping the running one');
-      });
-  };
   process.on('SIGHUP', onHangup);
   // Keep the event loop alive while idle; every other handle may be unref'd.
   const keepAlive = setInterval(() => undefined, 1 << 30);
