@@ -257,6 +257,35 @@ describe('iris daemon', () => {
     expect(await stopped).toBe(0);
   });
 
+  it('loses no timer to kill -9, and rides out an MCP server killed again and again', async () => {
+    const server = serversToml({ everything: stdio(EVERYTHING, 'stdio') });
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n${server}`);
+    const status = async () => JSON.parse((await iris(['status', '--json'], vars)).stdout) as { timers: number; mcp: { state: string; pid?: number }[] };
+    let daemon = startIris(['daemon'], vars);
+    await Promise.all([waitForLine(daemon, /ready:/), waitForLine(daemon, /everything: up/)]);
+    for (const minutes of [10, 20, 30]) await iris(['ask', `set a timer for ${minutes} minutes`], vars);
+    let pid = (await status()).mcp[0]?.pid;
+    for (let round = 0; round < 3; round++) {
+      const back = waitForLine(daemon, /everything: up over stdio/);
+      process.kill(pid ?? 0, 'SIGKILL');
+      await back;
+      const now = await status();
+      expect(now.mcp[0]?.state).toBe('up');
+      expect(now.mcp[0]?.pid).not.toBe(pid);
+      pid = now.mcp[0]?.pid;
+    }
+    const died = new Promise((resolve) => daemon.once('exit', (_code, signal) => resolve(signal)));
+    daemon.kill('SIGKILL');
+    expect(await died).toBe('SIGKILL');
+    daemon = startIris(['daemon'], vars);
+    await waitForLine(daemon, /ready:/);
+    const timers = JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout) as { duration_s: number }[];
+    expect(timers.map((t) => t.duration_s)).toEqual([600, 1200, 1800]);
+    const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+    daemon.kill('SIGTERM');
+    expect(await stopped).toBe(0);
+  });
+
   it('refuses to start on a broken config with exit 78', async () => {
     const { vars } = env('[nonsense]\n');
     const run = await iris(['daemon'], vars);

@@ -141,6 +141,18 @@ export const configSchema = {
         timeout_s: { type: 'number', exclusiveMinimum: 0, default: 10, description: 'Per native tool call (seconds).' },
       },
     },
+    daemon: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        socket_group: {
+          type: 'string',
+          default: '',
+          description: 'Group that may use the control socket (iris status, ask, timers); empty: the daemon\'s own group.',
+        },
+      },
+    },
     audio: {
       type: 'object',
       additionalProperties: false,

@@ -4,7 +4,7 @@
  * per line: `{"cmd": "status"}` → `{"ok": true, "result": …}` or `{"ok": false, "error": "…"}`.
  * File permissions are the access control: owner iris, mode 0660.
  */
-import { chmod, unlink } from 'node:fs/promises';
+import { chmod, chown, readFile, unlink } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { messageOf } from '../errors.js';
@@ -27,8 +27,16 @@ export function socketPath(env: NodeJS.ProcessEnv = process.env): string {
   return join(runtime || '/run/iris', 'control.sock');
 }
 
+/** A group's id from /etc/group (Node has no getgrnam). */
+async function groupId(name: string): Promise<number | undefined> {
+  const groups = await readFile('/etc/group', 'utf8').catch(() => '');
+  const line = groups.split('\n').find((l) => l.split(':')[0] === name);
+  const gid = Number(line?.split(':')[2]);
+  return Number.isInteger(gid) ? gid : undefined;
+}
+
 /** Serve requests on `path` until the returned close function is called. */
-export async function serveControl(path: string, handle: ControlHandler, log: Logger): Promise<() => Promise<void>> {
+export async function serveControl(path: string, handle: ControlHandler, log: Logger, group = ''): Promise<() => Promise<void>> {
   await unlink(path).catch(() => undefined); // a socket file left by a crash
   const server: Server = createServer((socket) => serveConnection(socket, handle, log));
   await new Promise<void>((resolve, reject) => {
@@ -36,6 +44,11 @@ export async function serveControl(path: string, handle: ControlHandler, log: Lo
     server.listen(path, () => resolve());
   });
   await chmod(path, 0o660);
+  if (group !== '') {
+    const gid = await groupId(group);
+    if (gid === undefined) log.warn(`no group "${group}" for the control socket; keeping the daemon's own`);
+    else await chown(path, -1, gid).catch((error: unknown) => log.warn(`control socket group ${group}: ${messageOf(error)}`));
+  }
   log.info(`control socket at ${path}`);
   return async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));

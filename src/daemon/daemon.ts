@@ -113,7 +113,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const path = options.socket ?? socketPath();
   let closeControl: () => Promise<void> = () => Promise.resolve();
   try {
-    closeControl = await serveControl(path, (request) => control(request), log.child('control'));
+    closeControl = await serveControl(path, (request) => control(request), log.child('control'), config.daemon.socket_group);
   } catch (error) {
     log.error(`no control socket at ${path} (${messageOf(error)}); iris status and iris ask cannot reach this daemon`);
   }

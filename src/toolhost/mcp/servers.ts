@@ -21,6 +21,8 @@ export interface ServerStatus {
   reason?: string;
   transport?: McpConnection['transport'];
   tools: number;
+  /** A running stdio server's process. */
+  pid?: number;
 }
 
 interface ToolCache {
@@ -127,6 +129,7 @@ export class McpServers {
       const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length };
       if (s.reason !== undefined) status.reason = s.reason;
       if (s.connection !== undefined) status.transport = s.connection.transport;
+      if (s.connection?.pid !== undefined) status.pid = s.connection.pid;
       return status;
     });
   }
