@@ -4,12 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-IRIS_APT_NEEDS="$IRIS_APT_NEEDS
-dpkg-buildpackage dpkg-dev
+ensure_node "dpkg-buildpackage dpkg-dev
 dh debhelper
 fakeroot fakeroot
 lintian lintian"
-ensure_node
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

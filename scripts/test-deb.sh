@@ -9,12 +9,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-IRIS_APT_NEEDS="$IRIS_APT_NEEDS
-debootstrap debootstrap
+ensure_node "debootstrap debootstrap
 systemd-analyze systemd
 systemd-nspawn systemd-container
-piuparts piuparts"
-ensure_node || exit 1
+piuparts piuparts" || exit 1
 
 passed=0 failed=0
 check() { # check "what" command...  (IRIS_DEB_VERBOSE=1 shows the commands' output)

@@ -6,12 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-# The tests speak with espeak-ng and measure the audio with sox.
-IRIS_APT_NEEDS="$IRIS_APT_NEEDS
-espeak-ng espeak-ng
+# The tests speak with espeak-ng, measure the audio with sox and check the unit.
+ensure_node "espeak-ng espeak-ng
 sox sox
 systemd-analyze systemd"
-ensure_node
 ensure_modules
 npm run --silent typecheck
 npm run --silent lint

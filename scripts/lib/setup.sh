@@ -20,8 +20,10 @@ apt_install_missing() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# ensure_node ["command package" lines for what else the caller needs]
 ensure_node() {
-  apt_install_missing "$IRIS_APT_NEEDS"
+  apt_install_missing "$IRIS_APT_NEEDS${1:+
+$1}"
   node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 18 || (a === 18 && b >= 19) ? 0 : 1)' || {
     echo "IRIS needs Node.js 18.19 or newer; this is $(node --version)" >&2
     return 1
