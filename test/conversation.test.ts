@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Conversation, TurnResult } from '../src/conversation/engine.js';
 import { withDouble, type Sections, type Setup } from './helpers/conversation.js';
+import { parseConfig } from '../src/config/load.js';
 import { closedPort } from './helpers/net.js';
 import type { ModelSpec } from './helpers/ollama-double.js';
 
@@ -251,6 +252,17 @@ describe('routing, speech and memory', () => {
     const { said } = await ask(s, 'how do I do it');
     expect(said).toEqual(['Sure!', 'See the docs for more.', 'Step one', 'Step two']);
     expect(said.join(' ')).not.toMatch(/[*`#\u{1F389}]|https?:|rm -rf/u);
+  });
+
+  it('follows a reloaded config (model, temperature) in a conversation that already exists', async () => {
+    const s = await start({}, { models: { 'qwen2.5:7b': { capabilities: ['tools'] }, 'llama3.1:8b': { capabilities: ['tools'] } } });
+    const conversation = s.iris.conversation();
+    s.double.script({ content: ['First.'] }, { content: ['Second.'] });
+    await say(conversation, 'hello there');
+    const next = `[ollama]\nurl = "${s.double.url}"\nmodel = "llama3.1:8b"\ntemperature = 0.9\n[assistant]\ntimezone = "UTC"\n`;
+    await s.iris.reconfigure(parseConfig(next, 'reloaded'));
+    await say(conversation, 'and again');
+    expect(s.double.chats.map((c) => [c.model, c.options?.temperature])).toEqual([['qwen2.5:7b', 0.3], ['llama3.1:8b', 0.9]]);
   });
 
   it('remembers the conversation for follow-ups, and forgets it after the idle time', async () => {

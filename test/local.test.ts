@@ -73,6 +73,9 @@ describe('the local path', () => {
     'tell me a joke about 42',
     'what time is it in Atlantis',
     'turn off the lights in 10 minutes',
+    'one',
+    '42',
+    'what is 7',
   ])('leaves "%s" to the model', async (utterance) => {
     expect(await answerLocally(utterance, setup())).toBeUndefined();
   });

@@ -94,7 +94,9 @@ function recognise(text: string): Intent | undefined {
   // Arithmetic: only when the calculator reads the whole expression
   m = /^(?:what(?:'s| is)|calculate|compute|how much is|evaluate|convert|what are)\s+(.+?)(?:\s+(?:equal|equals|make))?$/.exec(text);
   const expression = m?.[1] ?? text;
-  if (/\d/.test(expression) && !/\b(?:timer|remind|reminder)\b/.test(expression)) {
+  // A number alone ("one", "42") is an answer to something, not a sum: it needs an operation.
+  const operation = /[-+*/^%×÷]|\b(?:plus|minus|times|divided|over|percent|squared|cubed|root|sqrt|cbrt|mod|to|in)\b/;
+  if (/\d/.test(expression) && operation.test(expression) && !/\b(?:timer|remind|reminder)\b/.test(expression)) {
     return { tool: 'calculator', args: { expression }, errorMeansNoMatch: true, reply: (r) => `That's ${resultText(r)}.` };
   }
   return undefined;

@@ -8,7 +8,7 @@ import { loadTokenizer } from '../budget/tokenizer.js';
 import { loadMcpServers } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { ChatBackend } from '../conversation/backend.js';
-import { Conversation } from '../conversation/engine.js';
+import { Conversation, type ConversationOptions } from '../conversation/engine.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -77,18 +77,32 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   };
   registerMetaTools();
   const started: ToolSet[] = [];
-  const backend = options.backend ?? createOllamaBackend(config.ollama.url);
+  let backend = options.backend ?? createOllamaBackend(config.ollama.url);
   const configureServers = async (c: Config): Promise<void> => servers.configure(await loadMcpServers(c));
 
   return {
     host,
     mcp: { servers, proxy },
     conversation() {
-      const base = { config: current, backend, host, tokenizer: loadTokenizer, log: log.child('conversation'), mcp: proxy };
-      return new Conversation(options.now ? { ...base, now: options.now } : base);
+      // Getters, not copies: a long-lived conversation (the daemon's) follows a reloaded config.
+      const settings: ConversationOptions = {
+        get config() {
+          return current;
+        },
+        get backend() {
+          return backend;
+        },
+        host,
+        tokenizer: loadTokenizer,
+        log: log.child('conversation'),
+        mcp: proxy,
+      };
+      if (options.now) settings.now = options.now;
+      return new Conversation(settings);
     },
     init: () => configureServers(current),
     async reconfigure(next) {
+      if (options.backend === undefined && next.ollama.url !== current.ollama.url) backend = createOllamaBackend(next.ollama.url);
       current = next;
       host.setEnabled(toggles(next));
       await configureServers(next);
