@@ -339,8 +339,9 @@ class ModelTurn {
     const available = host.definitions().map((d) => d.name);
     const sent: ToolCall[] = [];
     const results: { name: string; text: string }[] = [];
+    let waiting: PendingCall | undefined;
     for (const call of calls) {
-      if (this.confirmation !== undefined) break; // one question at a time
+      if (waiting !== undefined) break; // one question at a time
       const resolved = resolveToolName(call.name, available);
       if (resolved?.repaired === true) this.#repair('tool_name');
       const args = parseArguments(call.arguments);
@@ -349,15 +350,12 @@ class ModelTurn {
       if (resolved === undefined) this.#repair('unknown_tool');
       const result: CallToolResult = await host.call(name, args.value, { signal: this.signal });
       if (this.signal.aborted) throw this.signal.reason;
-      this.#calls.push({ name, arguments: typeof args.value === 'string' ? {} : args.value, result });
-      sent.push({ name, arguments: typeof args.value === 'string' ? {} : args.value });
+      const argsObject = typeof args.value === 'string' ? {} : args.value;
+      sent.push({ name, arguments: argsObject });
       results.push({ name, text: cutToolResult(resultText(result), config.budget.tool_result_chars) });
-      const waiting = result._meta?.[CONFIRM_META] as PendingCall | undefined;
-      if (waiting !== undefined) {
-        this.#calls.pop(); // not run: recorded when the user answers
-        const messagesBefore = this.round.length + (nativeTools ? 1 : 2);
-        this.confirmation = { call: waiting, round: [], toolMessage: messagesBefore + results.length - 1, toolCalls: [...this.#calls] };
-      }
+      waiting = result._meta?.[CONFIRM_META] as PendingCall | undefined;
+      // A call waiting for the user's yes is recorded when the user answers.
+      if (waiting === undefined) this.#calls.push({ name, arguments: argsObject, result });
     }
     if (nativeTools) {
       this.round.push({ role: 'assistant', content, tool_calls: sent });
@@ -366,9 +364,11 @@ class ModelTurn {
       this.round.push({ role: 'assistant', content });
       const body = results.map((r) => `<tool_response name="${r.name}">\n${r.text}\n</tool_response>`).join('\n');
       this.round.push({ role: 'user', content: body });
-      if (this.confirmation !== undefined) this.confirmation.toolMessage = this.round.length - 1;
     }
-    if (this.confirmation !== undefined) this.confirmation.round = [...this.round];
+    if (waiting !== undefined) {
+      // The waiting call is the last result sent, so its message is the round's last one.
+      this.confirmation = { call: waiting, round: [...this.round], toolMessage: this.round.length - 1, toolCalls: [...this.#calls] };
+    }
   }
 
   /** End the turn with a question; the next utterance answers it. */
