@@ -19,6 +19,8 @@ await build({
   format: 'esm',
   legalComments: 'external',
   logLevel: 'warning',
+  // A native addon: loaded from node_modules beside the bundle (the .deb ships it pruned).
+  external: ['onnxruntime-node'],
   // CommonJS dependencies use require() and __filename; give the ESM bundle both.
   banner: {
     js: [

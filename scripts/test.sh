@@ -6,10 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-# The tests speak with espeak-ng, measure the audio with sox and check the unit.
-ensure_node "espeak-ng espeak-ng
-sox sox
-systemd-analyze systemd"
+# The tests run the voice path (espeak-ng, sox, ALSA, pocketsphinx), check the unit, and
+# build whisper.cpp (cmake, g++).
+ensure_node "$IRIS_VOICE_NEEDS
+systemd-analyze systemd
+cmake cmake
+g++ g++
+make make"
 ensure_modules
 npm run --silent typecheck
 npm run --silent lint

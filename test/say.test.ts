@@ -1,17 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { iris } from './helpers/cli.js';
+import { soxStat } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
-
-/** sox's `stat` of a WAV file (it reports on stderr): length in seconds and RMS amplitude. */
-function soxStat(path: string): { length: number; rms: number } {
-  const text = spawnSync('sox', [path, '-n', 'stat'], { encoding: 'utf8' }).stderr;
-  const number = (label: string) => Number(new RegExp(`${label}:\\s+([\\d.]+)`).exec(text)?.[1] ?? NaN);
-  return { length: number('Length \\(seconds\\)'), rms: number('RMS\\s+amplitude') };
-}
 
 describe('iris say (espeak-ng)', () => {
   it('writes a WAV that is speech, not silence', async () => {

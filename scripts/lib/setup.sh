@@ -1,14 +1,16 @@
 # Shared set-up for scripts/try.sh and scripts/test.sh: make sure Node.js (18.19 or newer,
 # Debian 12's own is fine) and the npm dependencies are installed. Meant to be sourced.
 
-# Debian packages to install when missing: one line "command package".
+# Debian packages to install when missing: one line "command package" (or "/path package").
 IRIS_APT_NEEDS=${IRIS_APT_NEEDS:-"node nodejs
 npm npm"}
 
 apt_install_missing() {
   local missing=() cmd pkg
   while read -r cmd pkg; do
-    [ -n "$cmd" ] && ! command -v "$cmd" >/dev/null 2>&1 && missing+=("$pkg")
+    [ -n "$cmd" ] || continue
+    if [[ $cmd == /* ]]; then [ -e "$cmd" ] || missing+=("$pkg")
+    else command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg"); fi
   done <<<"$1"
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
@@ -19,6 +21,20 @@ apt_install_missing() {
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
+
+# What the voice path runs: espeak-ng speaks, sox makes fixtures, arecord/aplay are the
+# microphone and speaker, pocketsphinx (with its English model) is the speech to text that
+# needs no download.
+IRIS_VOICE_NEEDS="espeak-ng espeak-ng
+sox sox
+arecord alsa-utils
+pocketsphinx_continuous pocketsphinx
+/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict pocketsphinx-en-us
+/usr/share/pocketsphinx/test/data/goforward.raw pocketsphinx-testdata"
+
+# onnxruntime-node's install script would fetch CUDA binaries from the web and fail offline;
+# the CPU binaries ship in the package.
+export ONNXRUNTIME_NODE_INSTALL=skip
 
 # ensure_node ["command package" lines for what else the caller needs]
 ensure_node() {

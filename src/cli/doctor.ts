@@ -9,6 +9,12 @@ import { createOllamaBackend } from '../conversation/ollama.js';
 import type { Iris } from '../daemon/assemble.js';
 import { messageOf } from '../errors.js';
 import { createEspeak } from '../pipeline/espeak.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { chooseStt } from '../daemon/voice.js';
+import type { Logger } from '../log.js';
+import { createOpenWakeWord } from '../pipeline/wakeword.js';
+import { earcon } from '../pipeline/playback.js';
 
 export interface Check {
   ok: boolean;
@@ -16,11 +22,14 @@ export interface Check {
   detail: string;
 }
 
-export async function doctor(config: Config, configPath: string, stateDir: string, iris: Iris): Promise<Check[]> {
+export async function doctor(config: Config, configPath: string, stateDir: string, iris: Iris, log: Logger): Promise<Check[]> {
   const checks: Check[] = [{ ok: true, what: 'config', detail: `${configPath} is valid` }];
   checks.push(await stateDirCheck(stateDir));
   checks.push(await ollamaCheck(config));
   checks.push(await speechOutCheck(config));
+  checks.push(...(await audioChecks(config)));
+  checks.push(await wakeWordCheck(config));
+  checks.push(speechToTextCheck(config, log));
   await iris.mcp.servers.startAll(); // a real start, not the cached tool lists
   for (const server of iris.mcp.servers.status()) {
     const ok = server.state === 'up' || server.state === 'disabled';
@@ -68,4 +77,54 @@ async function ollamaCheck(config: Config): Promise<Check> {
     }
     return { ok: false, what: 'Ollama', detail: `${messageOf(error)}; is Ollama running? (systemctl status ollama)` };
   }
+}
+
+const run = promisify(execFile);
+
+/** Open the microphone for 0.1 s and the speaker for a chime: what the daemon will do. */
+async function audioChecks(config: Config): Promise<Check[]> {
+  const { input, output } = config.audio;
+  const checks: Check[] = [];
+  if (input === '') checks.push({ ok: true, what: 'microphone', detail: 'off ([audio] input is empty): text, timers and tools only' });
+  else {
+    try {
+      await run('arecord', ['-q', '-D', input, '-f', 'S16_LE', '-r', '16000', '-c', '1', '-t', 'raw', '-s', '1600', '/dev/null'], { timeout: 5_000 });
+      checks.push({ ok: true, what: 'microphone', detail: `ALSA device "${input}" records 16 kHz mono` });
+    } catch (error) {
+      checks.push({ ok: false, what: 'microphone', detail: `ALSA device "${input}": ${lastLine(error)} (arecord -L lists devices; set [audio] input)` });
+    }
+  }
+  try {
+    const child = run('aplay', ['-q', '-D', output, '-'], { timeout: 5_000 });
+    child.child.stdin?.end(earcon());
+    await child;
+    checks.push({ ok: true, what: 'speaker', detail: `ALSA device "${output}" plays (you heard a chime)` });
+  } catch (error) {
+    checks.push({ ok: false, what: 'speaker', detail: `ALSA device "${output}": ${lastLine(error)} (aplay -L lists devices; set [audio] output)` });
+  }
+  return checks;
+}
+
+async function wakeWordCheck(config: Config): Promise<Check> {
+  try {
+    const wake = await createOpenWakeWord({ model: config.assistant.wake_word, threshold: config.assistant.wake_threshold });
+    return { ok: true, what: 'wake word', detail: `"${wake.word}" (openWakeWord), threshold ${config.assistant.wake_threshold}` };
+  } catch (error) {
+    return { ok: false, what: 'wake word', detail: messageOf(error) };
+  }
+}
+
+function speechToTextCheck(config: Config, log: Logger): Check {
+  const { stt, reason } = chooseStt(config, log);
+  if (stt.name !== 'pocketsphinx' || config.stt.engine === 'pocketsphinx') return { ok: true, what: 'speech to text', detail: reason };
+  return {
+    ok: true,
+    what: 'speech to text',
+    detail: `${reason}. It understands time, arithmetic and timer commands only; for everything else run: sudo iris models fetch base.en`,
+  };
+}
+
+function lastLine(error: unknown): string {
+  const stderr = (error as { stderr?: string }).stderr?.trim();
+  return stderr ? (stderr.split('\n').pop() ?? stderr) : messageOf(error);
 }

@@ -17,12 +17,15 @@ import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
 import { renderDefaultConfig } from '../config/defaults.js';
 import { writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { createEspeak } from '../pipeline/espeak.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath, type ControlRequest } from '../daemon/control.js';
 import type { TurnResult } from '../conversation/engine.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import { doctor } from './doctor.js';
+import { describe, listen, type ListenReport } from './listen.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
 
@@ -98,7 +101,7 @@ async function open(globals: Globals) {
     if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
     throw error;
   }
-  return { config, iris };
+  return { config, iris, log };
 }
 
 function parseJsonArgument(text: string): unknown {
@@ -319,16 +322,59 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('listen')
+    .description('the whole voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out')
+    .requiredOption('--file <wav>', 'the recording (any PCM WAV; converted to 16 kHz mono)')
+    .option('--out <wav>', 'write the spoken reply here')
+    .option('--json', 'print one JSON document')
+    .action(async (opts: { file: string; out?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const { config, iris, log } = await open(g);
+      let report: ListenReport;
+      try {
+        report = await listen(config, iris.conversation(), log, opts.file, opts.out);
+      } catch (error) {
+        throw new Exit(EXIT.failed, messageOf(error));
+      }
+      if (g.json === true) printJson(report);
+      else for (const line of describe(report)) print(line);
+      if (report.outcome === 'failed' || report.error !== undefined) process.exitCode = EXIT.failed;
+    });
+
+  const models = program.command('models').description('speech models');
+  models
+    .command('fetch')
+    .description(`download a whisper.cpp model and check its SHA-256 (${Object.keys(KNOWN_MODELS).join(', ')}, or a URL with --sha256)`)
+    .argument('<name-or-url>', 'a known model name or an https URL')
+    .option('--sha256 <hex>', 'the published SHA-256 (required for a URL)')
+    .option('--out <path>', 'where to put it (default: the directory of [stt] model)')
+    .action(async (what: string, opts: { sha256?: string; out?: string }, cmd: Command) => {
+      const config = await readConfig(globals(cmd));
+      const known = (KNOWN_MODELS as Record<string, { url: string; sha256: string } | undefined>)[what];
+      const url = known?.url ?? what;
+      const sha256 = opts.sha256 ?? known?.sha256;
+      if (!/^https?:\/\//.test(url)) throw new Exit(EXIT.usage, `"${what}" is neither a known model (${Object.keys(KNOWN_MODELS).join(', ')}) nor a URL`);
+      if (sha256 === undefined) throw new Exit(EXIT.usage, 'a URL needs --sha256 with the published checksum');
+      const dest = opts.out ?? join(dirname(config.stt.model), basename(new URL(url).pathname));
+      try {
+        const fetched = await fetchModel({ url, sha256, dest });
+        print(`${fetched.path}: ${fetched.bytes} bytes, SHA-256 ${fetched.sha256} verified`);
+        if (fetched.path !== config.stt.model) print(`to use it, set in the config: [stt] model = "${fetched.path}", then: iris reload`);
+      } catch (error) {
+        throw new Exit(EXIT.failed, messageOf(error));
+      }
+    });
+
+  program
     .command('doctor')
     .description('check the machine: Ollama and the model, MCP servers, the state dir')
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const { config, iris } = await open(g);
-      const checks = await doctor(config, configPath(g), stateDir(), iris);
+      const { config, iris, log } = await open(g);
+      const checks = await doctor(config, configPath(g), stateDir(), iris, log);
       if (g.json === true) printJson(checks);
       else for (const c of checks) print(`${c.ok ? '✓' : '✗'} ${c.what}: ${c.detail}`);
-      if (g.json !== true) print('voice input (microphone, wake word, speech to text): not built yet');
       if (checks.some((c) => !c.ok)) process.exitCode = EXIT.failed;
     });
 

@@ -57,7 +57,14 @@ export const configSchema = {
         wake_word: {
           type: 'string',
           default: 'hey_jarvis',
-          description: 'A bundled wake-word model name, or a path to an openWakeWord .onnx file.',
+          description: 'A bundled wake-word model name (hey_jarvis, alexa, hey_mycroft, hey_rhasspy, timer, weather), or a path to an openWakeWord .onnx file.',
+        },
+        wake_threshold: {
+          type: 'number',
+          exclusiveMinimum: 0,
+          maximum: 1,
+          default: 0.5,
+          description: 'Wake-word score that counts as heard (0–1); higher means fewer false wakes, more misses.',
         },
         timezone: {
           type: 'string',
@@ -158,8 +165,14 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        input: { type: 'string', default: 'default', description: 'ALSA capture device.' },
-        output: { type: 'string', default: 'default', description: 'ALSA playback device.' },
+        input: { type: 'string', default: 'default', description: 'ALSA capture device (arecord -L lists them); empty: no microphone.' },
+        output: { type: 'string', default: 'default', description: 'ALSA playback device (aplay -L lists them).' },
+        silence_s: { type: 'number', minimum: 0.2, maximum: 5, default: 0.7, description: 'Silence that ends a command (seconds).' },
+        max_command_s: { type: 'number', minimum: 1, maximum: 60, default: 15, description: 'Longest command (seconds).' },
+        no_speech_s: { type: 'number', minimum: 1, maximum: 60, default: 5, description: 'Give up when no command starts this long after the wake word (seconds).' },
+        earcon: { type: 'boolean', default: true, description: 'Play a short chime when IRIS starts listening.' },
+        announce_repeats: { type: 'integer', minimum: 1, maximum: 20, default: 3, description: 'Say a due timer or reminder this many times unless the wake word acknowledges it.' },
+        announce_every_s: { type: 'number', minimum: 2, maximum: 600, default: 15, description: 'Pause between repeats of an announcement (seconds).' },
       },
     },
     stt: {
@@ -171,7 +184,15 @@ export const configSchema = {
         model: {
           type: 'string',
           default: '/var/lib/iris/models/ggml-base.en.bin',
-          description: 'whisper.cpp model file.',
+          description: 'whisper.cpp model file (iris models fetch base.en); without it, pocketsphinx with a command grammar.',
+        },
+        threads: { type: 'integer', minimum: 1, maximum: 64, default: 2, description: 'whisper.cpp threads.' },
+        audio_ctx: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 1500,
+          default: 512,
+          description: 'whisper.cpp audio context (0 = the full 30 s window; 512 ≈ 10 s, 3–4× faster for short commands).',
         },
       },
     },

@@ -11,6 +11,8 @@ import { createLogger, type LogLevel, type Logger } from '../log.js';
 import { assemble, type Iris } from './assemble.js';
 import { serveControl, socketPath, type ControlRequest } from './control.js';
 import { createNotifier } from './notify.js';
+import { VoiceService, type VoiceServiceOptions } from './voice.js';
+import type { TurnResult } from '../conversation/engine.js';
 
 export interface DaemonOptions {
   configPath: string;
@@ -19,6 +21,8 @@ export interface DaemonOptions {
   socket?: string;
   logLevel?: LogLevel;
   log?: Logger;
+  /** Audio source and sink instead of arecord and aplay (tests). */
+  voice?: Pick<VoiceServiceOptions<TurnResult>, 'source' | 'sink' | 'retryMs'>;
   /** Resolves when the daemon should stop; default: SIGTERM or SIGINT. */
   stopSignal?: Promise<string>;
 }
@@ -55,7 +59,13 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     }
     throw error;
   }
-  const iris: Iris = assemble(config, { stateDir: options.stateDir, log });
+  // Timers can fire before the voice is up (missed ones, at start): those are logged.
+  const voiceRef: { current?: VoiceService<TurnResult> } = {};
+  const iris: Iris = assemble(config, {
+    stateDir: options.stateDir,
+    log,
+    announce: (announcement) => (voiceRef.current ? voiceRef.current.announce(announcement) : log.child('announce').info(`${announcement.kind} #${announcement.id}: ${announcement.text}`)),
+  });
   try {
     await iris.start();
   } catch (error) {
@@ -66,6 +76,15 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   }
   const started = Date.now();
   const conversation = iris.conversation(); // one text conversation: follow-ups work across `iris ask`
+  const spoken = iris.conversation(); // and one for the voice
+  const voice = new VoiceService<TurnResult>({
+    config: () => config,
+    log: log.child('voice'),
+    respond: (text, signal) => spoken.turn(text, signal),
+    ...(options.voice ?? {}),
+  });
+  voiceRef.current = voice;
+  await voice.start();
   /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
   const reload = async (): Promise<void> => {
     try {
@@ -97,7 +116,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
           ollama: { url: config.ollama.url, model: config.ollama.model },
           timers: timers?.length ?? 0,
           mcp: iris.mcp.servers.status(),
-          voice: 'not built yet',
+          voice: voice.status,
         };
       }
       case 'ask':
@@ -119,8 +138,9 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   }
   const notifier = createNotifier(process.env, log);
   log.info(`ready: home zone ${config.assistant.timezone}, state in ${options.stateDir}`);
-  log.info('waiting for: the voice pipeline (not built yet); serving text turns, timers and MCP tools');
-  notifier.ready('serving text turns, timers and tools');
+  const heard = voice.status;
+  log.info(heard.state === 'listening' ? `listening for "${heard.wake_word ?? ''}"` : `voice: ${heard.detail}; serving text turns, timers and MCP tools`);
+  notifier.ready(heard.state === 'listening' ? 'listening' : 'serving text turns, timers and tools');
 
   process.on('SIGHUP', onHangup);
   // Keep the event loop alive while idle; every other handle may be unref'd.
@@ -136,6 +156,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   deadline.unref();
   try {
     await closeControl();
+    await voice.stop();
     await iris.stop();
   } finally {
     clearTimeout(deadline);

@@ -14,6 +14,9 @@ export interface EndpointerOptions {
   maxS?: number;
   /** Give up when no command starts within this long (seconds); default 5. */
   noSpeechS?: number;
+  /** A gap this short does not break the speech that starts a command (seconds); default 0.1:
+   * the VAD drops out for a frame or two between words. */
+  gapS?: number;
 }
 
 export type EndpointState = 'waiting' | 'speaking' | 'done' | 'too_long' | 'no_speech';
@@ -27,9 +30,12 @@ export class Endpointer {
   readonly #silenceS: number;
   readonly #maxS: number;
   readonly #noSpeechS: number;
+  readonly #gapS: number;
   #state: EndpointState = 'waiting';
   #elapsedS = 0;
   #speechRunS = 0;
+  /** Where the current run of speech began, gaps included. */
+  #runStartS = 0;
   #silenceRunS = 0;
   /** When the command started, counted from the first chunk (seconds). */
   startedAtS: number | undefined;
@@ -41,6 +47,7 @@ export class Endpointer {
     this.#silenceS = us(options.silenceS ?? 0.7);
     this.#maxS = us(options.maxS ?? 15);
     this.#noSpeechS = us(options.noSpeechS ?? 5);
+    this.#gapS = us(options.gapS ?? 0.1);
   }
 
   get state(): EndpointState {
@@ -53,16 +60,17 @@ export class Endpointer {
     const chunk = us(seconds);
     this.#elapsedS += chunk;
     if (isSpeech) {
+      if (this.#speechRunS === 0) this.#runStartS = this.#elapsedS - chunk;
       this.#speechRunS += chunk;
       this.#silenceRunS = 0;
     } else {
       this.#silenceRunS += chunk;
-      if (this.#state === 'waiting') this.#speechRunS = 0;
+      if (this.#state === 'waiting' && this.#silenceRunS >= this.#gapS) this.#speechRunS = 0;
     }
     if (this.#state === 'waiting') {
       if (this.#speechRunS >= this.#speechS) {
         this.#state = 'speaking';
-        this.startedAtS = (this.#elapsedS - this.#speechRunS) / 1e6;
+        this.startedAtS = this.#runStartS / 1e6;
       } else if (this.#elapsedS >= this.#noSpeechS) this.#state = 'no_speech';
       return this.#state;
     }

@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { IrisError } from '../errors.js';
 import type { TextToSpeech } from './tts.js';
+import { patchStreamedHeader } from './wav.js';
 
 export interface EspeakOptions {
   /** espeak-ng voice, e.g. "en-us". */
@@ -46,7 +47,7 @@ export function createEspeak(options: EspeakOptions): TextToSpeech {
           if (code !== 0 || wav.length < 44) {
             return reject(new SpeechError('tts_failed', `espeak-ng failed (exit ${code}): ${stderr.trim() || 'no audio'}`));
           }
-          resolve(wav);
+          resolve(patchStreamedHeader(wav)); // --stdout leaves placeholder sizes
         });
         child.stdin.on('error', () => undefined); // espeak-ng exiting early must not crash us
         child.stdin.end(text.slice(0, MAX_TEXT_CHARS));

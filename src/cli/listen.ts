@@ -1,0 +1,73 @@
+/**
+ * `iris listen --file WAV [--out WAV] [--json]`: the daemon's voice pipeline, with a recording
+ * as the microphone and a WAV file as the speaker. One run: wake word → end of speech → speech
+ * to text → conversation → speech out.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import type { Config } from '../config/schema.js';
+import type { Conversation, TurnResult } from '../conversation/engine.js';
+import { createVoiceParts, loopOptions } from '../daemon/voice.js';
+import type { Logger } from '../log.js';
+import { samplesSource } from '../pipeline/capture.js';
+import { CollectingSink } from '../pipeline/playback.js';
+import { VoiceLoop, type VoiceRun } from '../pipeline/voice.js';
+import { decodeWav } from '../pipeline/wav.js';
+
+export interface ListenReport extends Partial<TurnResult> {
+  wake: { detected: boolean; word: string; score?: number; at_s?: number };
+  transcript?: string;
+  out?: string;
+  outcome: VoiceRun<TurnResult>['outcome'];
+  timings_ms: VoiceRun<TurnResult>['timings'];
+  stt_engine: string;
+}
+
+export async function listen(config: Config, conversation: Conversation, log: Logger, file: string, out?: string): Promise<ListenReport> {
+  const samples = decodeWav(await readFile(file), file);
+  const parts = await createVoiceParts(config, log);
+  const sink = new CollectingSink();
+  const controller = new AbortController();
+  const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
+  process.once('SIGINT', interrupt);
+  try {
+    const options = loopOptions(config, parts, sink, (text, signal) => conversation.turn(text, signal));
+    const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0 });
+    const [run] = await loop.run(samplesSource(samples), controller.signal, true);
+    if (!run) throw new Error('the pipeline ended without a result');
+    if (out !== undefined && sink.clips > 0) await writeFile(out, sink.wav());
+    return {
+      ...(run.result ?? {}),
+      wake: run.wake
+        ? { detected: true, word: run.wake.word, score: round(run.wake.score, 3), at_s: round(run.wake.atS, 2) }
+        : { detected: false, word: parts.wake.word },
+      ...(run.transcript === undefined ? {} : { transcript: run.transcript }),
+      ...(out !== undefined && sink.clips > 0 ? { out } : {}),
+      outcome: run.outcome,
+      ...(run.error === undefined ? {} : { error: { code: 'voice_failed', message: run.error } }),
+      timings_ms: run.timings,
+      stt_engine: parts.sttReason,
+    };
+  } finally {
+    process.off('SIGINT', interrupt);
+    await parts.stt.stop?.();
+  }
+}
+
+const round = (value: number, digits: number): number => Number(value.toFixed(digits));
+
+/** The human-readable form of a report. */
+export function describe(report: ListenReport): string[] {
+  const t = report.timings_ms;
+  const lines = [
+    report.wake.detected
+      ? `wake word: ${report.wake.word} (score ${report.wake.score}) at ${report.wake.at_s} s`
+      : `wake word: ${report.wake.word} not heard`,
+  ];
+  if (report.transcript !== undefined) lines.push(`heard: ${report.transcript || '(nothing understood)'}`);
+  if (report.reply !== undefined) lines.push(`reply: ${report.reply}`);
+  if (report.out !== undefined) lines.push(`spoken reply: ${report.out}`);
+  if (report.wake.detected) {
+    lines.push(`timings: end of speech at ${t.end_of_speech} ms, stt ${t.stt} ms, first token ${t.first_token} ms, first audio ${t.first_audio} ms after end of speech, total ${t.total} ms`);
+  }
+  return lines;
+}

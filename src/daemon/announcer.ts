@@ -1,0 +1,105 @@
+/**
+ * Timers and reminders said aloud. An announcement waits until the voice loop is idle (never
+ * over a reply or while a command is being spoken), then is repeated every `announce_every_s`
+ * up to `announce_repeats` times, unless the wake word acknowledges it first — which also
+ * stops one being said.
+ */
+import type { Config } from '../config/schema.js';
+import { messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AudioSink } from '../pipeline/audio.js';
+import type { TextToSpeech } from '../pipeline/tts.js';
+import type { Announcement } from '../toolhost/api.js';
+
+export interface AnnouncerOptions {
+  tts: TextToSpeech;
+  sink: AudioSink;
+  /** True when nothing else is being said or heard. */
+  isIdle: () => boolean;
+  config: () => Config;
+  log: Logger;
+}
+
+interface Entry {
+  announcement: Announcement;
+  left: number;
+  dueAt: number;
+  /** Said (or being said) at least once: the wake word now acknowledges it. */
+  said: boolean;
+}
+
+/** How often a waiting announcement checks whether the loop is idle (ms). */
+const IDLE_POLL_MS = 250;
+
+export class Announcer {
+  readonly #o: AnnouncerOptions;
+  #queue: Entry[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #speaking: AbortController | undefined;
+  #stopped = false;
+
+  constructor(options: AnnouncerOptions) {
+    this.#o = options;
+  }
+
+  /** Announcements still to be said (or repeated). */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  announce(announcement: Announcement): void {
+    const { audio } = this.#o.config();
+    this.#o.log.info(`${announcement.kind} #${announcement.id}: ${announcement.text}`);
+    const repeats = announcement.kind === 'missed' ? 1 : audio.announce_repeats;
+    this.#queue.push({ announcement, left: repeats, dueAt: Date.now(), said: false });
+    this.#schedule(0);
+  }
+
+  /** The wake word was heard: everything said so far counts as heard; stop talking. */
+  acknowledge(): void {
+    const heard = this.#queue.filter((e) => e.said);
+    if (heard.length === 0) return;
+    this.#o.log.info(`acknowledged: ${heard.map((e) => `#${e.announcement.id}`).join(', ')}`);
+    this.#queue = this.#queue.filter((e) => !e.said);
+    this.#speaking?.abort(new DOMException('acknowledged', 'AbortError'));
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#speaking?.abort(new DOMException('stopping', 'AbortError'));
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#pump(), ms);
+    this.#timer.unref();
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#speaking || this.#queue.length === 0) return;
+    const now = Date.now();
+    const next = this.#queue.reduce((a, b) => (b.dueAt < a.dueAt ? b : a));
+    if (next.dueAt > now) return this.#schedule(next.dueAt - now);
+    if (!this.#o.isIdle()) return this.#schedule(IDLE_POLL_MS);
+    const controller = new AbortController();
+    this.#speaking = controller;
+    next.said = true;
+    try {
+      const wav = await this.#o.tts.synthesize(next.announcement.text, controller.signal);
+      await this.#o.sink.play(wav, controller.signal);
+    } catch (error) {
+      if (!controller.signal.aborted) this.#o.log.warn(`could not say #${next.announcement.id}: ${messageOf(error)}`);
+    } finally {
+      this.#speaking = undefined;
+    }
+    if (controller.signal.aborted) return this.#schedule(0); // acknowledged: already dropped
+    next.left -= 1;
+    const total = next.announcement.kind === 'missed' ? 1 : this.#o.config().audio.announce_repeats;
+    this.#o.log.info(`said ${next.announcement.kind} #${next.announcement.id} (${total - next.left} of ${total})`);
+    next.dueAt = Date.now() + this.#o.config().audio.announce_every_s * 1000;
+    if (next.left <= 0) this.#queue = this.#queue.filter((e) => e !== next);
+    this.#schedule(0);
+  }
+}

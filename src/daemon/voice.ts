@@ -1,0 +1,200 @@
+/**
+ * The voice half of the composition root: builds the pipeline's parts from the config (wake
+ * word, VAD, speech to text, speech out) for the daemon and for `iris listen` alike, and runs
+ * the daemon's microphone loop — a missing or vanished microphone is logged and retried with
+ * backoff while text, timers and tools keep working.
+ */
+import { existsSync, statSync } from 'node:fs';
+import type { Config } from '../config/schema.js';
+import { messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AudioSink, AudioSource } from '../pipeline/audio.js';
+import { arecordSource } from '../pipeline/capture.js';
+import { createEspeak } from '../pipeline/espeak.js';
+import { aplaySink, earcon } from '../pipeline/playback.js';
+import { createPocketsphinx } from '../pipeline/pocketsphinx.js';
+import type { SpeechToText } from '../pipeline/stt.js';
+import type { TextToSpeech } from '../pipeline/tts.js';
+import { createSileroVad, type VoiceActivity } from '../pipeline/vad.js';
+import { VoiceLoop, type Responder, type VoiceLoopOptions } from '../pipeline/voice.js';
+import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
+import { createWhisper, findWhisperServer } from '../pipeline/whisper.js';
+import { Announcer } from './announcer.js';
+import type { Announcement } from '../toolhost/api.js';
+
+export interface VoiceParts {
+  wake: WakeWordDetector;
+  vad: VoiceActivity;
+  stt: SpeechToText;
+  tts: TextToSpeech;
+  /** Why this speech-to-text engine, for logs and doctor. */
+  sttReason: string;
+}
+
+/** whisper.cpp when its model and server are there, else pocketsphinx with the command grammar. */
+export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; reason: string } {
+  const wake = wakeWordName(config.assistant.wake_word).replace(/_/g, ' ');
+  const fallback = (why: string) => ({
+    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake] }),
+    reason: why,
+  });
+  if (config.stt.engine === 'pocketsphinx') return fallback('pocketsphinx, as configured');
+  const model = config.stt.model;
+  if (!existsSync(model) || statSync(model).size === 0) {
+    return fallback(`pocketsphinx with a command grammar: no whisper model at ${model} (get one: iris models fetch base.en)`);
+  }
+  const server = findWhisperServer();
+  if (!server) return fallback('pocketsphinx with a command grammar: whisper-server is not installed');
+  return {
+    stt: createWhisper({ model, threads: config.stt.threads, audioCtx: config.stt.audio_ctx, command: server, log: log.child('whisper') }),
+    reason: `whisper.cpp (${model})`,
+  };
+}
+
+export async function createVoiceParts(config: Config, log: Logger): Promise<VoiceParts> {
+  const [wake, vad] = await Promise.all([
+    createOpenWakeWord({ model: config.assistant.wake_word, threshold: config.assistant.wake_threshold }),
+    createSileroVad(),
+  ]);
+  const { stt, reason } = chooseStt(config, log);
+  const tts = createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm });
+  return { wake, vad, stt, tts, sttReason: reason };
+}
+
+export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSink, respond: Responder<R>): VoiceLoopOptions<R> {
+  return {
+    ...parts,
+    sink,
+    respond,
+    endpoint: { silenceS: config.audio.silence_s, maxS: config.audio.max_command_s, noSpeechS: config.audio.no_speech_s },
+    followUpS: config.assistant.follow_up_s,
+    ...(config.audio.earcon ? { earcon: earcon() } : {}),
+  };
+}
+
+export interface VoiceServiceOptions<R> {
+  config: () => Config;
+  log: Logger;
+  respond: Responder<R>;
+  /** Default: arecord on `[audio] input`. */
+  source?: AudioSource;
+  /** Default: aplay on `[audio] output`. */
+  sink?: AudioSink;
+  /** First retry delay after the microphone fails (ms); doubles up to a minute. */
+  retryMs?: number;
+}
+
+export interface VoiceStatus {
+  state: 'off' | 'starting' | 'listening' | 'no_microphone' | 'failed';
+  detail: string;
+  stt?: string;
+  wake_word?: string;
+}
+
+const MAX_RETRY_MS = 60_000;
+
+/** The daemon's voice: the microphone loop plus spoken announcements. */
+export class VoiceService<R> {
+  readonly #o: VoiceServiceOptions<R>;
+  readonly #log: Logger;
+  #controller = new AbortController();
+  #running: Promise<void> | undefined;
+  #parts: VoiceParts | undefined;
+  #loop: VoiceLoop<R> | undefined;
+  #announcer: Announcer | undefined;
+  #status: VoiceStatus = { state: 'off', detail: 'not started' };
+
+  constructor(options: VoiceServiceOptions<R>) {
+    this.#o = options;
+    this.#log = options.log;
+  }
+
+  get status(): VoiceStatus {
+    return this.#status;
+  }
+
+  /** Load the models and start listening in the background; never throws. */
+  async start(): Promise<void> {
+    const config = this.#o.config();
+    const sink = this.#o.sink ?? aplaySink({ device: config.audio.output });
+    this.#status = { state: 'starting', detail: 'loading models' };
+    try {
+      this.#parts = await createVoiceParts(config, this.#log);
+    } catch (error) {
+      this.#status = { state: 'failed', detail: messageOf(error) };
+      this.#log.error(`voice off: ${messageOf(error)}`);
+      this.#announcer = new Announcer({ sink, tts: createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm }), isIdle: () => true, config: this.#o.config, log: this.#log.child('announce') });
+      return;
+    }
+    const parts = this.#parts;
+    this.#log.info(`speech to text: ${parts.sttReason}`);
+    await parts.stt.start?.().catch((error: unknown) => this.#log.error(`speech to text: ${messageOf(error)}`));
+    const loop = new VoiceLoop<R>({
+      ...loopOptions(config, parts, sink, this.#o.respond),
+      onEvent: (event) => {
+        if (event.type === 'wake-end') this.#announcer?.acknowledge();
+      },
+      onRun: (run, line) => {
+        if (run.outcome === 'no_speech' && run.followUp) this.#log.debug(line);
+        else this.#log.info(line);
+      },
+    });
+    this.#loop = loop;
+    this.#announcer = new Announcer({ sink, tts: parts.tts, isIdle: () => loop.idle, config: this.#o.config, log: this.#log.child('announce') });
+    const input = config.audio.input;
+    if (!this.#o.source && input === '') {
+      this.#status = { state: 'off', detail: 'no microphone configured ([audio] input is empty)' };
+      this.#log.info('voice input off: [audio] input is empty');
+      return;
+    }
+    const source = this.#o.source ?? arecordSource({ device: input });
+    this.#running = this.#listen(loop, source);
+  }
+
+  /** Say a due timer or reminder (repeated until the wake word acknowledges it). */
+  announce(announcement: Announcement): void {
+    if (this.#announcer) this.#announcer.announce(announcement);
+    else this.#log.info(`${announcement.kind} #${announcement.id}: ${announcement.text}`);
+  }
+
+  async stop(): Promise<void> {
+    this.#controller.abort(new DOMException('stopping', 'AbortError'));
+    this.#announcer?.stop();
+    await this.#running;
+    await this.#parts?.stt.stop?.().catch(() => undefined);
+  }
+
+  async #listen(loop: VoiceLoop<R>, source: AudioSource): Promise<void> {
+    const signal = this.#controller.signal;
+    const device = this.#o.config().audio.input;
+    let retryMs = this.#o.retryMs ?? 2_000;
+    while (!signal.aborted) {
+      this.#status = { state: 'listening', detail: `microphone ${device}`, stt: this.#parts?.stt.name ?? '', wake_word: this.#parts?.wake.word ?? '' };
+      const started = Date.now();
+      try {
+        await loop.run(source, signal);
+        if (signal.aborted) return;
+        throw new Error('the microphone stream ended');
+      } catch (error) {
+        if (signal.aborted) return;
+        if (Date.now() - started > MAX_RETRY_MS) retryMs = this.#o.retryMs ?? 2_000; // it worked for a while
+        this.#status = { state: 'no_microphone', detail: messageOf(error) };
+        this.#log.warn(`no microphone: ${messageOf(error)}; retrying in ${Math.round(retryMs / 1000)} s`);
+        await sleep(retryMs, signal);
+        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+      }
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,49 @@
+/**
+ * Audio as data with its format attached (the Wyoming protocol's idea): every chunk says its
+ * rate, sample width and channel count, and when it starts. The voice path works in 16 kHz mono
+ * signed 16-bit PCM end to end; a source that cannot deliver that is an error, not a guess.
+ */
+
+export interface AudioFormat {
+  /** Samples per second. */
+  rate: number;
+  /** Bytes per sample (2 = signed 16-bit little-endian). */
+  width: number;
+  channels: number;
+}
+
+export interface AudioChunk extends AudioFormat {
+  samples: Int16Array;
+  /** Where the chunk starts, in seconds from the start of the stream. */
+  atS: number;
+}
+
+/** What wake word, VAD and STT models are trained on. */
+export const SPEECH_FORMAT: Readonly<AudioFormat> = Object.freeze({ rate: 16_000, width: 2, channels: 1 });
+
+/** 80 ms at 16 kHz: openWakeWord's step; the pipeline's frame size. */
+export const FRAME_SAMPLES = 1280;
+
+/** An `AudioSource` yields chunks until it ends or the signal aborts. */
+export interface AudioSource {
+  frames(signal: AbortSignal): AsyncIterable<AudioChunk>;
+}
+
+/** An `AudioSink` plays one WAV to the end, or stops at once when the signal aborts. */
+export interface AudioSink {
+  play(wav: Buffer, signal: AbortSignal): Promise<void>;
+}
+
+export const durationS = (samples: number, format: AudioFormat = SPEECH_FORMAT): number =>
+  samples / (format.rate * format.channels);
+
+/** Concatenate PCM chunks into one array. */
+export function concatSamples(parts: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}

@@ -1,0 +1,88 @@
+/**
+ * Audio sources. `arecord` is the microphone: spawned with an argument vector, raw 16 kHz mono
+ * S16_LE on stdout, re-framed into 80 ms chunks (a pipe delivers blocks of any size). A WAV
+ * file is the other source, for `iris listen --file` and tests: the same frames, unpaced.
+ */
+import { spawn } from 'node:child_process';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { IrisError } from '../errors.js';
+import { FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSource } from './audio.js';
+import { stopChild } from './child.js';
+
+export class AudioError extends IrisError {
+  override name = 'AudioError' as const;
+}
+
+export interface ArecordOptions {
+  /** ALSA capture device, e.g. "default" or "plughw:1,0". */
+  device: string;
+  /** The program; default arecord on PATH. */
+  command?: string;
+}
+
+/** Cut a stream of arbitrary blocks into FRAME_SAMPLES chunks stamped with their position. */
+export class Reframer {
+  #pending: Buffer = Buffer.alloc(0);
+  #samples = 0;
+
+  push(block: Buffer): AudioChunk[] {
+    const data = this.#pending.length ? Buffer.concat([this.#pending, block]) : block;
+    const frameBytes = FRAME_SAMPLES * SPEECH_FORMAT.width;
+    const chunks: AudioChunk[] = [];
+    let offset = 0;
+    for (; offset + frameBytes <= data.length; offset += frameBytes) {
+      const samples = new Int16Array(FRAME_SAMPLES);
+      for (let i = 0; i < FRAME_SAMPLES; i++) samples[i] = data.readInt16LE(offset + i * 2);
+      chunks.push({ ...SPEECH_FORMAT, samples, atS: this.#samples / SPEECH_FORMAT.rate });
+      this.#samples += FRAME_SAMPLES;
+    }
+    this.#pending = data.subarray(offset);
+    return chunks;
+  }
+}
+
+export function arecordSource(options: ArecordOptions): AudioSource {
+  return {
+    async *frames(signal) {
+      const args = ['-q', '-D', options.device, '-f', 'S16_LE', '-r', String(SPEECH_FORMAT.rate), '-c', '1', '-t', 'raw'];
+      const child = spawn(options.command ?? 'arecord', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const spawnError = new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
+      const onAbort = () => void stopChild(child);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const reframer = new Reframer();
+      try {
+        for await (const block of child.stdout) {
+          yield* reframer.push(block as Buffer);
+          if (signal.aborted) return;
+        }
+        if (signal.aborted) return;
+        const code = await new Promise<number | null>((resolve) => {
+          if (child.exitCode !== null) resolve(child.exitCode);
+          else child.once('close', resolve);
+        });
+        const error = await Promise.race([spawnError, Promise.resolve(undefined)]);
+        if (error?.code === 'ENOENT') throw new AudioError('audio_missing', 'arecord is not installed (apt install alsa-utils)', { cause: error });
+        throw new AudioError('audio_input', `microphone "${options.device}" stopped: ${stderr.trim().split('\n').pop() || `arecord exited with ${code}`}`);
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        await stopChild(child);
+      }
+    },
+  };
+}
+
+/** The samples of a decoded file as a source of 80 ms frames, as fast as they are read. */
+export function samplesSource(samples: Int16Array): AudioSource {
+  return {
+    async *frames(signal) {
+      for (let offset = 0; offset < samples.length && !signal.aborted; offset += FRAME_SAMPLES) {
+        const frame = new Int16Array(FRAME_SAMPLES); // the last one padded with silence
+        frame.set(samples.subarray(offset, offset + FRAME_SAMPLES));
+        await nextTurn(); // a long file must not starve timers and the control socket
+        yield { ...SPEECH_FORMAT, samples: frame, atS: offset / SPEECH_FORMAT.rate };
+      }
+    },
+  };
+}

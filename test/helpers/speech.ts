@@ -1,0 +1,54 @@
+/**
+ * Speech fixtures made at test time: espeak-ng in a chosen voice and speed, resampled to
+ * 16 kHz mono by sox with dithering off (-D), so the same text gives the same samples every
+ * run. Plus sox's statistics, to tell speech from silence.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeWav } from '../../src/pipeline/wav.js';
+
+const DIR = join(tmpdir(), `iris-speech-${process.pid}`);
+
+export interface SpeechOptions {
+  voice?: string;
+  /** Words per minute; espeak-ng's default is 175. */
+  wpm?: number;
+  /** Silence before and after (seconds). */
+  padS?: [number, number];
+}
+
+/** A 16 kHz mono WAV of `text` (cached per process); returns its path. */
+export function speechWav(text: string, options: SpeechOptions = {}): string {
+  const { voice = 'en-us', wpm = 175, padS = [0.5, 1.5] } = options;
+  mkdirSync(DIR, { recursive: true });
+  const name = `${voice}-${wpm}-${padS.join('-')}-${text.replace(/[^a-z0-9]+/gi, '_')}`.slice(0, 200);
+  const out = join(DIR, `${name}.wav`);
+  if (!existsSync(out)) {
+    const raw = join(DIR, `${name}.raw.wav`);
+    execFileSync('espeak-ng', ['-v', voice, '-s', String(wpm), '-w', raw, '--', text]);
+    execFileSync('sox', ['-D', raw, '-r', '16000', '-c', '1', '-b', '16', out, 'pad', String(padS[0]), String(padS[1])]);
+  }
+  return out;
+}
+
+/** Samples of a speech fixture. */
+export const speechSamples = (text: string, options?: SpeechOptions): Int16Array => decodeWav(readFileSync(speechWav(text, options)));
+
+/** Real human speech from Debian's pocketsphinx-testdata, as 16 kHz WAV paths. */
+export function humanSpeech(): string[] {
+  const data = '/usr/share/pocketsphinx/test/data';
+  const clips = ['0870', '0880', '0890', '0920', '0930'].map((n) => `${data}/librivox/sense_and_sensibility_01_austen_64kb-${n}.wav`);
+  mkdirSync(DIR, { recursive: true });
+  const goforward = join(DIR, 'goforward.wav');
+  if (!existsSync(goforward)) execFileSync('sox', ['-t', 'raw', '-r', '16000', '-e', 'signed', '-b', '16', '-c', '1', `${data}/goforward.raw`, goforward]);
+  return [...clips, goforward, ...[1, 2, 3].map((n) => `${data}/cards/00${n}.wav`)];
+}
+
+/** sox's `stat` of a WAV file (it reports on stderr): length in seconds and RMS amplitude. */
+export function soxStat(path: string): { length: number; rms: number } {
+  const text = spawnSync('sox', [path, '-n', 'stat'], { encoding: 'utf8' }).stderr;
+  const number = (label: string) => Number(new RegExp(`${label}:\\s+([\\d.]+)`).exec(text)?.[1] ?? NaN);
+  return { length: number('Length \\(seconds\\)'), rms: number('RMS\\s+amplitude') };
+}

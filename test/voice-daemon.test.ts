@@ -1,0 +1,78 @@
+/**
+ * The daemon's own audio path, through ALSA (arecord from a virtual microphone, aplay into a
+ * file): a spoken question is answered aloud, due timers are announced aloud, and a missing
+ * microphone is reported and retried while text requests keep working.
+ */
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { concatSamples } from '../src/pipeline/audio.js';
+import { virtualAudio } from './helpers/alsa.js';
+import { iris, startIris, waitForLine } from './helpers/cli.js';
+import { speechSamples } from './helpers/speech.js';
+import { tempDir } from './helpers/tmp.js';
+import { closedPort } from './helpers/net.js';
+
+/** RMS of 16-bit samples in a raw file, 0–1. */
+function rms(file: string): number {
+  const pcm = readFileSync(file);
+  let sum = 0;
+  for (let i = 0; i + 1 < pcm.length; i += 2) sum += (pcm.readInt16LE(i) / 32768) ** 2;
+  return Math.sqrt(sum / Math.max(1, pcm.length / 2));
+}
+
+async function daemonEnv(config: string, mic: Int16Array) {
+  const audio = virtualAudio(mic);
+  const dir = tempDir();
+  const port = await closedPort();
+  writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:${port}"\n${config}`);
+  return { audio, vars: { HOME: audio.home, IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') } };
+}
+
+describe('iris daemon: the voice through ALSA', () => {
+  it('hears "hey jarvis, what time is it" from the microphone and answers aloud; logs one line per turn', async () => {
+    const mic = concatSamples([speechSamples('hey jarvis, what time is it', { padS: [0.5, 1.5] })]);
+    const { audio, vars } = await daemonEnv('[assistant]\ntimezone = "UTC"\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\nearcon = false\n', mic);
+    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
+    try {
+      const turn = await waitForLine(daemon, /turn 1: answered/);
+      expect(turn).toMatch(/wake 1\.\d\d s, end of speech [23]\.\d\d s, stt \d+(\.\d)? ms, first token [\d.]+ ms, first audio \d+(\.\d)? ms, total \d+(\.\d)? ms, "what time is it"/);
+      expect(existsSync(audio.speaker)).toBe(true);
+      expect(statSync(audio.speaker).size).toBeGreaterThan(20_000); // "It's 3:04 PM." at 22 kHz
+      expect(rms(audio.speaker)).toBeGreaterThan(0.02);
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+  });
+
+  it('says a due timer aloud, repeated until the limit', async () => {
+    const { audio, vars } = await daemonEnv('[audio]\ninput = ""\noutput = "tofile"\nannounce_repeats = 2\nannounce_every_s = 2\n', new Int16Array(0));
+    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      const announced = waitForLine(daemon, /timer #1: .*tea/i);
+      expect((await iris(['tools', 'call', 'set_timer', '{"duration":"1 second","label":"tea"}'], vars)).code).toBe(0);
+      await announced;
+      await waitForLine(daemon, /said timer #1 \(1 of 2\)/);
+      expect(rms(audio.speaker)).toBeGreaterThan(0.02); // the file plugin keeps the latest clip
+      await waitForLine(daemon, /said timer #1 \(2 of 2\)/);
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+  });
+
+  it('reports a missing microphone, retries, and still answers text', async () => {
+    const { vars } = await daemonEnv('[audio]\ninput = "hw:9,9"\noutput = "tofile"\n', new Int16Array(0));
+    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
+    try {
+      const line = await waitForLine(daemon, /no microphone: .*hw:9,9.*retrying in \d+ s/);
+      expect(line).toMatch(/microphone "hw:9,9" stopped/);
+      const status = await iris(['status', '--json'], vars);
+      expect(JSON.parse(status.stdout)).toMatchObject({ voice: { state: 'no_microphone' } });
+      const ask = await iris(['ask', 'what is 2 plus 2'], vars);
+      expect(ask).toMatchObject({ code: 0, stdout: "That's 4.\n" });
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * The voice loop on real models and real programs: a whole turn through the pipeline, the
+ * reply streamed sentence by sentence, barge-in stopping a real aplay, follow-ups without
+ * the wake word, and announcements that wait their turn.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
+import { createEspeak } from '../src/pipeline/espeak.js';
+import type { VoiceEvent } from '../src/pipeline/events.js';
+import { aplaySink, CollectingSink } from '../src/pipeline/playback.js';
+import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
+import { createSileroVad, type VoiceActivity } from '../src/pipeline/vad.js';
+import { stripWakeWord, VoiceLoop, type ReplyStream, type VoiceLoopOptions } from '../src/pipeline/voice.js';
+import { createOpenWakeWord, type WakeWordDetector } from '../src/pipeline/wakeword.js';
+import { virtualAudio } from './helpers/alsa.js';
+import { speechSamples } from './helpers/speech.js';
+
+const silence = (seconds: number) => new Int16Array(Math.round(seconds * 16_000));
+
+/** Frames of `parts` in order; a function part is awaited first (a gate: "go on after X"). */
+function scriptedSource(parts: (Int16Array | (() => Promise<void>))[]): AudioSource {
+  return {
+    async *frames(signal) {
+      let atSamples = 0;
+      for (const part of parts) {
+        if (typeof part === 'function') {
+          await part();
+          continue;
+        }
+        for (let i = 0; i < part.length && !signal.aborted; i += FRAME_SAMPLES) {
+          const samples = new Int16Array(FRAME_SAMPLES);
+          samples.set(part.subarray(i, i + FRAME_SAMPLES));
+          yield { ...SPEECH_FORMAT, samples, atS: atSamples / 16_000 } satisfies AudioChunk;
+          atSamples += FRAME_SAMPLES;
+        }
+      }
+    },
+  };
+}
+
+/** A reply that streams the given sentences, recording what it was asked. */
+function replies(...sentences: string[]) {
+  const asked: string[] = [];
+  const respond = (text: string, signal: AbortSignal): ReplyStream<{ reply: string }> => {
+    asked.push(text);
+    const reply = sentences.join(' ');
+    return {
+      sentences: (async function* () {
+        for (const sentence of sentences) {
+          await new Promise(setImmediate); // streamed, as the model writes
+          if (signal.aborted) return;
+          yield sentence;
+        }
+      })(),
+      result: Promise.resolve({ reply }),
+    };
+  };
+  return { asked, respond };
+}
+
+/** Resolves on the `nth` event of `type` passed to `check`. */
+function waitFor(type: VoiceEvent['type'], nth = 1): { promise: Promise<VoiceEvent>; check: (e: VoiceEvent) => void } {
+  let resolve: (e: VoiceEvent) => void = () => undefined;
+  let seen = 0;
+  const promise = new Promise<VoiceEvent>((r) => (resolve = r));
+  return { promise, check: (e) => void (e.type === type && ++seen === nth && resolve(e)) };
+}
+
+describe('the voice loop', () => {
+  let wake: WakeWordDetector;
+  let vad: VoiceActivity;
+  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'] });
+  const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
+  beforeAll(async () => {
+    [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+  });
+  const base = <R>(sink: AudioSink, respond: VoiceLoopOptions<R>['respond']): VoiceLoopOptions<R> => ({ wake, vad, stt, tts, sink, respond });
+
+  it('runs wake word → end of speech → STT → reply, and speaks every sentence in order', async () => {
+    const sink = new CollectingSink();
+    const { asked, respond } = replies('First sentence.', 'Second sentence.', 'Third.');
+    const events: VoiceEvent[] = [];
+    const loop = new VoiceLoop({ ...base(sink, respond), onEvent: (e) => events.push(e) });
+    const [run] = await loop.run(scriptedSource([speechSamples('hey jarvis, what time is it in tokyo', { voice: 'en-us+f3' })]), new AbortController().signal, true);
+    expect(run).toMatchObject({ outcome: 'answered', transcript: 'what time is it in tokyo', wake: { word: 'hey_jarvis' } });
+    expect(asked).toEqual(['what time is it in tokyo']);
+    expect(sink.clips).toBe(3);
+    const order = events.map((e) => e.type);
+    for (const [a, b] of [['wake-end', 'end_of_speech-end'], ['end_of_speech-end', 'stt-start'], ['stt-end', 'conversation-start'], ['first-audio', 'tts-end'], ['tts-end', 'run-end']]) {
+      expect(order.indexOf(a as VoiceEvent['type'])).toBeLessThan(order.indexOf(b as VoiceEvent['type']));
+    }
+    expect(run!.timings.wake).toBeGreaterThan(900);
+    expect(run!.timings.end_of_speech).toBeGreaterThan(run!.timings.wake);
+    expect(run!.timings.stt).toBeGreaterThan(0);
+    expect(run!.timings.total).toBeGreaterThanOrEqual(run!.timings.stt);
+  });
+
+  it('reports no wake word, and says so when the words are not understood', async () => {
+    const quiet = await new VoiceLoop(base(new CollectingSink(), replies('x').respond)).run(scriptedSource([speechSamples('what time is it')]), new AbortController().signal, true);
+    expect(quiet).toMatchObject([{ outcome: 'no_wake' }]);
+    const sink = new CollectingSink();
+    const { asked, respond } = replies('never');
+    const [run] = await new VoiceLoop(base(sink, respond)).run(scriptedSource([speechSamples('hey jarvis', { padS: [0.5, 0.2] }), speechSamples('bla blub fnord quux', { padS: [0.3, 1.5] })]), new AbortController().signal, true);
+    expect(['not_understood', 'answered']).toContain(run!.outcome);
+    if (run!.outcome === 'not_understood') {
+      expect(asked).toEqual([]);
+      expect(sink.clips).toBe(1); // "Sorry, I didn't catch that."
+    }
+  });
+
+  it('barge-in: the wake word during a reply kills playback within 200 ms and starts a new command', async () => {
+    const audio = virtualAudio(new Int16Array(0));
+    const home = process.env.HOME;
+    process.env.HOME = audio.home; // aplay reads ~/.asoundrc
+    try {
+      const events: VoiceEvent[] = [];
+      const replying = waitFor('first-audio');
+      const secondAsked = waitFor('conversation-start');
+      const long = 'This is a long answer that goes on and on, so that it is still playing when the user speaks again.';
+      const { asked, respond } = replies(long, long);
+      const loop = new VoiceLoop({ ...base(aplaySink({ device: 'stuck' }), respond), followUpS: 0, onEvent: (e) => (events.push(e), replying.check(e), e.run > 1 && secondAsked.check(e)) });
+      const controller = new AbortController();
+      const source = scriptedSource([
+        speechSamples('hey jarvis, what time is it', { padS: [0.5, 1] }),
+        () => replying.promise.then(() => undefined), // the reply is playing (aplay is blocked mid-write)
+        speechSamples('hey jarvis, cancel all timers', { padS: [0.3, 2] }),
+        () => secondAsked.promise.then(() => controller.abort()),
+      ]);
+      await loop.run(source, controller.signal).catch(() => undefined);
+      const bargeIn = events.find((e) => e.type === 'barge-in');
+      expect(bargeIn).toBeDefined();
+      const stopped = events.find((e) => e.type === 'tts-end' && e.run === bargeIn!.run);
+      expect(stopped?.data).toMatchObject({ stopped: true });
+      expect(stopped!.atMs - bargeIn!.atMs).toBeLessThan(200);
+      expect(asked[0]).toBe('what time is it');
+      expect(asked[1]).toMatch(/^(?:cancel|delete|stop) all timers$/);
+    } finally {
+      process.env.HOME = home;
+    }
+  });
+
+  it('listens for a follow-up without the wake word, and gives up after follow_up_s', async () => {
+    const sink = new CollectingSink();
+    const { asked, respond } = replies('Done.');
+    const runs: string[] = [];
+    const answered = waitFor('run-end');
+    const followedUp = waitFor('run-end', 2);
+    const loop = new VoiceLoop({ ...base(sink, respond), followUpS: 2, onEvent: (e) => (answered.check(e), followedUp.check(e)), onRun: (run) => runs.push(`${run.outcome}${run.followUp ? ' follow-up' : ''}`) });
+    await loop.run(
+      scriptedSource([
+        speechSamples('hey jarvis, what time is it in tokyo', { voice: 'en-us+f3', padS: [0.5, 1] }),
+        () => answered.promise.then(() => undefined), // the reply is over: now the follow-up
+        speechSamples('cancel all timers', { padS: [0.3, 1] }),
+        () => followedUp.promise.then(() => undefined),
+        silence(3),
+      ]),
+      new AbortController().signal,
+    );
+    expect(asked[0]).toBe('what time is it in tokyo');
+    expect(asked[1]).toMatch(/^(?:cancel|delete|stop) all timers$/);
+    expect(runs).toEqual(['answered', 'answered follow-up', 'no_speech follow-up']);
+  });
+
+  it('strips the wake word that the kept audio may carry', () => {
+    expect(stripWakeWord('hey jarvis what time is it', 'hey_jarvis')).toBe('what time is it');
+    expect(stripWakeWord('jarvis, what time is it', 'hey_jarvis')).toBe('what time is it');
+    expect(stripWakeWord('what time is it', 'hey_jarvis')).toBe('what time is it');
+    expect(stripWakeWord('alexa play music', 'alexa')).toBe('play music');
+  });
+
+  it('keeps 16 kHz mono frames intact through the pipeline helpers', () => {
+    expect(concatSamples([Int16Array.of(1, 2), Int16Array.of(3)])).toEqual(Int16Array.of(1, 2, 3));
+  });
+});
