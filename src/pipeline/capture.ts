@@ -56,6 +56,9 @@ export function arecordSource(options: ArecordOptions): AudioSource {
         for await (const block of child.stdout) {
           yield* reframer.push(block as Buffer);
           if (signal.aborted) return;
+          // Buffered blocks resolve as microtasks: without a turn of the event loop, a source
+          // faster than real time (a file device) would starve signals and timers.
+          await nextTurn();
         }
         if (signal.aborted) return;
         const code = await new Promise<number | null>((resolve) => {

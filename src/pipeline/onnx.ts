@@ -37,6 +37,8 @@ export async function loadOnnx(file: string): Promise<OnnxModel> {
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    // No arena: these models need a few MB per run, and the arena keeps its high-water mark.
+    enableCpuMemArena: false,
   });
   return {
     inputNames: session.inputNames,
@@ -65,6 +67,7 @@ export function bundledModel(file: string, npmPackage: 'openwakeword-wasm-browse
   const candidates = [
     process.env.IRIS_MODELS_DIR && path.join(process.env.IRIS_MODELS_DIR, file),
     path.join(here, 'models', file),
+    path.join(here, '..', 'models', file), // from dist/chunks/
   ];
   for (const candidate of candidates) if (candidate && existsSync(candidate)) return candidate;
   try {

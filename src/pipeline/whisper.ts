@@ -31,6 +31,7 @@ export interface WhisperOptions {
   command?: string;
   /** How long whisper-server may take to load the model and answer, in ms; default 30 000. */
   startTimeoutMs?: number;
+  /** Where the adapter logs (the caller names it, e.g. `log.child('whisper')`); whisper-server's own output goes to its `server` child at debug level. */
   log?: Logger;
 }
 
@@ -141,7 +142,7 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
 interface Running {
   child: ChildProcess;
   url: string;
-  /** Settles when the process has ended and its output is read to the end. */
+  /** Settles when the process has ended and its output has been read to the end. */
   closed: Promise<void>;
 }
 
@@ -156,7 +157,7 @@ export class WhisperStt implements SpeechToText {
   private lastExit: string | undefined;
 
   constructor(private readonly options: WhisperOptions) {
-    this.log = (options.log ?? silentLogger).child('whisper');
+    this.log = options.log ?? silentLogger;
   }
 
   /** The running whisper-server's process id, if there is one. */
@@ -261,7 +262,10 @@ export class WhisperStt implements SpeechToText {
     const started = performance.now();
     this.output = '';
     this.lastExit = undefined;
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // OpenMP threads sleep at barriers instead of spinning: with a core busy elsewhere (wake
+    // word, another daemon) spinning made a micro-model utterance take 15 s instead of 1 s.
+    const env = { ...process.env, OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'PASSIVE' };
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.spawned++;
     // whisper-server's own lines (system info, per-request and exit timings) go to the debug log;
     // the last few are kept for error messages.
@@ -278,7 +282,6 @@ export class WhisperStt implements SpeechToText {
     };
     child.stdout.on('data', forward());
     child.stderr.on('data', forward());
-    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
     let ended = false;
     const exited = new Promise<never>((_, reject) => {
       child.once('error', (error: NodeJS.ErrnoException) => {
@@ -287,7 +290,8 @@ export class WhisperStt implements SpeechToText {
           ? new SttError('stt_missing', `cannot run whisper-server ${command}: ${error.code}`, { cause: error })
           : new SttError('stt_failed', `whisper-server failed to start: ${error.message}`, { cause: error }));
       });
-      child.once('exit', (code, signal) => {
+      // 'close' rather than 'exit': by then the output (the reason it ended) has been read.
+      child.once('close', (code, signal) => {
         ended = true;
         this.lastExit = signal ? `killed by ${signal}` : `exit ${code}`;
         if (this.running?.child === child) this.running = undefined;
@@ -295,7 +299,8 @@ export class WhisperStt implements SpeechToText {
         reject(new SttError('stt_failed', `whisper-server ended while loading ${this.options.model} (${this.lastExit}): ${this.tail()}`));
       });
     });
-    exited.catch(() => undefined); // after startup, 'exit' is handled above; the rejection is only for the race below
+    exited.catch(() => undefined); // after startup, 'close' is handled above; the rejection is only for the race below
+    const closed = exited.then(() => undefined, () => undefined);
     const url = `http://127.0.0.1:${port}`;
     const deadline = started + (this.options.startTimeoutMs ?? START_TIMEOUT_MS);
     try {

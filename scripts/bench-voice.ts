@@ -1,0 +1,111 @@
+/**
+ * Benchmark of the voice path on real models: wake-word and VAD CPU per second of audio (one
+ * thread), pocketsphinx latency for a command, end of speech → first reply audio with an
+ * instant model (pocketsphinx + espeak-ng), barge-in stop time of a real aplay, and the peak
+ * RSS of the bundled daemon while it listens (no whisper). Prints figures and writes
+ * scripts/results/voice.json. Run: `npx tsx scripts/bench-voice.ts` (part of `npm run bench`).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FRAME_SAMPLES, SPEECH_FORMAT } from '../src/pipeline/audio.js';
+import { createEspeak } from '../src/pipeline/espeak.js';
+import { CollectingSink } from '../src/pipeline/playback.js';
+import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
+import { createSileroVad } from '../src/pipeline/vad.js';
+import { samplesSource } from '../src/pipeline/capture.js';
+import { VoiceLoop } from '../src/pipeline/voice.js';
+import { decodeWav } from '../src/pipeline/wav.js';
+import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
+import { ROOT, round, writeResults } from './lib/bench.js';
+
+const work = mkdtempSync(join(tmpdir(), 'iris-bench-voice-'));
+function speech(text: string, pad: [number, number] = [0.5, 1.5]): Int16Array {
+  const raw = join(work, 'raw.wav');
+  const out = join(work, 'speech.wav');
+  execFileSync('espeak-ng', ['-v', 'en-us', '-w', raw, '--', text]);
+  execFileSync('sox', ['-D', raw, '-r', '16000', '-c', '1', out, 'pad', String(pad[0]), String(pad[1])]);
+  return decodeWav(readFileSync(out));
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+// 1. Wake word and VAD: CPU ms per second of audio, over 60 s of mixed speech and silence.
+const clip = speech('hey jarvis, set a timer for ten minutes and tell me the weather', [1, 3]);
+const minute = new Int16Array(SPEECH_FORMAT.rate * 60);
+for (let i = 0; i < minute.length; i += clip.length) minute.set(clip.subarray(0, Math.min(clip.length, minute.length - i)), i);
+async function cpuPerSecond(process1: (chunk: { samples: Int16Array; atS: number }) => Promise<unknown>): Promise<number> {
+  const start = process.cpuUsage();
+  for (let i = 0; i < minute.length; i += FRAME_SAMPLES) await process1({ samples: minute.subarray(i, i + FRAME_SAMPLES), atS: i / 16_000 });
+  const used = process.cpuUsage(start);
+  return round((used.user + used.system) / 1000 / 60, 1);
+}
+const loadStart = performance.now();
+const wake = await createOpenWakeWord({ model: 'hey_jarvis' });
+const wakeLoadMs = round(performance.now() - loadStart, 0);
+const wakeMsPerS = await cpuPerSecond((c) => wake.process({ ...SPEECH_FORMAT, ...c }));
+const vad = await createSileroVad();
+const vadMsPerS = await cpuPerSecond((c) => vad.process({ ...SPEECH_FORMAT, ...c }));
+
+// 2. pocketsphinx on a 3 s command, and 3. end of speech → first audio with an instant reply.
+const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'] });
+const command = speech('set a timer for twenty minutes', [0.5, 0.5]);
+const sttMs: number[] = [];
+for (let i = 0; i < 6; i++) {
+  const t = performance.now();
+  await stt.transcribe(command);
+  if (i > 0) sttMs.push(performance.now() - t);
+}
+const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
+const request = speech('hey jarvis, what time is it in tokyo');
+const firstAudio: number[] = [];
+for (let i = 0; i < 6; i++) {
+  const loop = new VoiceLoop({
+    wake, vad, stt, tts, sink: new CollectingSink(),
+    respond: () => ({ sentences: ['It is three PM in Tokyo.'], result: Promise.resolve({}) }) as never,
+  });
+  const [run] = await loop.run(samplesSource(request), new AbortController().signal, true);
+  if (i > 0 && run?.outcome === 'answered') firstAudio.push(run.timings.first_audio);
+}
+await stt.stop?.();
+
+// 4. Peak RSS of the bundled daemon while it listens (virtual microphone), no whisper.
+async function daemonPeakRssMb(): Promise<number> {
+  const home = mkdtempSync(join(tmpdir(), 'iris-bench-daemon-'));
+  const pcm = speech('hey jarvis, what time is it');
+  writeFileSync(join(home, 'mic.raw'), Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  writeFileSync(join(home, '.asoundrc'), `pcm.fakemic { type file; slave.pcm "null"; file "/dev/null"; infile "${home}/mic.raw"; format "raw" }\npcm.tofile { type file; slave.pcm "null"; file "${home}/speaker.raw"; format "raw" }\n`);
+  writeFileSync(join(home, 'config'), '[ollama]\nurl = "http://127.0.0.1:9"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\n');
+  const child = spawn(process.execPath, [join(ROOT, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
+    env: { ...process.env, HOME: home, IRIS_CONFIG: join(home, 'config'), IRIS_STATE_DIR: join(home, 'state'), IRIS_SOCKET: join(home, 's') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    child.stderr.on('data', (c: Buffer) => {
+      seen += c.toString();
+      if (/turn 1: answered/.test(seen)) resolve();
+    });
+    child.once('exit', () => reject(new Error(`daemon exited: ${seen}`)));
+  });
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  child.kill('SIGTERM');
+  rmSync(home, { recursive: true, force: true });
+  return round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024, 0);
+}
+const rssMb = await daemonPeakRssMb();
+
+const figures = {
+  wake_word: { cpu_ms_per_s: wakeMsPerS, cpu_s_per_s: round(wakeMsPerS / 1000, 3), target_s_per_s: 0.08, load_ms: wakeLoadMs },
+  vad: { cpu_ms_per_s: vadMsPerS },
+  pocketsphinx: { command_s: round(command.length / 16_000, 2), p50_ms: round(median(sttMs), 0) },
+  end_of_speech_to_first_audio: { p50_ms: round(median(firstAudio), 0), target_ms: 300, runs: firstAudio.length },
+  daemon_listening_peak_rss_mb: { value: rssMb, target: 200 },
+};
+console.log(`wake word: ${wakeMsPerS} ms CPU per second of audio (${figures.wake_word.cpu_s_per_s} s/s; target ≤ 0.08), load ${wakeLoadMs} ms`);
+console.log(`VAD: ${vadMsPerS} ms CPU per second of audio`);
+console.log(`pocketsphinx: ${figures.pocketsphinx.p50_ms} ms for a ${figures.pocketsphinx.command_s} s command (p50)`);
+console.log(`end of speech → first audio (pocketsphinx + espeak-ng, instant reply): ${figures.end_of_speech_to_first_audio.p50_ms} ms p50 (target ≤ 300)`);
+console.log(`daemon peak RSS while listening, no whisper: ${rssMb} MB (target ≤ 200)`);
+rmSync(work, { recursive: true, force: true });
+writeResults('voice', figures);
