@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { concatSamples } from '../src/pipeline/audio.js';
 import { virtualAudio } from './helpers/alsa.js';
 import { iris, startIris, waitForLine } from './helpers/cli.js';
-import { speechSamples } from './helpers/speech.js';
+import { soxStat, speechSamples, speechWav } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 import { closedPort } from './helpers/net.js';
 
@@ -74,5 +74,33 @@ describe('iris daemon: the voice through ALSA', () => {
     } finally {
       daemon.kill('SIGTERM');
     }
+  });
+});
+
+describe('iris listen', () => {
+  it('runs the pipeline over "hey jarvis, what time is it in tokyo" and writes the spoken time', async () => {
+    const dir = tempDir();
+    const out = join(dir, 'reply.wav');
+    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const request = speechWav('hey jarvis, what time is it in tokyo', { voice: 'en-us' });
+    const run = await iris(['listen', '--file', request, '--out', out, '--json'], vars);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({ wake: { detected: true, word: 'hey_jarvis' }, transcript: 'what time is it in tokyo', outcome: 'answered', out, route: 'local' });
+    expect(report.reply).toMatch(/^It's \d{1,2}:\d{2} [AP]M in Tokyo\.$/);
+    expect(report).toHaveProperty('timings_ms.first_audio');
+    const { length, rms: level } = soxStat(out);
+    expect(length).toBeGreaterThan(1);
+    expect(level).toBeGreaterThan(0.02);
+  });
+
+  it('says when no wake word was heard, with exit code 0', async () => {
+    const dir = tempDir();
+    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const run = await iris(['listen', '--file', speechWav('what time is it'), '--json'], vars);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({ wake: { detected: false }, outcome: 'no_wake' });
+    expect(report).not.toHaveProperty('transcript');
   });
 });
