@@ -284,7 +284,7 @@ describe('iris daemon', () => {
     const stopped = new Promise((resolve) => daemon.once('exit', resolve));
     daemon.kill('SIGTERM');
     expect(await stopped).toBe(0);
-  });
+  }, 60_000); // three daemon starts and an MCP server killed repeatedly; slow when the suite runs beside it
 
   it('refuses to start on a broken config with exit 78', async () => {
     const { vars } = env('[nonsense]\n');

@@ -96,6 +96,7 @@ async function audioChecks(config: Config): Promise<Check[]> {
   }
   try {
     const child = run('aplay', ['-q', '-D', output, '-'], { timeout: 5_000 });
+    child.child.stdin?.on('error', () => undefined); // aplay failing to open the device exits before reading
     child.child.stdin?.end(earcon());
     await child;
     checks.push({ ok: true, what: 'speaker', detail: `ALSA device "${output}" plays (you heard a chime)` });
