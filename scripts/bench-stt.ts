@@ -10,7 +10,7 @@
  * subtracts the surplus tokens at the measured per-token cost. Prints figures and writes
  * scripts/results/stt.json. Run: `npx tsx scripts/bench-stt.ts` (builds whisper-server into
  * .cache/whisper first if needed). Other processes skew the figures: the 1-minute load average
- * before and after is recorded with them.
+ * before and after is recorded with them, and CPU time per request, which load barely changes.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -53,6 +53,12 @@ function peakRssMb(pid: number): number {
   return round(Number(kb) / 1024, 0);
 }
 
+/** CPU time a process has used, in ms (/proc/PID/stat utime + stime, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime: fields 14 and 15 of stat(5)
+}
+
 /** whisper.cpp's cumulative timings, printed by whisper-server when it exits. */
 function timings(lines: string[]): { encode_ms_per_run: number; decode_ms_per_token: number; sample_ms_per_token: number; tokens_per_request: number } {
   const find = (what: string) => {
@@ -78,7 +84,10 @@ async function measure(shape: WhisperShape, model: string, audioCtx: number, sam
   await stt.start();
   const loadMs = Math.round(performance.now() - started);
   let text = '';
-  const { p50 } = await timeMs(RUNS, async () => (text = await stt.transcribe(samples)), 1);
+  await stt.transcribe(samples); // warm-up, outside the CPU count too
+  const cpuBefore = cpuMs(stt.pid ?? 0);
+  const { p50 } = await timeMs(RUNS, async () => (text = await stt.transcribe(samples)), 0);
+  const cpuPerRun = Math.round((cpuMs(stt.pid ?? 0) - cpuBefore) / RUNS);
   const rss = peakRssMb(stt.pid ?? 0);
   await stt.stop();
   const t = timings(lines);
@@ -86,6 +95,7 @@ async function measure(shape: WhisperShape, model: string, audioCtx: number, sam
   const figures = {
     load_ms: loadMs,
     p50_ms: Math.round(p50),
+    cpu_ms_per_request: cpuPerRun,
     ...t,
     est_10_tokens_ms: Math.round(p50 - Math.max(0, t.tokens_per_request - REAL_TOKENS) * perToken),
     peak_rss_mb: rss,
@@ -93,7 +103,7 @@ async function measure(shape: WhisperShape, model: string, audioCtx: number, sam
   };
   console.log(`${shape.padEnd(5)} audio_ctx ${String(audioCtx).padStart(4)}: load ${figures.load_ms} ms, p50 ${figures.p50_ms} ms ` +
     `(encode ${t.encode_ms_per_run} ms + ${t.tokens_per_request} tokens × ${round(perToken, 2)} ms), ` +
-    `≈${figures.est_10_tokens_ms} ms for ${REAL_TOKENS} tokens, peak RSS ${rss} MB`);
+    `≈${figures.est_10_tokens_ms} ms for ${REAL_TOKENS} tokens, CPU ${cpuPerRun} ms/request, peak RSS ${rss} MB`);
   return figures;
 }
 

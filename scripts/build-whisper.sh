@@ -8,18 +8,21 @@
 # CPU flags: portable, never -march=native (GGML_NATIVE=OFF). Measured on the 2-core Debian 12
 # dev machine (gcc 12.2, cmake 3.25, -j2):
 #   (a) fixed x86-64-v3 baseline (SSE4.2 AVX AVX2 FMA F16C BMI2), static ggml/whisper libraries:
-#       CHOSEN. 2 m 52 s; one self-contained 3.3 MB executable (needs only libc, libstdc++,
-#       libgcc), nothing to load at run time. Runs on every x86-64 CPU since Haswell (2013) /
+#       CHOSEN. 2 m 52 s – 3 m 01 s (3.3 min of CPU); one 3.3 MB executable that needs only
+#       libc, libstdc++, libgcc and libgomp, nothing to load at run time. Runs on every x86-64 CPU since Haswell (2013) /
 #       Excavator (2015); on an older CPU it dies with SIGILL, which `iris doctor` can check
 #       (grep -w avx2 /proc/cpuinfo).
 #   (b) GGML_BACKEND_DL=ON + GGML_CPU_ALL_VARIANTS=ON: 14 CPU backends (x64 … sapphirerapids)
-#       compiled as shared modules, chosen at run time. BACKEND_DL_TIME on 2 cores, plus
-#       libggml*.so files and an RPATH to ship. Rejected: an order of magnitude more build time
-#       for CPUs older than 2013 or a few percent from AVX-512.
+#       as shared modules, the best one chosen at run time. 17 min of CPU against 3.3 for (a)
+#       (measured 16 min wall with another build running; ≈9–10 min on 2 idle cores), and 23
+#       shared objects (16 MB) to ship with an RPATH. Here it picked the cascadelake (AVX-512)
+#       variant and encoded ~30 % faster than (a) (tiny, audio_ctx 512: ~570 vs ~810 ms).
+#       Rejected for now: 5× the build for AVX-512 machines only; worth it on a bigger builder.
 # OpenMP stays on (GGML_OPENMP=ON, ggml's default), so the binary needs libgomp1 (dh_shlibdeps
 # finds it). Without OpenMP, ggml's own spinning thread pool collapsed whenever anything else
 # wanted a core: a 2 s utterance on the micro model took 3–16 s instead of 0.6 s, while the
-# OpenMP build stayed at 0.5–0.7 s under the same load.
+# OpenMP build stayed at 0.5–0.7 s under the same load (src/pipeline/whisper.ts also runs it
+# with OMP_WAIT_POLICY=PASSIVE, which was faster still).
 # arm64: no x86 flags; the armv8-a baseline (NEON; Raspberry Pi 4 and up). Set
 # IRIS_WHISPER_ARM_ARCH (e.g. armv8.2-a+dotprod+fp16 for a Pi 5) for a newer baseline.
 #
