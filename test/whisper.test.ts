@@ -153,7 +153,7 @@ describe('whisper-server adapter (random-weight micro model)', () => {
 });
 
 describe('whisper helpers', () => {
-  it('finds whisper-server installed, then in $IRIS_WHISPER_SERVER, then on PATH', () => {
+  it('finds whisper-server in $IRIS_WHISPER_SERVER (an override), then installed, then on PATH', () => {
     const dir = tempDir();
     const onPath = join(dir, 'path');
     mkdirSync(onPath);
@@ -163,7 +163,8 @@ describe('whisper helpers', () => {
     expect(findWhisperServer({}, '/nonexistent/whisper-server')).toBeUndefined();
     expect(findWhisperServer(env, '/nonexistent/whisper-server')).toBe(join(onPath, 'whisper-server'));
     expect(findWhisperServer({ ...env, IRIS_WHISPER_SERVER: SERVER }, '/nonexistent/whisper-server')).toBe(SERVER);
-    expect(findWhisperServer({ ...env, IRIS_WHISPER_SERVER: SERVER }, join(onPath, 'whisper-server'))).toBe(join(onPath, 'whisper-server'));
+    expect(findWhisperServer({ ...env, IRIS_WHISPER_SERVER: SERVER }, join(onPath, 'whisper-server'))).toBe(SERVER);
+    expect(findWhisperServer(env, join(onPath, 'whisper-server'))).toBe(join(onPath, 'whisper-server'));
   });
 
   it('removes non-speech tags and lower-cases', () => {

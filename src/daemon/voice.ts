@@ -18,7 +18,7 @@ import type { TextToSpeech } from '../pipeline/tts.js';
 import { createSileroVad, type VoiceActivity } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceLoopOptions } from '../pipeline/voice.js';
 import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
-import { createWhisper, findWhisperServer } from '../pipeline/whisper.js';
+import { checkModel, createWhisper, findWhisperServer } from '../pipeline/whisper.js';
 import { Announcer } from './announcer.js';
 import type { Announcement } from '../toolhost/api.js';
 
@@ -42,6 +42,11 @@ export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; rea
   const model = config.stt.model;
   if (!existsSync(model) || statSync(model).size === 0) {
     return fallback(`pocketsphinx with a command grammar: no whisper model at ${model} (get one: iris models fetch base.en)`);
+  }
+  try {
+    checkModel(model); // a truncated or foreign file falls back instead of failing at start
+  } catch (error) {
+    return fallback(`pocketsphinx with a command grammar: ${messageOf(error)}`);
   }
   const server = findWhisperServer();
   if (!server) return fallback('pocketsphinx with a command grammar: whisper-server is not installed');

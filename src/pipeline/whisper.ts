@@ -59,11 +59,11 @@ const GGML_MAGIC = 0x67676d6c;
 const MIN_MODEL_BYTES = 1 << 20;
 
 /**
- * The whisper-server to run: the installed one, else `$IRIS_WHISPER_SERVER`, else the first
+ * The whisper-server to run: `$IRIS_WHISPER_SERVER` (an override), else the installed one, else the first
  * executable `whisper-server` on PATH; undefined when there is none.
  */
 export function findWhisperServer(env: NodeJS.ProcessEnv = process.env, installed = INSTALLED_WHISPER_SERVER): string | undefined {
-  const candidates = [installed, env.IRIS_WHISPER_SERVER, ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'whisper-server'))];
+  const candidates = [env.IRIS_WHISPER_SERVER, installed, ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'whisper-server'))];
   return candidates.find((file) => file !== undefined && file !== '' && isExecutable(file));
 }
 
