@@ -4,7 +4,7 @@
  * carry markup). 13–26 ms to first audio on these machines (DESIGN.md). The `say` npm package
  * is not used: it pastes text into festival's Scheme unescaped.
  */
-import { spawn } from 'node:child_process';
+import { runChild } from './child.js';
 import { IrisError } from '../errors.js';
 import type { TextToSpeech } from './tts.js';
 import { patchStreamedHeader } from './wav.js';
@@ -27,31 +27,17 @@ export class SpeechError extends IrisError {
 
 export function createEspeak(options: EspeakOptions): TextToSpeech {
   return {
-    synthesize(text, signal) {
-      return new Promise((resolve, reject) => {
-        const args = ['-v', options.voice, '-s', String(Math.round(options.rateWpm)), '--stdout'];
-        const child = spawn(options.command ?? 'espeak-ng', args, { stdio: ['pipe', 'pipe', 'pipe'], ...(signal ? { signal } : {}) });
-        const chunks: Buffer[] = [];
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        child.on('error', (error: NodeJS.ErrnoException) => {
-          if (signal?.aborted) return reject(signal.reason as Error);
-          reject(error.code === 'ENOENT'
-            ? new SpeechError('tts_missing', 'espeak-ng is not installed (apt install espeak-ng)', { cause: error })
-            : error);
-        });
-        child.on('close', (code) => {
-          if (signal?.aborted) return reject(signal.reason as Error);
-          const wav = Buffer.concat(chunks);
-          if (code !== 0 || wav.length < 44) {
-            return reject(new SpeechError('tts_failed', `espeak-ng failed (exit ${code}): ${stderr.trim() || 'no audio'}`));
-          }
-          resolve(patchStreamedHeader(wav)); // --stdout leaves placeholder sizes
-        });
-        child.stdin.on('error', () => undefined); // espeak-ng exiting early must not crash us
-        child.stdin.end(text.slice(0, MAX_TEXT_CHARS));
+    async synthesize(text, signal) {
+      const args = ['-v', options.voice, '-s', String(Math.round(options.rateWpm)), '--stdout'];
+      const { code, stdout: wav, stderr } = await runChild(options.command ?? 'espeak-ng', args, {
+        input: text.slice(0, MAX_TEXT_CHARS),
+        signal,
+        missing: (cause) => new SpeechError('tts_missing', 'espeak-ng is not installed (apt install espeak-ng)', { cause }),
       });
+      if (code !== 0 || wav.length < 44) {
+        throw new SpeechError('tts_failed', `espeak-ng failed (exit ${code}): ${stderr.trim() || 'no audio'}`);
+      }
+      return patchStreamedHeader(wav); // --stdout leaves placeholder sizes
     },
   };
 }

@@ -4,11 +4,11 @@
  * (grammar.ts): 0.28 s for a 2.4 s command, 37 MB. Spawned with an argument vector; the audio
  * goes through a private temporary WAV file, since the CLI reads only files.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { runChild } from './child.js';
 import { commandGrammar } from './grammar.js';
 import { SttError, type SpeechToText } from './stt.js';
 import { encodeWav } from './wav.js';
@@ -60,8 +60,12 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       const wav = path.join(work, `utterance-${utterance++}.wav`);
       await writeFile(wav, encodeWav(samples));
       try {
-        const out = await run(options.command ?? 'pocketsphinx_continuous', ['-infile', wav, '-jsgf', grammar, '-logfn', '/dev/null'], signal);
-        return out.split('\n').map((line) => line.trim()).filter(Boolean).join(' ').toLowerCase();
+        const { code, stdout, stderr } = await runChild(options.command ?? 'pocketsphinx_continuous', ['-infile', wav, '-jsgf', grammar, '-logfn', '/dev/null'], {
+          signal,
+          missing: (cause) => new SttError('stt_missing', 'pocketsphinx is not installed (apt install pocketsphinx pocketsphinx-en-us)', { cause }),
+        });
+        if (code !== 0) throw new SttError('stt_failed', `pocketsphinx failed (exit ${code}): ${stderr.trim().split('\n').pop() ?? ''}`);
+        return stdout.toString().split('\n').map((line) => line.trim()).filter(Boolean).join(' ').toLowerCase();
       } finally {
         await rm(wav, { force: true });
       }
@@ -71,25 +75,4 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       dir = grammarFile = undefined;
     },
   };
-}
-
-function run(command: string, args: string[], signal?: AbortSignal): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(signal ? { signal } : {}) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      if (signal?.aborted) return reject(signal.reason as Error);
-      reject(error.code === 'ENOENT'
-        ? new SttError('stt_missing', 'pocketsphinx is not installed (apt install pocketsphinx pocketsphinx-en-us)', { cause: error })
-        : error);
-    });
-    child.on('close', (code) => {
-      if (signal?.aborted) return reject(signal.reason as Error);
-      if (code !== 0) return reject(new SttError('stt_failed', `pocketsphinx failed (exit ${code}): ${stderr.trim().split('\n').pop() ?? ''}`));
-      resolve(stdout);
-    });
-  });
 }
