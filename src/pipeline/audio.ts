@@ -47,3 +47,32 @@ export function concatSamples(parts: readonly Int16Array[]): Int16Array {
   }
   return out;
 }
+
+/**
+ * Cuts chunks of any size into fixed frames (a model's input size), carrying the remainder to
+ * the next chunk, so audio in the middle of a big block is scored like any other.
+ */
+export class FrameSplitter {
+  #pending: Int16Array = new Int16Array(0);
+  #pendingAtS = 0;
+
+  constructor(readonly size: number) {}
+
+  /** The whole frames `chunk` completes, each with where it starts in the stream (seconds). */
+  split(chunk: AudioChunk): { samples: Int16Array; atS: number }[] {
+    const samples = concatSamples([this.#pending, chunk.samples]);
+    const startS = this.#pending.length ? this.#pendingAtS : chunk.atS;
+    const frames: { samples: Int16Array; atS: number }[] = [];
+    let offset = 0;
+    for (; offset + this.size <= samples.length; offset += this.size) {
+      frames.push({ samples: samples.subarray(offset, offset + this.size), atS: startS + offset / chunk.rate });
+    }
+    this.#pending = samples.slice(offset);
+    this.#pendingAtS = startS + offset / chunk.rate;
+    return frames;
+  }
+
+  reset(): void {
+    this.#pending = new Int16Array(0);
+  }
+}

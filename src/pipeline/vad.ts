@@ -5,7 +5,7 @@
  * become speech/non-speech with hysteresis (on at ≥ 0.5, off below 0.35), so a word's soft tail
  * does not flicker; the Endpointer then decides where the command ends.
  */
-import type { AudioChunk } from './audio.js';
+import { FrameSplitter, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, type OnnxModel } from './onnx.js';
 
 export interface VadFrame {
@@ -34,7 +34,7 @@ export async function createSileroVad(): Promise<VoiceActivity> {
 class SileroVad implements VoiceActivity {
   #state: Float32Array = new Float32Array(STATE_SIZE);
   #context = new Float32Array(CONTEXT);
-  #pending: Int16Array = new Int16Array(0);
+  readonly #frames = new FrameSplitter(FRAME);
   #speaking = false;
 
   constructor(readonly model: OnnxModel) {}
@@ -42,22 +42,17 @@ class SileroVad implements VoiceActivity {
   reset(): void {
     this.#state = new Float32Array(STATE_SIZE);
     this.#context = new Float32Array(CONTEXT);
-    this.#pending = new Int16Array(0);
+    this.#frames.reset();
     this.#speaking = false;
   }
 
   async process(chunk: AudioChunk): Promise<VadFrame[]> {
-    const samples = new Int16Array(this.#pending.length + chunk.samples.length);
-    samples.set(this.#pending);
-    samples.set(chunk.samples, this.#pending.length);
     const frames: VadFrame[] = [];
-    let offset = 0;
-    for (; offset + FRAME <= samples.length; offset += FRAME) {
-      const probability = await this.#score(samples.subarray(offset, offset + FRAME));
+    for (const frame of this.#frames.split(chunk)) {
+      const probability = await this.#score(frame.samples);
       this.#speaking = probability >= SPEECH_ON || (this.#speaking && probability >= SPEECH_OFF);
       frames.push({ seconds: FRAME / chunk.rate, isSpeech: this.#speaking, probability });
     }
-    this.#pending = samples.slice(offset);
     return frames;
   }
 

@@ -5,7 +5,7 @@
  * instead of the int16 scale; notes/speech.md §3). 50 ms per second of audio on one core.
  */
 import path from 'node:path';
-import { FRAME_SAMPLES, type AudioChunk } from './audio.js';
+import { FRAME_SAMPLES, FrameSplitter, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, ModelError, type OnnxModel } from './onnx.js';
 
 export interface Detection {
@@ -142,9 +142,8 @@ class Features {
 }
 
 class OpenWakeWord implements WakeWordDetector {
-  #pending: Int16Array = new Int16Array(0);
-  #pendingAtS = 0;
-  #frames = 0;
+  readonly #frames = new FrameSplitter(FRAME_SAMPLES);
+  #scored = 0;
 
   constructor(
     readonly word: string,
@@ -155,8 +154,8 @@ class OpenWakeWord implements WakeWordDetector {
 
   reset(): void {
     this.features.reset();
-    this.#pending = new Int16Array(0);
-    this.#frames = 0;
+    this.#frames.reset();
+    this.#scored = 0;
   }
 
   /**
@@ -164,27 +163,20 @@ class OpenWakeWord implements WakeWordDetector {
    * middle of a block is not missed; a remainder waits for the next chunk.
    */
   async process(chunk: AudioChunk): Promise<Detection | undefined> {
-    const samples = new Int16Array(this.#pending.length + chunk.samples.length);
-    samples.set(this.#pending);
-    samples.set(chunk.samples, this.#pending.length);
-    const startS = this.#pending.length ? this.#pendingAtS : chunk.atS;
     let detection: Detection | undefined;
-    let offset = 0;
-    for (; offset + FRAME_SAMPLES <= samples.length; offset += FRAME_SAMPLES) {
-      const score = await this.#score(samples.subarray(offset, offset + FRAME_SAMPLES));
+    for (const frame of this.#frames.split(chunk)) {
+      const score = await this.#score(frame.samples);
       if (!detection && score >= this.threshold) {
-        detection = { word: this.word, score, atS: startS + (offset + FRAME_SAMPLES) / chunk.rate };
+        detection = { word: this.word, score, atS: frame.atS + FRAME_SAMPLES / chunk.rate };
       }
     }
-    this.#pending = samples.slice(offset);
-    this.#pendingAtS = startS + offset / chunk.rate;
     return detection;
   }
 
   async #score(frame: Int16Array): Promise<number> {
     const window = await this.features.push(frame);
-    this.#frames += 1;
+    this.#scored += 1;
     const out = await this.keyword.run({ [this.keyword.inputNames[0]!]: { type: 'float32', data: window, dims: [1, KEYWORD_WINDOW, EMBED_SIZE] } });
-    return this.#frames <= WARMUP_FRAMES ? 0 : out[this.keyword.outputNames[0]!]![0]!;
+    return this.#scored <= WARMUP_FRAMES ? 0 : out[this.keyword.outputNames[0]!]![0]!;
   }
 }
