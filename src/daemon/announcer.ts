@@ -22,6 +22,8 @@ export interface AnnouncerOptions {
 
 interface Entry {
   announcement: Announcement;
+  /** How many times to say it in all. */
+  times: number;
   left: number;
   dueAt: number;
   /** Said (or being said) at least once: the wake word now acknowledges it. */
@@ -50,8 +52,8 @@ export class Announcer {
   announce(announcement: Announcement): void {
     const { audio } = this.#o.config();
     this.#o.log.info(`${announcement.kind} #${announcement.id}: ${announcement.text}`);
-    const repeats = announcement.kind === 'missed' ? 1 : audio.announce_repeats;
-    this.#queue.push({ announcement, left: repeats, dueAt: Date.now(), said: false });
+    const times = announcement.kind === 'missed' ? 1 : audio.announce_repeats;
+    this.#queue.push({ announcement, times, left: times, dueAt: Date.now(), said: false });
     this.#schedule(0);
   }
 
@@ -96,8 +98,7 @@ export class Announcer {
     }
     if (controller.signal.aborted) return this.#schedule(0); // acknowledged: already dropped
     next.left -= 1;
-    const total = next.announcement.kind === 'missed' ? 1 : this.#o.config().audio.announce_repeats;
-    this.#o.log.info(`said ${next.announcement.kind} #${next.announcement.id} (${total - next.left} of ${total})`);
+    this.#o.log.info(`said ${next.announcement.kind} #${next.announcement.id} (${next.times - next.left} of ${next.times})`);
     next.dueAt = Date.now() + this.#o.config().audio.announce_every_s * 1000;
     if (next.left <= 0) this.#queue = this.#queue.filter((e) => e !== next);
     this.#schedule(0);

@@ -5,6 +5,7 @@
  * backoff while text, timers and tools keep working.
  */
 import { existsSync, statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -185,21 +186,9 @@ export class VoiceService<R> {
         if (Date.now() - started > MAX_RETRY_MS) retryMs = this.#o.retryMs ?? 2_000; // it worked for a while
         this.#status = { state: 'no_microphone', detail: messageOf(error) };
         this.#log.warn(`no microphone: ${messageOf(error)}; retrying in ${Math.round(retryMs / 1000)} s`);
-        await sleep(retryMs, signal);
+        await sleep(retryMs, undefined, { signal }).catch(() => undefined); // stopping ends the wait
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
