@@ -69,6 +69,7 @@ describe('iris daemon: the voice through ALSA', () => {
       expect(line).toMatch(/microphone "hw:9,9" stopped/);
       const status = await iris(['status', '--json'], vars);
       expect(JSON.parse(status.stdout)).toMatchObject({ voice: { state: 'no_microphone' } });
+      expect((await iris(['status'], vars)).stdout).toMatch(/^voice: no microphone \(microphone "hw:9,9" stopped/m);
       const ask = await iris(['ask', 'what is 2 plus 2'], vars);
       expect(ask).toMatchObject({ code: 0, stdout: "That's 4.\n" });
     } finally {

@@ -25,6 +25,7 @@ import { ControlUnavailable, request, socketPath, type ControlRequest } from '..
 import type { TurnResult } from '../conversation/engine.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import { doctor } from './doctor.js';
+import type { VoiceStatus } from '../daemon/voice.js';
 import { describe, listen, type ListenReport } from './listen.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
@@ -83,7 +84,7 @@ interface DaemonStatus {
   ollama: { url: string; model: string };
   timers: number;
   mcp: ServerStatus[];
-  voice: string;
+  voice: VoiceStatus;
 }
 
 /** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
@@ -289,7 +290,7 @@ export function buildProgram(): Command {
       print(`model: ${status.ollama.model} at ${status.ollama.url}`);
       print(`timers and reminders: ${status.timers}`);
       for (const s of status.mcp) print(`MCP ${s.name}: ${s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools${s.reason ? ` (${s.reason})` : ''}`);
-      print(`voice: ${status.voice}`);
+      print(`voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`);
     });
 
   const configCommand = program.command('config').description('the config file');
