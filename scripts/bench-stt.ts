@@ -22,6 +22,7 @@ import { decodeWav } from '../src/pipeline/wav.js';
 import { WhisperStt } from '../src/pipeline/whisper.js';
 import { writeWhisperModel, type WhisperShape } from './make-whisper-model.js';
 import { ROOT, round, timeMs, writeResults } from './lib/bench.js';
+import { speakToWav } from './lib/speech.js';
 
 const THREADS = 2;
 const RUNS = 5;
@@ -38,8 +39,7 @@ const dir = mkdtempSync(join(tmpdir(), 'iris-bench-stt-'));
 function spokenCommand(): Int16Array {
   const raw = join(dir, 'f.wav');
   const wav = join(dir, 'g.wav');
-  execFileSync('espeak-ng', ['-v', 'en-us', '-w', raw, 'set a timer for ten minutes please']);
-  execFileSync('sox', ['-D', raw, '-r', '16000', '-c', '1', '-b', '16', wav]);
+  speakToWav('set a timer for ten minutes please', wav, raw, { padS: [0, 0] });
   const speech = decodeWav(readFileSync(wav));
   const out = new Int16Array(COMMAND_S * SPEECH_FORMAT.rate);
   out.set(speech.subarray(0, out.length));

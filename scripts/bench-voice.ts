@@ -5,7 +5,7 @@
  * RSS of the bundled daemon while it listens (no whisper). Prints figures and writes
  * scripts/results/voice.json. Run: `npx tsx scripts/bench-voice.ts` (part of `npm run bench`).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,13 +19,12 @@ import { VoiceLoop } from '../src/pipeline/voice.js';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
 import { ROOT, round, writeResults } from './lib/bench.js';
+import { speakToWav } from './lib/speech.js';
 
 const work = mkdtempSync(join(tmpdir(), 'iris-bench-voice-'));
 function speech(text: string, pad: [number, number] = [0.5, 1.5]): Int16Array {
-  const raw = join(work, 'raw.wav');
   const out = join(work, 'speech.wav');
-  execFileSync('espeak-ng', ['-v', 'en-us', '-w', raw, '--', text]);
-  execFileSync('sox', ['-D', raw, '-r', '16000', '-c', '1', out, 'pad', String(pad[0]), String(pad[1])]);
+  speakToWav(text, out, join(work, 'raw.wav'), { padS: pad });
   return decodeWav(readFileSync(out));
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;

@@ -8,16 +8,11 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav } from '../../src/pipeline/wav.js';
+import { speakToWav, type SpeechOptions } from '../../scripts/lib/speech.js';
+
+export type { SpeechOptions };
 
 const DIR = join(tmpdir(), `iris-speech-${process.pid}`);
-
-export interface SpeechOptions {
-  voice?: string;
-  /** Words per minute; espeak-ng's default is 175. */
-  wpm?: number;
-  /** Silence before and after (seconds). */
-  padS?: [number, number];
-}
 
 /** A 16 kHz mono WAV of `text` (cached per process); returns its path. */
 export function speechWav(text: string, options: SpeechOptions = {}): string {
@@ -26,9 +21,7 @@ export function speechWav(text: string, options: SpeechOptions = {}): string {
   const name = `${voice}-${wpm}-${padS.join('-')}-${text.replace(/[^a-z0-9]+/gi, '_')}`.slice(0, 200);
   const out = join(DIR, `${name}.wav`);
   if (!existsSync(out)) {
-    const raw = join(DIR, `${name}.raw.wav`);
-    execFileSync('espeak-ng', ['-v', voice, '-s', String(wpm), '-w', raw, '--', text]);
-    execFileSync('sox', ['-D', raw, '-r', '16000', '-c', '1', '-b', '16', out, 'pad', String(padS[0]), String(padS[1])]);
+    speakToWav(text, out, join(DIR, `${name}.raw.wav`), { voice, wpm, padS });
   }
   return out;
 }
