@@ -24,14 +24,23 @@ export interface PocketsphinxOptions {
 
 export const DEFAULT_DICTIONARY = '/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict';
 
-/** The words a pocketsphinx dictionary can pronounce ("word" and "word(2)" entries). */
-export function dictionaryWords(file: string): Set<string> {
+/** The words a pocketsphinx dictionary can pronounce ("word" and "word(2)" entries): all of
+ * them, or only those `among` a few candidates. The daemon asks for candidates: the whole
+ * 126k-word dictionary as a Set adds 32 MB to the daemon's peak RSS. */
+export function dictionaryWords(file: string, among?: ReadonlySet<string>): Set<string> {
   const words = new Set<string>();
-  for (const line of readFileSync(file, 'latin1').split('\n')) {
-    const word = line.slice(0, line.indexOf(' ')).replace(/\(\d+\)$/, '');
-    if (word) words.add(word);
+  for (const [, word] of readFileSync(file, 'latin1').matchAll(/^(\S+?)(?:\(\d+\))? /gm)) {
+    if (word && (!among || among.has(word))) words.add(word);
   }
   return words;
+}
+
+/** The grammar with only the words `dictionary` can pronounce (pocketsphinx refuses others). */
+function pronounceableGrammar(wakePhrases: readonly string[], dictionary: string): string {
+  const candidates = new Set<string>();
+  commandGrammar({ wakePhrases, knows: (word) => candidates.add(word).has(word) });
+  const words = dictionaryWords(dictionary, candidates);
+  return commandGrammar({ wakePhrases, knows: (word) => words.has(word) });
 }
 
 export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
@@ -43,10 +52,10 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     if (!existsSync(dictionary)) {
       throw new SttError('stt_missing', `pocketsphinx's English model is missing (${dictionary}): apt install pocketsphinx pocketsphinx-en-us`);
     }
-    const words = dictionaryWords(dictionary);
+    const grammar = pronounceableGrammar(options.wakePhrases, dictionary);
     dir = await mkdtemp(path.join(os.tmpdir(), 'iris-stt-'));
     grammarFile = path.join(dir, 'iris.gram');
-    await writeFile(grammarFile, commandGrammar({ wakePhrases: options.wakePhrases, knows: (w) => words.has(w) }));
+    await writeFile(grammarFile, grammar);
     return { dir, grammar: grammarFile };
   };
   let utterance = 0;
