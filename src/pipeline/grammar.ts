@@ -64,3 +64,9 @@ export function commandGrammar(options: GrammarOptions): string {
   for (const [name, body] of Object.entries(rules)) lines.push(`<${name}> = ${body};`);
   return `${lines.join('\n')}\n`;
 }
+
+/** The words a JSGF grammar uses: its rule bodies without rule names and operators. */
+export function grammarWords(grammar: string): Set<string> {
+  const bodies = grammar.split('\n').slice(2).map((line) => line.slice(line.indexOf('=') + 1));
+  return new Set(bodies.join(' ').replace(/<[a-z]+>|[;|()[\]]/g, ' ').split(/\s+/).filter(Boolean));
+}
