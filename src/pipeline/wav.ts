@@ -10,9 +10,10 @@ export class WavError extends IrisError {
   override name = 'WavError' as const;
 }
 
-/** espeak-ng --stdout writes 0x7ffff000 as the RIFF and data sizes; fix them from the length. */
+/** espeak-ng --stdout cannot seek back, so it writes placeholder sizes (data 0x7ffff000, RIFF
+ * 0x7ffff024) past the end of the file; fix them from the length. */
 export function patchStreamedHeader(wav: Buffer): Buffer {
-  if (wav.length < 44 || wav.readUInt32LE(4) !== 0x7ffff000) return wav;
+  if (wav.length < 44 || wav.readUInt32LE(4) <= wav.length - 8) return wav;
   const fixed = Buffer.from(wav);
   fixed.writeUInt32LE(fixed.length - 8, 4);
   if (fixed.toString('ascii', 36, 40) === 'data') fixed.writeUInt32LE(fixed.length - 44, 40);
