@@ -3,6 +3,7 @@
  * file): a spoken question is answered aloud, due timers are announced aloud, and a missing
  * microphone is reported and retried while text requests keep working.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,6 +41,25 @@ describe('iris daemon: the voice through ALSA', () => {
       expect(existsSync(audio.speaker)).toBe(true);
       expect(statSync(audio.speaker).size).toBeGreaterThan(20_000); // "It's 3:04 PM." at 22 kHz
       expect(rms(audio.speaker)).toBeGreaterThan(0.02);
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+  });
+
+  it('reports a microphone that vanishes mid-stream, and hears again once it is back', async () => {
+    const mic = concatSamples([speechSamples('hey jarvis, what time is it', { padS: [0.5, 1.5] })]);
+    const { vars } = await daemonEnv('[assistant]\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\nearcon = false\n', mic);
+    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
+    try {
+      await waitForLine(daemon, /turn 1: answered/);
+      // Unplugged: arecord dies with the device. The file device replays from the start when reopened.
+      const arecord = execFileSync('pgrep', ['-P', String(daemon.pid), '-x', 'arecord'], { encoding: 'utf8' }).trim();
+      process.kill(Number(arecord), 'SIGKILL');
+      expect(await waitForLine(daemon, /no microphone: .*retrying in 2 s/)).toMatch(/microphone "fakemic"/);
+      const status = JSON.parse((await iris(['status', '--json'], vars)).stdout) as { voice: { state: string } };
+      expect(['no_microphone', 'listening']).toContain(status.voice.state);
+      expect(await waitForLine(daemon, /turn 2: answered/)).toMatch(/"what time is it"/);
+      expect(JSON.parse((await iris(['status', '--json'], vars)).stdout)).toMatchObject({ voice: { state: 'listening' } });
     } finally {
       daemon.kill('SIGTERM');
     }

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import type { VoiceEvent } from '../src/pipeline/events.js';
-import { aplaySink, CollectingSink } from '../src/pipeline/playback.js';
+import { aplaySink, CollectingSink, earcon } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { createSileroVad, type VoiceActivity } from '../src/pipeline/vad.js';
 import { stripWakeWord, VoiceLoop, type ReplyStream, type VoiceLoopOptions } from '../src/pipeline/voice.js';
@@ -139,13 +139,15 @@ describe('the voice loop', () => {
     }
   });
 
-  it('listens for a follow-up without the wake word, and gives up after follow_up_s', async () => {
-    const sink = new CollectingSink();
+  it('listens for a follow-up without the wake word, and gives up after follow_up_s; the earcon marks each listening', async () => {
+    const played: Buffer[] = [];
+    const sink: AudioSink = { play: (wav) => (played.push(wav), Promise.resolve()) };
+    const chime = earcon();
     const { asked, respond } = replies('Done.');
     const runs: string[] = [];
     const answered = waitFor('run-end');
     const followedUp = waitFor('run-end', 2);
-    const loop = new VoiceLoop({ ...base(sink, respond), followUpS: 2, onEvent: (e) => (answered.check(e), followedUp.check(e)), onRun: (run) => runs.push(`${run.outcome}${run.followUp ? ' follow-up' : ''}`) });
+    const loop = new VoiceLoop({ ...base(sink, respond), earcon: chime, followUpS: 2, onEvent: (e) => (answered.check(e), followedUp.check(e)), onRun: (run) => runs.push(`${run.outcome}${run.followUp ? ' follow-up' : ''}`) });
     await loop.run(
       scriptedSource([
         speechSamples('hey jarvis, what time is it in tokyo', { voice: 'en-us+f3', padS: [0.5, 1] }),
@@ -159,6 +161,8 @@ describe('the voice loop', () => {
     expect(asked[0]).toBe('what time is it in tokyo');
     expect(asked[1]).toMatch(/^(?:cancel|delete|stop) all timers$/);
     expect(runs).toEqual(['answered', 'answered follow-up', 'no_speech follow-up']);
+    // chime (wake word), "Done.", chime (follow-up), "Done.", chime (the last follow-up).
+    expect(played.map((wav) => (wav === chime ? 'chime' : 'reply'))).toEqual(['chime', 'reply', 'chime', 'reply', 'chime']);
   });
 
   it('strips the wake word that the kept audio may carry', () => {

@@ -48,6 +48,9 @@ export function arecordSource(options: ArecordOptions): AudioSource {
       const child = spawn(options.command ?? 'arecord', args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      // Listened for from the start: a microphone that vanishes ends the stream after arecord
+      // has already closed, and 'close' does not fire twice.
+      const closed = new Promise<string>((resolve) => child.once('close', (code, killedBy) => resolve(killedBy ? `arecord was killed (${killedBy})` : `arecord exited with ${code}`)));
       const spawnError = new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
       const onAbort = () => void stopChild(child);
       signal.addEventListener('abort', onAbort, { once: true });
@@ -61,13 +64,9 @@ export function arecordSource(options: ArecordOptions): AudioSource {
           await nextTurn();
         }
         if (signal.aborted) return;
-        const code = await new Promise<number | null>((resolve) => {
-          if (child.exitCode !== null) resolve(child.exitCode);
-          else child.once('close', resolve);
-        });
-        const error = await Promise.race([spawnError, Promise.resolve(undefined)]);
-        if (error?.code === 'ENOENT') throw new AudioError('audio_missing', 'arecord is not installed (apt install alsa-utils)', { cause: error });
-        throw new AudioError('audio_input', `microphone "${options.device}" stopped: ${stderr.trim().split('\n').pop() || `arecord exited with ${code}`}`);
+        const ending = await Promise.race([closed, spawnError]);
+        if (typeof ending !== 'string' && ending.code === 'ENOENT') throw new AudioError('audio_missing', 'arecord is not installed (apt install alsa-utils)', { cause: ending });
+        throw new AudioError('audio_input', `microphone "${options.device}" stopped: ${stderr.trim().split('\n').pop() || (typeof ending === 'string' ? ending : ending.message)}`);
       } finally {
         signal.removeEventListener('abort', onAbort);
         await stopChild(child);
