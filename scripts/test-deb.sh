@@ -2,7 +2,8 @@
 # Build the .deb (lintian clean at warning level), check the unit with systemd-analyze, run
 # piuparts, then install it into a Debian 12 root (debootstrap, cached in .cache/), boot a real
 # systemd there with systemd-nspawn, and check what a person would: the service active and
-# sandboxed, `iris status`/`ask`/`say` on Debian's Node 18, a config edit applied by
+# sandboxed, `iris status`/`ask`/`say` on Debian's Node 18, the voice (models loaded, no
+# microphone reported) and `iris listen` on a spoken request, a config edit applied by
 # `systemctl reload` (and a broken one refused), an upgrade keeping the edit and the timers,
 # remove keeping config and state, purge removing them. Ends with "deb: N passed, N failed".
 # Needs root and Debian's apt.
@@ -75,6 +76,15 @@ check "sandboxed: no capabilities, no new privileges, seccomp" in_root "grep -q 
 check "iris status answers through the socket" in_root "iris status | grep -q 'IRIS is running'"
 check "iris ask answers through the daemon" in_root "iris ask 'what is 17% of 2,340' | grep -qx \"That's 397.8.\""
 check "iris say writes speech" in_root "iris say 'Hello from Debian.' --out /tmp/hello.wav && [ \$(stat -c %s /tmp/hello.wav) -gt 20000 ]"
+check "voice: models load in the sandbox, no microphone is reported and retried" in_root "
+  for _ in \$(seq 100); do iris status --json | grep -q '\"state\": \"no_microphone\"' && break; sleep 0.1; done
+  iris status --json | grep -q '\"state\": \"no_microphone\"' && systemctl is-active iris &&
+  journalctl -u iris --no-pager | grep -q 'speech to text: pocketsphinx' && journalctl -u iris --no-pager | grep -q 'no microphone: .*retrying'"
+check "iris listen: a spoken request answered aloud, the daemon's state untouched" in_root "
+  set -e; iris say 'hey jarvis, what time is it in Tokyo' --out /tmp/request.wav
+  iris listen --file /tmp/request.wav --out /tmp/reply.wav --json > /tmp/listen.json
+  grep -q '\"transcript\": \"what time is it in tokyo\"' /tmp/listen.json && grep -Eq '\"reply\": \"It.s [0-9:]+ [AP]M in Tokyo' /tmp/listen.json
+  [ \$(stat -c %s /tmp/reply.wav) -gt 20000 ] && [ -z \"\$(find /var/lib/iris ! -user iris)\" ]"
 check "config edit + systemctl reload applies it" in_root "sed -i 's/^#calculator = true/calculator = false/' /etc/iris/config && systemctl reload iris && iris tools call calculator '{\"expression\":\"1+1\"}' | grep -q 'switched off'"
 check "a broken config fails the reload and is not applied" in_root "cp /etc/iris/config /tmp/good; echo 'oops = [' >> /etc/iris/config; ! systemctl reload iris && systemctl is-active iris && iris ask 'what time is it' | grep -q '^It' ; cp /tmp/good /etc/iris/config"
 check "upgrade keeps the edited config and state" in_root "
