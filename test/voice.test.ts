@@ -7,12 +7,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import type { VoiceEvent } from '../src/pipeline/events.js';
+import type { TurnResult } from '../src/conversation/engine.js';
 import { aplaySink, CollectingSink, earcon } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { createSileroVad, type VoiceActivity } from '../src/pipeline/vad.js';
 import { stripWakeWord, VoiceLoop, type ReplyStream, type VoiceLoopOptions } from '../src/pipeline/voice.js';
 import { createOpenWakeWord, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { virtualAudio } from './helpers/alsa.js';
+import { withDouble } from './helpers/conversation.js';
 import { speechSamples } from './helpers/speech.js';
 
 const silence = (seconds: number) => new Int16Array(Math.round(seconds * 16_000));
@@ -108,7 +110,9 @@ describe('the voice loop', () => {
     }
   });
 
-  it('barge-in: the wake word during a reply kills playback within 200 ms and starts a new command', async () => {
+  /** `first` is asked; while its reply plays on an aplay blocked mid-write, "hey jarvis, cancel
+   * all timers". Returns the events, with the barge-in and the stopped playback. */
+  async function bargeIn<R>(first: string, respond: VoiceLoopOptions<R>['respond']) {
     const audio = virtualAudio(new Int16Array(0));
     const home = process.env.HOME;
     process.env.HOME = audio.home; // aplay reads ~/.asoundrc
@@ -116,26 +120,52 @@ describe('the voice loop', () => {
       const events: VoiceEvent[] = [];
       const replying = waitFor('first-audio');
       const secondAsked = waitFor('conversation-start');
-      const long = 'This is a long answer that goes on and on, so that it is still playing when the user speaks again.';
-      const { asked, respond } = replies(long, long);
       const loop = new VoiceLoop({ ...base(aplaySink({ device: 'stuck' }), respond), followUpS: 0, onEvent: (e) => (events.push(e), replying.check(e), e.run > 1 && secondAsked.check(e)) });
       const controller = new AbortController();
       const source = scriptedSource([
-        speechSamples('hey jarvis, what time is it', { padS: [0.5, 1] }),
+        speechSamples(first, { padS: [0.5, 1] }),
         () => replying.promise.then(() => undefined), // the reply is playing (aplay is blocked mid-write)
         speechSamples('hey jarvis, cancel all timers', { padS: [0.3, 2] }),
         () => secondAsked.promise.then(() => controller.abort()),
       ]);
       await loop.run(source, controller.signal).catch(() => undefined);
-      const bargeIn = events.find((e) => e.type === 'barge-in');
-      expect(bargeIn).toBeDefined();
-      const stopped = events.find((e) => e.type === 'tts-end' && e.run === bargeIn!.run);
-      expect(stopped?.data).toMatchObject({ stopped: true });
-      expect(stopped!.atMs - bargeIn!.atMs).toBeLessThan(200);
-      expect(asked[0]).toBe('what time is it');
-      expect(asked[1]).toMatch(/^(?:cancel|delete|stop) all timers$/);
+      const barged = events.find((e) => e.type === 'barge-in');
+      return { events, barged, stopped: events.find((e) => e.type === 'tts-end' && e.run === barged?.run) };
     } finally {
       process.env.HOME = home;
+    }
+  }
+
+  it('barge-in: the wake word during a reply kills playback within 200 ms and starts a new command', async () => {
+    const long = 'This is a long answer that goes on and on, so that it is still playing when the user speaks again.';
+    const { asked, respond } = replies(long, long);
+    const { barged, stopped } = await bargeIn('hey jarvis, what time is it', respond);
+    expect(barged).toBeDefined();
+    expect(stopped?.data).toMatchObject({ stopped: true });
+    expect(stopped!.atMs - barged!.atMs).toBeLessThan(200);
+    expect(asked[0]).toBe('what time is it');
+    expect(asked[1]).toMatch(/^(?:cancel|delete|stop) all timers$/);
+  });
+
+  it('barge-in cancels the model\'s stream: Ollama sees the request dropped, the next command is answered', async () => {
+    const { double, iris } = await withDouble();
+    try {
+      const pieces = Array.from({ length: 20 }, (_v, i) => `Here is sentence ${i + 1} of a long answer. `);
+      double.script({ content: ['Going ahead, and here is a long story. ', ...pieces], pieceDelayMs: 500 });
+      const conversation = iris.conversation();
+      const results: Promise<TurnResult>[] = [];
+      const { barged } = await bargeIn('hey jarvis, go ahead', (text: string, signal: AbortSignal) => {
+        const turn = conversation.turn(text, signal);
+        results.push(turn.result);
+        return turn;
+      });
+      expect(barged).toBeDefined();
+      await expect.poll(() => double.cancelled).toBe(1);
+      expect(double.chats.map((chat) => chat.messages.at(-1)?.content)).toEqual(['go ahead']);
+      await expect(results[0]).rejects.toThrow(/barge-in/);
+      expect(await results[1]).toMatchObject({ route: 'local' }); // "cancel all timers", no model needed
+    } finally {
+      await double.close();
     }
   });
 
