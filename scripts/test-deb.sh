@@ -76,6 +76,7 @@ check "sandboxed: no capabilities, no new privileges, seccomp" in_root "grep -q 
 check "iris status answers through the socket" in_root "iris status | grep -q 'IRIS is running'"
 check "iris ask answers through the daemon" in_root "iris ask 'what is 17% of 2,340' | grep -qx \"That's 397.8.\""
 check "iris say writes speech" in_root "iris say 'Hello from Debian.' --out /tmp/hello.wav && [ \$(stat -c %s /tmp/hello.wav) -gt 20000 ]"
+check "the tokenizer loads from the package (iris tools budget: 325 native tokens)" in_root "iris tools budget | grep -q '(native 325,'"
 check "voice: models load in the sandbox, no microphone is reported and retried" in_root "
   for _ in \$(seq 100); do iris status --json | grep -q '\"state\": \"no_microphone\"' && break; sleep 0.1; done
   iris status --json | grep -q '\"state\": \"no_microphone\"' && systemctl is-active iris &&

