@@ -8,6 +8,8 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { concatSamples } from '../src/pipeline/audio.js';
+import { createEspeak } from '../src/pipeline/espeak.js';
+import { decodeWav } from '../src/pipeline/wav.js';
 import { virtualAudio } from './helpers/alsa.js';
 import { iris, startIris, waitForLine } from './helpers/cli.js';
 import { soxStat, speechSamples, speechWav } from './helpers/speech.js';
@@ -113,6 +115,9 @@ describe('iris listen', () => {
     const { length, rms: level } = soxStat(out);
     expect(length).toBeGreaterThan(1);
     expect(level).toBeGreaterThan(0.02);
+    // The WAV is that reply spoken, sample for sample (espeak-ng is deterministic).
+    const spoken = await createEspeak({ voice: 'en-us', rateWpm: 175 }).synthesize(report.reply as string);
+    expect(decodeWav(readFileSync(out))).toEqual(decodeWav(spoken));
   });
 
   it('says when no wake word was heard, with exit code 0', async () => {
