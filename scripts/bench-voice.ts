@@ -20,7 +20,7 @@ import { decodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
 import { request as ask } from '../src/daemon/control.js';
 import { OllamaDouble } from '../test/helpers/ollama-double.js';
-import { ROOT, round, writeResults } from './lib/bench.js';
+import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 import { speakToWav } from './lib/speech.js';
 
 const work = mkdtempSync(join(tmpdir(), 'iris-bench-voice-'));
@@ -73,7 +73,7 @@ await stt.stop?.();
 // 4. Peak RSS of the bundled daemon while it listens (virtual microphone), no whisper, with the
 // Node flags the systemd unit starts it with; then again after three model turns (the
 // tokenizer loaded) through the control socket, against the Ollama double.
-const unitNodeFlags = /^ExecStart=\S+ (.*?) ?\S+iris\.mjs daemon$/m.exec(readFileSync(join(ROOT, 'systemd/iris.service'), 'utf8'))?.[1]?.split(' ').filter(Boolean) ?? [];
+const nodeFlags = unitNodeFlags();
 async function daemonPeakRssMb(): Promise<{ listening: number; afterModelTurns: number }> {
   const home = mkdtempSync(join(tmpdir(), 'iris-bench-daemon-'));
   const ollama = await new OllamaDouble().start();
@@ -82,7 +82,7 @@ async function daemonPeakRssMb(): Promise<{ listening: number; afterModelTurns: 
   writeFileSync(join(home, 'mic.raw'), Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
   writeFileSync(join(home, '.asoundrc'), `pcm.fakemic { type file; slave.pcm "null"; file "/dev/null"; infile "${home}/mic.raw"; format "raw" }\npcm.tofile { type file; slave.pcm "null"; file "${home}/speaker.raw"; format "raw" }\n`);
   writeFileSync(join(home, 'config'), `[ollama]\nurl = "${ollama.url}"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\n`);
-  const child = spawn(process.execPath, [...unitNodeFlags, join(ROOT, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
+  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
     env: { ...process.env, HOME: home, IRIS_CONFIG: join(home, 'config'), IRIS_STATE_DIR: join(home, 'state'), IRIS_SOCKET: join(home, 's') },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -112,13 +112,13 @@ const figures = {
   vad: { cpu_ms_per_s: vadMsPerS },
   pocketsphinx: { command_s: round(command.length / 16_000, 2), p50_ms: round(median(sttMs), 0) },
   end_of_speech_to_first_audio: { p50_ms: round(median(firstAudio), 0), target_ms: 300, runs: firstAudio.length },
-  daemon_listening_peak_rss_mb: { value: rss.listening, target: 200, node_flags: unitNodeFlags },
+  daemon_listening_peak_rss_mb: { value: rss.listening, target: 200, node_flags: nodeFlags },
   daemon_peak_rss_after_model_turns_mb: { value: rss.afterModelTurns },
 };
 console.log(`wake word: ${wakeMsPerS} ms CPU per second of audio (${figures.wake_word.cpu_s_per_s} s/s; target ≤ 0.08), load ${wakeLoadMs} ms`);
 console.log(`VAD: ${vadMsPerS} ms CPU per second of audio`);
 console.log(`pocketsphinx: ${figures.pocketsphinx.p50_ms} ms for a ${figures.pocketsphinx.command_s} s command (p50)`);
 console.log(`end of speech → first audio (pocketsphinx + espeak-ng, instant reply): ${figures.end_of_speech_to_first_audio.p50_ms} ms p50 (target ≤ 300)`);
-console.log(`daemon peak RSS while listening, no whisper (node ${unitNodeFlags.join(' ')}): ${rss.listening} MB (target ≤ 200); after three model turns: ${rss.afterModelTurns} MB`);
+console.log(`daemon peak RSS while listening, no whisper (node ${nodeFlags.join(' ')}): ${rss.listening} MB (target ≤ 200); after three model turns: ${rss.afterModelTurns} MB`);
 rmSync(work, { recursive: true, force: true });
 writeResults('voice', figures);

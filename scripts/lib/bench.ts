@@ -1,5 +1,5 @@
-/** What the benchmark scripts share: timing a repeated call, and writing results. */
-import { mkdirSync, writeFileSync } from 'node:fs';
+/** What the benchmark scripts share: timing a repeated call, the daemon's Node flags, and writing results. */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -27,4 +27,10 @@ export function writeResults(name: string, figures: object): void {
   const results = { node: process.version, date: new Date().toISOString(), ...figures };
   writeFileSync(join(ROOT, `scripts/results/${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   console.log(`written: scripts/results/${name}.json`);
+}
+
+/** The Node flags the systemd unit starts the daemon with, so measurements match what runs. */
+export function unitNodeFlags(): string[] {
+  const unit = readFileSync(join(ROOT, 'systemd/iris.service'), 'utf8');
+  return /^ExecStart=\S+ (.*?) ?\S+iris\.mjs daemon$/m.exec(unit)?.[1]?.split(' ').filter(Boolean) ?? [];
 }
