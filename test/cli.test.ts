@@ -23,7 +23,7 @@ describe('iris CLI', () => {
     ]);
     expect(time.code).toBe(0);
     const answer = JSON.parse(time.stdout) as Record<string, unknown>;
-    expect(answer).toMatchObject({ route: 'local', tool_calls: [{ name: 'get_current_time', arguments: { timezone: 'tokyo' } }] });
+    expect(answer).toMatchObject({ route: 'local', tool_calls: [{ name: 'get_current_time', arguments: { timezone: 'tokyo' }, result: { isError: false } }] });
     expect(answer.reply).toMatch(/^It's \d{1,2}:\d{2} [AP]M in Tokyo\.$/);
     expect(answer).toHaveProperty('tokens.num_ctx');
     expect(answer).toHaveProperty('timings_ms.total');
@@ -42,7 +42,7 @@ describe('iris CLI', () => {
       const json = await iris(['ask', '--json', 'how many values fit in sixteen bits'], vars);
       expect(json.code).toBe(0);
       const answer = JSON.parse(json.stdout) as Record<string, unknown>;
-      expect(answer).toMatchObject({ reply: 'That is 65,536.', route: 'llm', tool_calls: [{ name: 'calculator', arguments: { expression: '2^16' } }] });
+      expect(answer).toMatchObject({ reply: 'That is 65,536.', route: 'llm', tool_calls: [{ name: 'calculator', arguments: { expression: '2^16' }, result: { isError: false } }] });
       for (const key of ['system', 'tools', 'history', 'tool_results', 'prompt_estimate', 'prompt_eval_count', 'budget', 'num_ctx']) {
         expect(answer).toHaveProperty(`tokens.${key}`);
       }

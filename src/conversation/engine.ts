@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import { resultText, type CallToolResult, type ToolDefinition } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import { ChatError, type ChatBackend, type ChatMessage, type ModelInfo, type ModelTool, type ToolCall } from './backend.js';
-import { answerLocally, type ToolCallRecord } from './local.js';
+import { answerLocally, toolCallRecord, type ToolCallRecord } from './local.js';
 import { CONFIRM_META, type McpProxy, type PendingCall } from '../toolhost/mcp/proxy.js';
 import { CALL_MARKERS, extractTextCalls, parseArguments, resolveToolName, type RepairKind } from './repair.js';
 import { SentenceStream, sentencesFor, speakable } from './speech.js';
@@ -148,7 +148,7 @@ export class Conversation {
       round[pending.toolMessage] = { ...message, content: cutToolResult(resultText(result), this.#options.config.budget.tool_result_chars) };
     }
     round.push(user);
-    const records = [...pending.toolCalls, { name: `${call.server}.${call.tool}`, arguments: call.arguments, result }];
+    const records = [...pending.toolCalls, toolCallRecord(`${call.server}.${call.tool}`, call.arguments, result)];
     return this.#model(round, signal, out, started, records);
   }
 
@@ -355,7 +355,7 @@ class ModelTurn {
       results.push({ name, text: cutToolResult(resultText(result), config.budget.tool_result_chars) });
       waiting = result._meta?.[CONFIRM_META] as PendingCall | undefined;
       // A call waiting for the user's yes is recorded when the user answers.
-      if (waiting === undefined) this.#calls.push({ name, arguments: argsObject, result });
+      if (waiting === undefined) this.#calls.push(toolCallRecord(name, argsObject, result));
     }
     if (nativeTools) {
       this.round.push({ role: 'assistant', content, tool_calls: sent });

@@ -9,8 +9,12 @@ import type { ToolHost } from '../toolhost/host.js';
 export interface ToolCallRecord {
   name: string;
   arguments: Record<string, unknown>;
-  result: CallToolResult;
+  /** With `isError` always present, as CONTRACT.md's `iris ask --json` shows it. */
+  result: CallToolResult & { isError: boolean };
 }
+
+export const toolCallRecord = (name: string, args: Record<string, unknown>, result: CallToolResult): ToolCallRecord =>
+  ({ name, arguments: args, result: { ...result, isError: result.isError === true } });
 
 export interface LocalAnswer {
   reply: string;
@@ -140,5 +144,5 @@ export async function answerLocally(
   const result = await host.call(intent.tool, intent.args, signal === undefined ? {} : { signal });
   if (result.isError === true && intent.errorMeansNoMatch === true) return undefined;
   const reply = result.isError === true || intent.reply === undefined ? resultText(result) : intent.reply(result);
-  return { reply, tool_calls: [{ name: intent.tool, arguments: intent.args, result }] };
+  return { reply, tool_calls: [toolCallRecord(intent.tool, intent.args, result)] };
 }
