@@ -3,8 +3,8 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  // heap-probe.cjs: ten lines of plain JS preloaded into the daemon by the soak (--require).
-  { ignores: ['node_modules/', 'dist/', 'scratch/', 'debian/', 'eslint.config.js', 'scripts/lib/heap-probe.cjs'] },
+  // scripts/lib/*.cjs: small plain-JS probes run inside the daemon or the test container.
+  { ignores: ['node_modules/', 'dist/', 'scratch/', 'debian/', 'eslint.config.js', 'scripts/lib/*.cjs'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },

@@ -2,11 +2,11 @@
 # Build the .deb (lintian clean at warning level), check the unit with systemd-analyze, run
 # piuparts, then install it into a Debian 12 root (debootstrap, cached in .cache/), boot a real
 # systemd there with systemd-nspawn, and check what a person would: the service active and
-# sandboxed, `iris status`/`ask`/`say` on Debian's Node 18, the voice (models loaded, no
-# microphone reported) and `iris listen` on a spoken request, a config edit applied by
-# `systemctl reload` (and a broken one refused), an upgrade keeping the edit and the timers,
-# remove keeping config and state, purge removing them. Ends with "deb: N passed, N failed".
-# Needs root and Debian's apt.
+# sandboxed (the IP filter enforced), `iris status`/`ask`/`say` on Debian's Node 18, the voice
+# (models loaded, no microphone reported) and `iris listen` on a spoken request, a config edit
+# applied by `systemctl reload` (and a broken one refused), an upgrade keeping the edit and
+# the timers, remove keeping config and state, purge removing them. Ends with "deb: N passed,
+# N failed". Needs root and Debian's apt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
@@ -56,7 +56,10 @@ check "piuparts: install, remove, purge, install (log: .cache/piuparts.log)" bas
 # Install, then boot a real systemd in a container and look at the running service.
 cp "$deb" "$root/root/"
 check "apt install ./iris_*.deb" one_shot "apt-get update -qq && apt-get install -y -qq /root/$(basename "$deb")"
-SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D "$root" --register=no --keep-unit -b >"$root.boot.log" 2>&1 &
+# Unified cgroups, bpf() and all capabilities for the container's systemd: without them it
+# cannot attach the unit's IPAddressDeny/DeviceAllow programs and silently skips them.
+SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D "$root" --register=no --keep-unit \
+  --capability=all --system-call-filter="bpf @privileged" -b >"$root.boot.log" 2>&1 &
 nspawn_pid=$!
 init=
 # The container's PID 1 is systemd once nspawn has exec'd it; before that the child is nspawn's.
@@ -73,6 +76,13 @@ check "iris.service active (Type=notify: READY came)" in_root "systemctl is-acti
 check "user iris exists, in group audio" in_root "id -nG iris | grep -qw audio"
 check "runs on Debian's Node 18" in_root "node --version | grep -q '^v18\.'"
 check "sandboxed: no capabilities, no new privileges, seccomp" in_root "grep -q '^CapEff:[[:space:]]*0*$' /proc/\$(systemctl show iris -p MainPID --value)/status && grep -q '^NoNewPrivs:[[:space:]]*1' /proc/\$(systemctl show iris -p MainPID --value)/status"
+# A process moved into the service's cgroup gets its IP filter: loopback still answers, and a
+# connection that is refused from the container's shell is dropped from inside the service.
+cp scripts/lib/ip-probe.cjs "$root/root/"
+check "IPAddressDeny enforced: the service's cgroup reaches loopback only" in_root "
+  node /root/ip-probe.cjs | grep -q 'loopback=ok away=answered:' &&
+  cg=\$(systemctl show iris -p ControlGroup --value) && echo \$\$ > /sys/fs/cgroup\$cg/cgroup.procs &&
+  node /root/ip-probe.cjs | grep -qx 'loopback=ok away=dropped'"
 check "iris status answers through the socket" in_root "iris status | grep -q 'IRIS is running'"
 check "iris ask answers through the daemon" in_root "iris ask 'what is 17% of 2,340' | grep -qx \"That's 397.8.\""
 check "iris say writes speech" in_root "iris say 'Hello from Debian.' --out /tmp/hello.wav && [ \$(stat -c %s /tmp/hello.wav) -gt 20000 ]"
