@@ -30,6 +30,7 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
   const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
   process.once('SIGINT', interrupt);
   try {
+    await parts.stt.start?.(); // as the daemon does at start: the stt timing is the transcription
     const options = loopOptions(config, parts, sink, (text, signal) => conversation.turn(text, signal));
     const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0 });
     const [run] = await loop.run(samplesSource(samples), controller.signal, true);
