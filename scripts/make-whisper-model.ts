@@ -12,6 +12,8 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
+import { GGML_MAGIC } from '../src/pipeline/whisper.js';
 
 export type WhisperShape = 'micro' | 'tiny' | 'base';
 
@@ -35,12 +37,10 @@ const SHAPES: Record<WhisperShape, HParams> = {
 
 export const WHISPER_SHAPES = Object.keys(SHAPES) as WhisperShape[];
 
-/** "ggml" as a little-endian int32: the legacy whisper.cpp file magic. */
-const GGML_MAGIC = 0x67676d6c;
 /** Tokens in the file; whisper.cpp adds the special tokens (EOT at 50256 onwards) itself. */
 const N_FILE_TOKENS = 50_256;
 /** Whisper's front end: 16 kHz, 25 ms window (n_fft 400 → 201 bins). */
-const SAMPLE_RATE = 16_000;
+const SAMPLE_RATE = SPEECH_FORMAT.rate;
 const N_FFT = 400;
 
 /** Tensor data is generated and written this many values at a time (256 KiB of f32). */

@@ -1,16 +1,18 @@
 /**
  * Token counting with a real tokenizer: Qwen's byte-level BPE (151,643 tokens plus the added
  * ones), run by tiktoken's WebAssembly core, the only file that imports it. The vocabulary is
- * made at build time from Qwen's tokenizer.json (scripts/lib/qwen-vocabulary.ts) and gives the
+ * made at build time from Qwen's tokenizer.json (qwen-vocabulary.ts) and gives the
  * same tokens as the Hugging Face tokenizer (test/tokenizer.test.ts) in ~20 MB instead of
  * ~220 MB. Qwen2.5 (the default model) and Qwen3 share this vocabulary, so counts match what
  * Ollama sees for them; for other families they are a close estimate that `prompt_eval_count`
  * calibrates.
  */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { init, Tiktoken } from 'tiktoken/lite/init';
-import { bundledFile } from '../bundled.js';
+import { bundledFile, type NpmOrigin } from '../bundled.js';
 import { IrisError } from '../errors.js';
+import type { QwenVocabulary } from './qwen-vocabulary.js';
 import type { ToolDefinition } from '../toolhost/api.js';
 
 export interface Tokenizer {
@@ -31,22 +33,34 @@ let loading: Promise<Tokenizer> | undefined;
 /** Counts remembered: a few hundred rounds of history, tools and prompts. */
 const MEMO_ENTRIES = 4_096;
 
-async function readBundled(file: string, encoding?: 'utf8'): Promise<Buffer | string> {
-  const where = bundledFile(file);
+/** The vocabulary beside the bundle (scripts/build.ts writes it). */
+export const QWEN_VOCABULARY_FILE = 'qwen2-tokenizer.json';
+
+async function readBundled(file: string, origin?: NpmOrigin): Promise<Buffer> {
+  const where = bundledFile(file, origin);
   try {
-    return await (encoding ? readFile(where, encoding) : readFile(where));
+    return await readFile(where);
   } catch (error) {
     throw new TokenizerError('tokenizer_missing', `the tokenizer's ${file} is missing (${where}): run npm run build, or reinstall iris`, { cause: error });
   }
 }
 
+/** The vocabulary from dist/models; in a checkout that was never built, converted from its npm source. */
+async function vocabulary(): Promise<QwenVocabulary> {
+  if (!existsSync(bundledFile(QWEN_VOCABULARY_FILE))) {
+    const source = await import('./qwen-vocabulary.js').catch(() => undefined);
+    if (source) return source.qwenVocabulary();
+  }
+  return JSON.parse((await readBundled(QWEN_VOCABULARY_FILE)).toString('utf8')) as QwenVocabulary;
+}
+
 /** Load once per process (≈0.3 s). */
 export function loadTokenizer(): Promise<Tokenizer> {
   loading ??= (async () => {
-    const wasm = await readBundled('tiktoken_bg.wasm');
-    await init((imports) => wasmRuntime.instantiate(wasm as Buffer, imports));
-    const vocabulary = JSON.parse(await readBundled('qwen2-tokenizer.json', 'utf8') as string) as { bpe_ranks: string; special_tokens: Record<string, number>; pat_str: string };
-    const encoding = new Tiktoken(vocabulary.bpe_ranks, vocabulary.special_tokens, vocabulary.pat_str);
+    const wasm = await readBundled('tiktoken_bg.wasm', { package: 'tiktoken', dir: 'lite' });
+    await init((imports) => wasmRuntime.instantiate(wasm, imports));
+    const { bpe_ranks, special_tokens, pat_str } = await vocabulary();
+    const encoding = new Tiktoken(bpe_ranks, special_tokens, pat_str);
     // Prompts repeat: the system prompt, tool definitions and history are re-counted every
     // request. Remember recent counts (the oldest is forgotten first).
     const counts = new Map<string, number>();

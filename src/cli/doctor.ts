@@ -15,6 +15,7 @@ import { chooseStt } from '../daemon/voice.js';
 import type { Logger } from '../log.js';
 import { createOpenWakeWord } from '../pipeline/wakeword.js';
 import { earcon } from '../pipeline/playback.js';
+import { arecordArgs } from '../pipeline/capture.js';
 
 export interface Check {
   ok: boolean;
@@ -88,7 +89,7 @@ async function audioChecks(config: Config): Promise<Check[]> {
   if (input === '') checks.push({ ok: true, what: 'microphone', detail: 'off ([audio] input is empty): text, timers and tools only' });
   else {
     try {
-      await run('arecord', ['-q', '-D', input, '-f', 'S16_LE', '-r', '16000', '-c', '1', '-t', 'raw', '-s', '1600', '/dev/null'], { timeout: 5_000 });
+      await run('arecord', [...arecordArgs(input), '-s', '1600', '/dev/null'], { timeout: 5_000 });
       checks.push({ ok: true, what: 'microphone', detail: `ALSA device "${input}" records 16 kHz mono` });
     } catch (error) {
       checks.push({ ok: false, what: 'microphone', detail: `ALSA device "${input}": ${lastLine(error)} (arecord -L lists devices; set [audio] input)` });

@@ -59,13 +59,14 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     }
     throw error;
   }
-  // Timers can fire before the voice is up (missed ones, at start): those are logged.
-  const voiceRef: { current?: VoiceService<TurnResult> } = {};
-  const iris: Iris = assemble(config, {
-    stateDir: options.stateDir,
-    log,
-    announce: (announcement) => (voiceRef.current ? voiceRef.current.announce(announcement) : log.child('announce').info(`${announcement.kind} #${announcement.id}: ${announcement.text}`)),
+  const voice = new VoiceService<TurnResult>({
+    config: () => config,
+    log: log.child('voice'),
+    respond: (text, signal) => spoken.turn(text, signal), // `spoken` exists before the voice starts
+    ...(options.voice ?? {}),
   });
+  // Timers can fire before the voice is up (missed ones, at start): the voice logs those.
+  const iris: Iris = assemble(config, { stateDir: options.stateDir, log, announce: (announcement) => voice.announce(announcement) });
   try {
     await iris.start();
   } catch (error) {
@@ -77,13 +78,6 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const started = Date.now();
   const conversation = iris.conversation(); // one text conversation: follow-ups work across `iris ask`
   const spoken = iris.conversation(); // and one for the voice
-  const voice = new VoiceService<TurnResult>({
-    config: () => config,
-    log: log.child('voice'),
-    respond: (text, signal) => spoken.turn(text, signal),
-    ...(options.voice ?? {}),
-  });
-  voiceRef.current = voice;
   await voice.start();
   /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
   const reload = async (): Promise<void> => {

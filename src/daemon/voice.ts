@@ -160,7 +160,7 @@ export class VoiceService<R> {
   /** Say a due timer or reminder (repeated until the wake word acknowledges it). */
   announce(announcement: Announcement): void {
     if (this.#announcer) this.#announcer.announce(announcement);
-    else this.#log.info(`${announcement.kind} #${announcement.id}: ${announcement.text}`);
+    else this.#log.child('announce').info(`${announcement.kind} #${announcement.id}: ${announcement.text}`); // not started yet
   }
 
   async stop(): Promise<void> {

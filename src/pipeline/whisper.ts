@@ -51,7 +51,7 @@ const OUTPUT_TAIL_CHARS = 2_000;
 /** Whisper's mel frames are 10 ms, the encoder halves them: one audio_ctx step is 20 ms. */
 const AUDIO_CTX_STEP_S = 0.02;
 /** "ggml" as the little-endian int32 that starts a legacy whisper.cpp model. */
-const GGML_MAGIC = 0x67676d6c;
+export const GGML_MAGIC = 0x67676d6c;
 /**
  * Smaller files are refused (bytes): whisper.cpp runs a file that ends before the weights as an
  * "empty model for testing" and transcribes garbage; the smallest real model (tiny q5_1) is 31 MB.

