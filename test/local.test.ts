@@ -12,12 +12,13 @@ function setup() {
 
 describe('normalise', () => {
   it.each([
-    ['Hey Jarvis, set a timer for ten minutes.', 'set a timer for 10 minutes'],
-    ['Could you please set a timer for ninety seconds?', 'set a timer for 90 seconds'],
+    ['Hey Jarvis, set a timer for ten minutes.', 'hey jarvis set a timer for 10 minutes'],
+    ['Could you please set a timer for ninety seconds?', 'could you please set a timer for 90 seconds'],
     ['What is seventeen percent of two thousand three hundred forty?', 'what is 17 percent of 2340'],
     ['set a timer for an hour', 'set a timer for 1 hour'],
-    ['set a timer for half an hour please', 'set a timer for 30 minutes'],
-    ['What’s the time in Tokyo right now?', "what's the time in tokyo"],
+    ['set a timer for half an hour please', 'set a timer for 30 minutes please'],
+    ['What’s the time in Tokyo right now?', "what's the time in tokyo right now"],
+    ["um, what's three point five times four", "um what's 3.5 times 4"],
   ])('%s → %s', async (input, expected) => {
     expect(await normalise(input)).toBe(expected);
   });

@@ -15,6 +15,8 @@ import { stripWakeWord, VoiceLoop, type ReplyStream, type VoiceLoopOptions } fro
 import { createOpenWakeWord, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { virtualAudio } from './helpers/alsa.js';
 import { withDouble } from './helpers/conversation.js';
+import { parseConfig } from '../src/config/load.js';
+import { sameMeaning } from '../src/intents/match.js';
 import { speechSamples } from './helpers/speech.js';
 
 const silence = (seconds: number) => new Int16Array(Math.round(seconds * 16_000));
@@ -71,12 +73,13 @@ function waitFor(type: VoiceEvent['type'], nth = 1): { promise: Promise<VoiceEve
 describe('the voice loop', () => {
   let wake: WakeWordDetector;
   let vad: VoiceActivity;
-  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'] });
+  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+  const minConfidence = parseConfig('', 'test').stt.min_confidence;
   const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
   beforeAll(async () => {
     [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
   });
-  const base = <R>(sink: AudioSink, respond: VoiceLoopOptions<R>['respond']): VoiceLoopOptions<R> => ({ wake, vad, stt, tts, sink, respond });
+  const base = <R>(sink: AudioSink, respond: VoiceLoopOptions<R>['respond']): VoiceLoopOptions<R> => ({ wake, vad, stt, tts, sink, respond, minConfidence });
 
   it('runs wake word → end of speech → STT → reply, and speaks every sentence in order', async () => {
     const sink = new CollectingSink();
@@ -102,12 +105,56 @@ describe('the voice loop', () => {
     expect(quiet).toMatchObject([{ outcome: 'no_wake' }]);
     const sink = new CollectingSink();
     const { asked, respond } = replies('never');
-    const [run] = await new VoiceLoop(base(sink, respond)).run(scriptedSource([speechSamples('hey jarvis', { padS: [0.5, 0.2] }), speechSamples('bla blub fnord quux', { padS: [0.3, 1.5] })]), new AbortController().signal, true);
-    expect(['not_understood', 'answered']).toContain(run!.outcome);
-    if (run!.outcome === 'not_understood') {
-      expect(asked).toEqual([]);
-      expect(sink.clips).toBe(1); // "Sorry, I didn't catch that."
-    }
+    // Out-of-grammar speech: the grammar forces it into some command ("do it", a sum), and
+    // the confidence must keep it from being acted on.
+    const [run] = await new VoiceLoop(base(sink, respond)).run(scriptedSource([speechSamples('hey jarvis, play some jazz music', { padS: [0.5, 1.5] })]), new AbortController().signal, true);
+    expect(run!.outcome).toBe('not_understood');
+    expect(run!.confidence).toBeLessThan(minConfidence);
+    expect(asked).toEqual([]);
+    expect(sink.clips).toBe(1); // "Sorry, I didn't catch that."
+  });
+
+  it('hands the recogniser whole words: the command audio starts where the wake phrase does', async () => {
+    // Said in one breath: the wake word fires after "jarvis", inside the command.
+    const events: VoiceEvent[] = [];
+    const { asked, respond } = replies('Done.');
+    // A recogniser of its own: its cepstral mean must not depend on the tests before.
+    const fresh = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), stt: fresh, onEvent: (e) => events.push(e) });
+    const [run] = await loop.run(scriptedSource([speechSamples('hey jarvis, what time is it in tokyo', { padS: [0.5, 1.5] })]), new AbortController().signal, true);
+    expect(run!.outcome, JSON.stringify(events.find((e) => e.type === 'stt-end')?.data)).toBe('answered');
+    expect(asked).toEqual(['what time is it in tokyo']);
+    expect(events.find((e) => e.type === 'stt-end')?.data?.raw).toMatch(/^(?:hey )?jarvis what time is it in tokyo$/);
+    // With a pause after the wake word, the command that follows is heard.
+    const second = replies('Done.');
+    const [paused] = await new VoiceLoop({ ...base(new CollectingSink(), second.respond), stt: fresh }).run(
+      scriptedSource([speechSamples('hey jarvis', { padS: [0.5, 0.9] }), speechSamples('what time is it', { padS: [0, 1.5] })]),
+      new AbortController().signal,
+      true,
+    );
+    await fresh.stop?.();
+    expect(paused!.outcome).toBe('answered');
+    expect(second.asked).toEqual(['what time is it']);
+  });
+
+  it('after not catching a command it listens again without the wake word', async () => {
+    const { asked, respond } = replies('Done.');
+    const runs: string[] = [];
+    const first = waitFor('run-end');
+    const second = waitFor('run-end', 2);
+    const controller = new AbortController();
+    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), followUpS: 3, onEvent: (e) => (first.check(e), second.check(e)), onRun: (run) => runs.push(`${run.outcome}${run.followUp ? ' follow-up' : ''}`) });
+    await loop.run(
+      scriptedSource([
+        speechSamples('hey jarvis, play some jazz music', { padS: [0.5, 1.5] }),
+        () => first.promise.then(() => undefined),
+        speechSamples('what time is it', { padS: [0.3, 1.5] }),
+        () => second.promise.then(() => controller.abort()),
+      ]),
+      controller.signal,
+    );
+    expect(runs.slice(0, 2)).toEqual(['not_understood', 'answered follow-up']);
+    expect(asked).toEqual(['what time is it']);
   });
 
   /** `first` is asked; while its reply plays on an aplay blocked mid-write, "hey jarvis, cancel

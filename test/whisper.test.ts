@@ -73,9 +73,11 @@ describe('whisper-server adapter (random-weight micro model)', () => {
     expect(pid).toBeGreaterThan(0);
     const first = await stt.transcribe(command(2));
     const second = await stt.transcribe(command(2));
-    expect(typeof first).toBe('string');
-    expect(typeof second).toBe('string');
-    expect(first).toBe(first.trim().toLowerCase());
+    expect(typeof first.text).toBe('string');
+    expect(typeof second.text).toBe('string');
+    expect(first.text).toBe(first.text.trim().toLowerCase());
+    expect(first.confidence).toBeGreaterThanOrEqual(0);
+    expect(first.confidence).toBeLessThanOrEqual(1);
     expect(stt.starts).toBe(1);
     expect(stt.pid).toBe(pid);
   });
@@ -86,7 +88,7 @@ describe('whisper-server adapter (random-weight micro model)', () => {
     const pid = stt.pid ?? 0;
     process.kill(pid, 'SIGKILL');
     await waitExit(pid);
-    expect(typeof (await stt.transcribe(command(2)))).toBe('string');
+    expect(typeof (await stt.transcribe(command(2))).text).toBe('string');
     expect(stt.starts).toBe(before + 1);
     expect(stt.pid).not.toBe(pid);
   });
@@ -98,7 +100,7 @@ describe('whisper-server adapter (random-weight micro model)', () => {
     setTimeout(() => controller.abort(), 20);
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
     await expect(stt.transcribe(command(1), AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
-    expect(typeof (await stt.transcribe(command(1)))).toBe('string');
+    expect(typeof (await stt.transcribe(command(1))).text).toBe('string');
   });
 
   it('stops the server', async () => {

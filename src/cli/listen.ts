@@ -16,6 +16,8 @@ import { decodeWav } from '../pipeline/wav.js';
 export interface ListenReport extends Partial<TurnResult> {
   wake: { detected: boolean; word: string; score?: number; at_s?: number };
   transcript?: string;
+  /** The recogniser's confidence in the transcript, 0–1. */
+  confidence?: number;
   out?: string;
   outcome: VoiceRun<TurnResult>['outcome'];
   timings_ms: VoiceRun<TurnResult>['timings'];
@@ -31,17 +33,22 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
   process.once('SIGINT', interrupt);
   try {
     await parts.stt.start?.(); // as the daemon does at start: the stt timing is the transcription
-    const options = loopOptions(config, parts, sink, (text, signal) => conversation.turn(text, signal));
+    const options = loopOptions(config, parts, sink, (text, signal, heard) => conversation.turn(text, signal, heard));
     const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0 });
     const [run] = await loop.run(samplesSource(samples), controller.signal, true);
     if (!run) throw new Error('the pipeline ended without a result');
     if (out !== undefined && sink.clips > 0) await writeFile(out, sink.wav());
+    // With a wake word heard, ask's fields are always there: also when nothing was understood
+    // (then `reply` is what IRIS said back, on the local path, with no tool called).
+    const heard: Partial<TurnResult> = run.wake ? { reply: run.said ?? '', route: 'local', tool_calls: [] } : {};
     return {
+      ...heard,
       ...(run.result ?? {}),
       wake: run.wake
         ? { detected: true, word: run.wake.word, score: round(run.wake.score, 3), at_s: round(run.wake.atS, 2) }
         : { detected: false, word: parts.wake.word },
       ...(run.transcript === undefined ? {} : { transcript: run.transcript }),
+      ...(run.confidence === undefined ? {} : { confidence: run.confidence }),
       ...(out !== undefined && sink.clips > 0 ? { out } : {}),
       outcome: run.outcome,
       ...(run.error === undefined ? {} : { error: { code: 'voice_failed', message: run.error } }),
@@ -64,7 +71,10 @@ export function describe(report: ListenReport): string[] {
       ? `wake word: ${report.wake.word} (score ${report.wake.score}) at ${report.wake.at_s} s`
       : `wake word: ${report.wake.word} not heard`,
   ];
-  if (report.transcript !== undefined) lines.push(`heard: ${report.transcript || '(nothing understood)'}`);
+  if (report.transcript !== undefined) {
+    const sure = report.confidence === undefined ? '' : ` (confidence ${report.confidence})`;
+    lines.push(`heard: ${report.transcript || '(nothing understood)'}${sure}`);
+  }
   if (report.reply !== undefined) lines.push(`reply: ${report.reply}`);
   if (report.out !== undefined) lines.push(`spoken reply: ${report.out}`);
   if (report.wake.detected) {

@@ -194,6 +194,20 @@ export const configSchema = {
           default: 512,
           description: 'whisper.cpp audio context (0 = the full 30 s window; 512 ≈ 10 s, 3–4× faster for short commands).',
         },
+        min_confidence: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          default: 0.5,
+          description: 'Below this confidence a spoken command is not acted on: IRIS says it did not catch it and listens again.',
+        },
+        confirm_confidence: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          default: 0.7,
+          description: 'A spoken "yes" to a confirmation question counts only at this confidence or above.',
+        },
       },
     },
     tts: {

@@ -13,6 +13,7 @@ import { resultText } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import type { McpProxy } from '../toolhost/mcp/proxy.js';
 import { ChatError, type ChatBackend, type ChatMessage } from './backend.js';
+import { matchIntent, type IntentMatch } from '../intents/match.js';
 import { answerLocally, toolCallRecord, type ToolCallRecord } from './local.js';
 import { Channel, elapsed, ModelTurn, ZERO_TOKENS, type Pending } from './model-turn.js';
 import type { RepairKind } from './repair.js';
@@ -52,8 +53,23 @@ export interface ConversationOptions {
   mcp?: Pick<McpProxy, 'runConfirmed'>;
 }
 
-const YES = /^(?:yes|yeah|yep|yup|sure|ok(?:ay)?|do it|go ahead|confirm(?:ed)?|please do|affirmative)\b/i;
-const NO = /^(?:no|nope|don'?t|do not|cancel|stop|never ?mind|abort)\b/i;
+/** How a turn's text came in: spoken ones carry the recogniser's confidence. */
+export interface TurnInput {
+  /** 0–1, for spoken text; typed text has none. */
+  confidence?: number;
+}
+
+/** A destructive local action asked by voice, waiting for the user's yes. */
+interface LocalPending {
+  match: IntentMatch;
+  question: string;
+}
+
+/** The whole utterance must be one of the yes or no sentences (intents/sentences.ts). */
+async function answerTo(text: string): Promise<'yes' | 'no' | undefined> {
+  const found = await matchIntent(text, (intent) => intent.name === 'yes' || intent.name === 'no');
+  return found?.intent.name as 'yes' | 'no' | undefined;
+}
 
 /** Keep at most this many past rounds in memory; the budget decides how many are sent. */
 const MAX_KEPT_ROUNDS = 50;
@@ -69,6 +85,7 @@ export class Conversation {
   #calibration = 1;
   #clampLogged = false;
   #pending: Pending | undefined;
+  #localPending: LocalPending | undefined;
 
   constructor(options: ConversationOptions) {
     this.#options = options;
@@ -79,15 +96,16 @@ export class Conversation {
   reset(): void {
     this.#history = [];
     this.#pending = undefined;
+    this.#localPending = undefined;
   }
 
-  turn(text: string, signal: AbortSignal = new AbortController().signal): Turn {
+  turn(text: string, signal: AbortSignal = new AbortController().signal, input: TurnInput = {}): Turn {
     const sentences = new Channel<string>();
-    const result = this.#run(text, signal, sentences).finally(() => sentences.close());
+    const result = this.#run(text, signal, sentences, input).finally(() => sentences.close());
     return { sentences, result };
   }
 
-  async #run(text: string, signal: AbortSignal, out: Channel<string>): Promise<TurnResult> {
+  async #run(text: string, signal: AbortSignal, out: Channel<string>, input: TurnInput): Promise<TurnResult> {
     const now = this.#options.now ?? Date.now;
     const started = performance.now();
     const { config } = this.#options;
@@ -95,27 +113,68 @@ export class Conversation {
     this.#lastTurnAt = now();
     const user: ChatMessage = { role: 'user', content: text };
     const pending = this.#pending;
+    const localPending = this.#localPending;
     this.#pending = undefined;
-    if (pending !== undefined && (YES.test(text.trim()) || NO.test(text.trim()))) {
-      return this.#answerConfirmation(pending, YES.test(text.trim()), user, signal, out, started);
+    this.#localPending = undefined;
+    const answer = pending !== undefined || localPending !== undefined ? await answerTo(text) : undefined;
+    if (answer === 'yes' && input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
+      // A spoken yes that might be noise: ask again, keep the question open.
+      this.#pending = pending;
+      this.#localPending = localPending;
+      return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started);
+    }
+    if (localPending !== undefined && answer !== undefined) {
+      if (answer === 'no') return this.#localReply(user, "OK, I won't.", [], out, started);
+      const done = await answerLocally(text, this.#options.host, signal, localPending.match);
+      if (done !== undefined) return this.#localReply(user, done.reply, done.tool_calls, out, started);
+    }
+    if (pending !== undefined && answer !== undefined) {
+      return this.#answerConfirmation(pending, answer === 'yes', user, signal, out, started);
     }
 
-    const local = await answerLocally(text, this.#options.host, signal);
-    if (local !== undefined) {
-      const reply = speakable(local.reply);
-      out.push(reply);
-      this.#remember([user, { role: 'assistant', content: reply }]);
-      return {
-        reply,
-        route: 'local',
-        tool_calls: local.tool_calls,
-        tokens: { ...ZERO_TOKENS },
-        timings_ms: { total: elapsed(started), first_token: 0 },
-        repairs: {},
-      };
+    const match = await matchIntent(text);
+    if (match !== undefined && input.confidence !== undefined) {
+      const question = await this.#confirmFirst(match, signal);
+      if (question !== undefined) {
+        this.#localPending = { match, question };
+        return this.#localReply(user, question, [], out, started);
+      }
     }
+    const local = await answerLocally(text, this.#options.host, signal, match);
+    if (local !== undefined) return this.#localReply(user, local.reply, local.tool_calls, out, started);
 
     return this.#model([user], signal, out, started);
+  }
+
+  #localReply(user: ChatMessage, text: string, toolCalls: ToolCallRecord[], out: Channel<string>, started: number): TurnResult {
+    const reply = speakable(text);
+    out.push(reply);
+    this.#remember([user, { role: 'assistant', content: reply }]);
+    return {
+      reply,
+      route: 'local',
+      tool_calls: toolCalls,
+      tokens: { ...ZERO_TOKENS },
+      timings_ms: { total: elapsed(started), first_token: 0 },
+      repairs: {},
+    };
+  }
+
+  /**
+   * The question to ask before a destructive local action asked by voice: cancelling all
+   * timers, or one of several (a misheard name must not cancel the wrong one). Undefined when
+   * it can go ahead.
+   */
+  async #confirmFirst(match: IntentMatch, signal: AbortSignal): Promise<string | undefined> {
+    if (match.intent.tool !== 'cancel_timer' || !this.#options.host.has('list_timers')) return undefined;
+    const listed = await this.#options.host.call('list_timers', {}, { signal });
+    const rows = listed.structuredContent?.timers;
+    const count = Array.isArray(rows) ? rows.length : 0;
+    if (count === 0) return undefined; // nothing to lose: the tool says so
+    if (match.intent.name === 'cancel_all') return `Cancel all ${count === 1 ? 'one timer or reminder' : `${count} timers and reminders`}? Say yes or no.`;
+    const id = typeof match.args.id === 'string' ? `${match.args.id} ` : '';
+    if (count > 1) return `Cancel the ${id}timer? You have ${count}. Say yes or no.`;
+    return undefined;
   }
 
   /** The user answered a confirmation question: run the call (or not) and let the model go on. */

@@ -62,7 +62,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const voice = new VoiceService<TurnResult>({
     config: () => config,
     log: log.child('voice'),
-    respond: (text, signal) => spoken.turn(text, signal), // `spoken` exists before the voice starts
+    respond: (text, signal, heard) => spoken.turn(text, signal, heard), // `spoken` exists before the voice starts
     ...(options.voice ?? {}),
   });
   // Timers can fire before the voice is up (missed ones, at start): the voice logs those.

@@ -13,6 +13,7 @@ import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
 import { createEspeak } from '../pipeline/espeak.js';
 import { aplaySink, earcon } from '../pipeline/playback.js';
+import { sameMeaning } from '../intents/match.js';
 import { createPocketsphinx } from '../pipeline/pocketsphinx.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
@@ -36,7 +37,8 @@ export interface VoiceParts {
 export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; reason: string } {
   const wake = wakeWordName(config.assistant.wake_word).replace(/_/g, ' ');
   const fallback = (why: string) => ({
-    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake] }),
+    // Decodes agree when they ask for the same thing, not only in the same words.
+    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake], agree: sameMeaning }),
     reason: why,
   });
   if (config.stt.engine === 'pocketsphinx') return fallback('pocketsphinx, as configured');
@@ -74,6 +76,7 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     respond,
     endpoint: { silenceS: config.audio.silence_s, maxS: config.audio.max_command_s, noSpeechS: config.audio.no_speech_s },
     followUpS: config.assistant.follow_up_s,
+    minConfidence: config.stt.min_confidence,
     ...(config.audio.earcon ? { earcon: earcon() } : {}),
   };
 }

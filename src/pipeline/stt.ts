@@ -11,9 +11,35 @@ export interface SpeechToText {
   /** Load models or start helpers ahead of the first utterance; optional. */
   start?(): Promise<void>;
   /** The words in `samples` (16 kHz mono int16), lower case, "" for nothing understood. */
-  transcribe(samples: Int16Array, signal?: AbortSignal): Promise<string>;
+  transcribe(samples: Int16Array, signal?: AbortSignal): Promise<Transcript>;
+  /** Decode while the audio arrives, when the engine can (pocketsphinx); `prime` is audio
+   * from just before (the wake phrase) to adapt to the room and voice; optional. */
+  stream?(prime?: Int16Array): Promise<SttStream>;
   /** Stop helpers; optional. */
   stop?(): Promise<void>;
+}
+
+/** What was heard, and how sure the engine is of it. */
+export interface Transcript {
+  /** Lower case words; "" for nothing understood. */
+  text: string;
+  /** 0–1: below `[stt] min_confidence` IRIS asks again instead of acting. How each engine
+   * scores is in its adapter. */
+  confidence: number;
+  /** The engine's raw measures behind `confidence`, for logs and the benchmark. */
+  details?: Record<string, number>;
+}
+
+/** One utterance being decoded as it is spoken. */
+export interface SttStream {
+  /** More audio (16 kHz mono int16). */
+  push(samples: Int16Array): void;
+  /** The best words so far (not scored). */
+  partial(): string;
+  /** No more audio: the scored transcript. */
+  end(): Promise<Transcript>;
+  /** Drop the utterance (idempotent; also fine after `end`). */
+  cancel(): void;
 }
 
 export class SttError extends IrisError {

@@ -9,7 +9,7 @@
 import { concatSamples, durationS, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
 import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
-import type { SpeechToText } from './stt.js';
+import type { SpeechToText, SttStream } from './stt.js';
 import type { TextToSpeech } from './tts.js';
 import type { VoiceActivity } from './vad.js';
 import type { Detection, WakeWordDetector } from './wakeword.js';
@@ -20,8 +20,15 @@ export interface ReplyStream<R> {
   result: Promise<R>;
 }
 
-export type Responder<R> = (text: string, signal: AbortSignal) => ReplyStream<R>;
+/** What the recogniser heard, passed along with the text. */
+export interface Heard {
+  /** The recogniser's confidence, 0–1. */
+  confidence: number;
+}
 
+export type Responder<R> = (text: string, signal: AbortSignal, heard: Heard) => ReplyStream<R>;
+
+/** `not_understood`: nothing was heard, or not surely enough to act on (below `minConfidence`). */
 export type Outcome = 'answered' | 'no_wake' | 'no_speech' | 'not_understood' | 'cancelled' | 'failed';
 
 export interface VoiceRun<R> {
@@ -30,7 +37,11 @@ export interface VoiceRun<R> {
   /** True when the command came without the wake word, as a follow-up. */
   followUp: boolean;
   transcript?: string;
+  /** The recogniser's confidence in `transcript`, 0–1. */
+  confidence?: number;
   result?: R;
+  /** What IRIS said when no turn answered (it did not catch the words). */
+  said?: string;
   outcome: Outcome;
   error?: string;
   timings: Timings;
@@ -48,9 +59,14 @@ export interface VoiceLoopOptions<R> {
   endpoint?: EndpointerOptions;
   /** Keep listening this long after a reply, without the wake word (seconds); 0 = off. */
   followUpS?: number;
-  /** Audio kept from before the detection (seconds), so "hey jarvis what time is it" said in
-   * one breath keeps its first words; default 0.5, the latest detections came 0.6 s late. */
+  /** Audio kept from before the detection (seconds), searched for where the wake phrase's
+   * speech began, so the recogniser gets whole words ("hey jarvis what time is it" in one
+   * breath); default 2.5: the wake phrase lasts ~0.8 s and detections come up to 0.6 s after
+   * it, with a command's first words in between. */
   preRollS?: number;
+  /** Below this transcript confidence nothing is acted on: IRIS says it did not catch that
+   * and listens again for the follow-up window; default 0 (everything is acted on). */
+  minConfidence?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
   /** Every stage event, as it happens. */
@@ -65,10 +81,13 @@ type State = 'idle' | 'command' | 'replying';
 
 interface Command {
   run: number;
+  /** Audio for the recogniser: from the wake phrase's first word on. */
   chunks: Int16Array[];
   endpointer: Endpointer;
   followUp: boolean;
   wake?: Detection;
+  /** The recogniser decoding as the audio arrives, when the engine can. */
+  stream?: SttStream;
 }
 
 const NOT_UNDERSTOOD = "Sorry, I didn't catch that.";
@@ -96,31 +115,36 @@ export class VoiceLoop<R> {
   async run(source: AudioSource, signal: AbortSignal, once = false): Promise<VoiceRun<R>[]> {
     const finished: VoiceRun<R>[] = [];
     const preRoll: AudioChunk[] = [];
-    const preRollS = this.#o.preRollS ?? 0.5;
+    const preRollS = this.#o.preRollS ?? 2.5;
     let command: Command | undefined;
     let lastAtS = 0;
     const report = (run: VoiceRun<R>) => {
       finished.push(run);
       this.#o.onRun?.(run, summaryLine(run.run, run.events));
     };
-    const startCommand = (run: number, followUp: boolean, wake?: Detection, audio: AudioChunk[] = []) => {
+    const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = []) => {
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
+      const audio = await this.#wordBoundary(before);
       const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
-      command = { run, chunks: [], endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}) };
+      // Decode while the person speaks, so the words are ready when they stop; the kept audio
+      // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
+      const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)));
+      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) };
+      stream?.push(concatSamples(command.chunks));
       this.#o.vad.reset();
       this.#state = 'command';
       if (this.#o.earcon && !once) void this.#o.sink.play(this.#o.earcon, signal).catch(() => undefined);
-      return audio;
     };
-    const onTurnEnd = (run: VoiceRun<R>) => {
+    const onTurnEnd = async (run: VoiceRun<R>) => {
       report(run);
       if (this.#turn?.run !== run.run) return; // barged in: a new command already runs
       this.#turn = undefined;
-      if (run.outcome === 'answered' && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
+      const listenAgain = run.outcome === 'answered' || (run.outcome === 'not_understood' && run.transcript !== undefined);
+      if (listenAgain && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
         const next = ++this.#runs;
         this.#emit(next, 'run-start', { followUp: true });
-        startCommand(next, true);
+        await startCommand(next, true);
       } else {
         this.#state = 'idle';
         this.#o.wake.reset();
@@ -132,7 +156,6 @@ export class VoiceLoop<R> {
     try {
       for await (const chunk of source.frames(signal)) {
         lastAtS = chunk.atS + durationS(chunk.samples.length);
-        let pending = [chunk];
         if (this.#state !== 'command') {
           const detection = await this.#o.wake.process(chunk);
           preRoll.push(chunk);
@@ -145,13 +168,13 @@ export class VoiceLoop<R> {
             this.#turn = undefined;
             this.#emit(this.#runs + 1, 'run-start', { bargeIn: true });
           }
-          pending = startCommand(++this.#runs, false, detection, preRoll.splice(0));
+          await startCommand(++this.#runs, false, detection, preRoll.splice(0));
+          continue; // this chunk is the pre-roll's last
         }
         if (!command) continue;
-        for (const audio of pending) {
-          command.chunks.push(audio.samples);
-          for (const frame of await this.#o.vad.process(audio)) command.endpointer.process(frame.seconds, frame.isSpeech);
-        }
+        command.chunks.push(chunk.samples);
+        command.stream?.push(chunk.samples);
+        for (const frame of await this.#o.vad.process(chunk)) command.endpointer.process(frame.seconds, frame.isSpeech);
         const state = command.endpointer.state;
         if (state === 'waiting' || state === 'speaking') continue;
         const done = command;
@@ -184,6 +207,7 @@ export class VoiceLoop<R> {
       await this.#turn?.done;
       return finished;
     } finally {
+      command?.stream?.cancel();
       this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
     }
   }
@@ -204,21 +228,23 @@ export class VoiceLoop<R> {
     let result: R | undefined;
     try {
       this.#emit(run, 'stt-start');
-      const heard = await this.#o.stt.transcribe(concatSamples(command.chunks), signal);
-      transcript = stripWakeWord(heard, command.wake?.word);
-      this.#emit(run, 'stt-end', { text: transcript, raw: heard });
-      if (!transcript) {
-        await this.#speak(run, [this.#o.notUnderstood ?? NOT_UNDERSTOOD], signal);
-        return this.#finish(command, 'not_understood', { transcript });
+      const heard = command.stream ? await command.stream.end() : await this.#o.stt.transcribe(concatSamples(command.chunks), signal);
+      transcript = stripWakeWord(heard.text, command.wake?.word);
+      const { confidence } = heard;
+      this.#emit(run, 'stt-end', { text: transcript, raw: heard.text, confidence, ...heard.details });
+      if (!transcript || confidence < (this.#o.minConfidence ?? 0)) {
+        const said = this.#o.notUnderstood ?? NOT_UNDERSTOOD;
+        await this.#speak(run, [said], signal);
+        return this.#finish(command, 'not_understood', { transcript, confidence, said });
       }
       const asked = this.#emit(run, 'conversation-start', { text: transcript });
-      const reply = this.#o.respond(transcript, signal);
+      const reply = this.#o.respond(transcript, signal, { confidence });
       const [, settled] = await Promise.all([this.#speak(run, reply.sentences, signal), reply.result]);
       result = settled;
       const firstTokenMs = (settled as { timings_ms?: { first_token?: number } } | undefined)?.timings_ms?.first_token;
       if (typeof firstTokenMs === 'number') this.#emit(run, 'first-token', undefined, asked.atMs + firstTokenMs);
       this.#emit(run, 'conversation-end');
-      return this.#finish(command, 'answered', { transcript, result });
+      return this.#finish(command, 'answered', { transcript, confidence, result });
     } catch (error) {
       if (signal.aborted) return this.#finish(command, 'cancelled', { ...(transcript === undefined ? {} : { transcript }) });
       const message = error instanceof Error ? error.message : String(error);
@@ -255,7 +281,39 @@ export class VoiceLoop<R> {
     return count;
   }
 
-  #finish(command: Command, outcome: Outcome, extra: { transcript?: string; result?: R; error?: string } = {}): VoiceRun<R> {
+  /**
+   * The pre-roll from where the wake phrase's speech began (Silero over the kept audio: the
+   * start of the last run of speech, gaps under 0.3 s bridged, less 0.15 s). Only the
+   * recogniser gets it: the endpointer starts at the detection, so a pause after the wake
+   * word is not taken for the end of the command.
+   */
+  async #wordBoundary(before: AudioChunk[]): Promise<AudioChunk[]> {
+    if (before.length === 0) return [];
+    this.#o.vad.reset();
+    const frames: { atS: number; isSpeech: boolean }[] = [];
+    for (const chunk of before) {
+      let atS = chunk.atS;
+      for (const frame of await this.#o.vad.process(chunk)) {
+        frames.push({ atS, isSpeech: frame.isSpeech });
+        atS += frame.seconds;
+      }
+    }
+    let i = frames.length - 1;
+    while (i >= 0 && !frames[i]?.isSpeech) i--;
+    const endAtS = before[before.length - 1]?.atS ?? 0;
+    if (i < 0) return before.filter((c) => c.atS >= endAtS - 0.5); // no speech: the last 0.5 s
+    let onsetS = frames[i]?.atS ?? 0;
+    for (; i >= 0; i--) {
+      const frame = frames[i];
+      if (!frame) break;
+      if (frame.isSpeech) onsetS = frame.atS;
+      else if (onsetS - frame.atS > 0.3) break; // a pause this long: the phrase began after it
+    }
+    return before.filter((c) => c.atS + durationS(c.samples.length) > onsetS - 0.15);
+  }
+
+  #finish(command: Command, outcome: Outcome, extra: { transcript?: string; confidence?: number; result?: R; said?: string; error?: string } = {}): VoiceRun<R> {
+    command.stream?.cancel();
     this.#emit(command.run, 'run-end', { outcome });
     const events = this.#events.get(command.run) ?? [];
     this.#events.delete(command.run);

@@ -13,7 +13,7 @@ import { isAbortError, messageOf } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { durationS } from './audio.js';
 import { stopChild } from './child.js';
-import { SttError, type SpeechToText } from './stt.js';
+import { SttError, type SpeechToText, type Transcript } from './stt.js';
 import { encodeWav } from './wav.js';
 
 export interface WhisperOptions {
@@ -106,6 +106,22 @@ export function checkModel(file: string): void {
 }
 
 /** Text with whisper's non-speech tags ([BLANK_AUDIO], [Music], (wind blowing)) removed, lower case. */
+/**
+ * whisper's confidence: the geometric mean of its token probabilities (exp of the segments'
+ * mean `avg_logprob`), times the chance the audio held speech at all (1 − the largest
+ * `no_speech_prob`). Unmeasured on real weights (none can be fetched here): a random-weight
+ * model shows only that the numbers flow; `[stt] min_confidence` may need another value.
+ */
+export function whisperConfidence(text: string, segments: unknown): { confidence: number; details: Record<string, number> } {
+  const list = Array.isArray(segments) ? (segments as { avg_logprob?: unknown; no_speech_prob?: unknown }[]) : [];
+  const logprobs = list.map((s) => s.avg_logprob).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  const noSpeech = Math.max(0, ...list.map((s) => s.no_speech_prob).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
+  if (text === '' || logprobs.length === 0) return { confidence: 0, details: { no_speech: noSpeech } };
+  const meanLogprob = logprobs.reduce((a, b) => a + b, 0) / logprobs.length;
+  const confidence = Math.exp(meanLogprob) * (1 - noSpeech);
+  return { confidence: Math.round(confidence * 1000) / 1000, details: { avg_logprob: Math.round(meanLogprob * 1000) / 1000, no_speech: noSpeech } };
+}
+
 export function cleanTranscript(text: string): string {
   return text
     .replace(/\[[^\]]*\]|\([^)]*\)/g, ' ')
@@ -175,7 +191,7 @@ export class WhisperStt implements SpeechToText {
     await this.server();
   }
 
-  async transcribe(samples: Int16Array, signal?: AbortSignal): Promise<string> {
+  async transcribe(samples: Int16Array, signal?: AbortSignal): Promise<Transcript> {
     signal?.throwIfAborted();
     const { url } = await raceAbort(this.server(), signal);
     const seconds = durationS(samples.length);
@@ -185,7 +201,7 @@ export class WhisperStt implements SpeechToText {
     }
     const form = new FormData();
     form.append('file', new Blob([encodeWav(samples)], { type: 'audio/wav' }), 'utterance.wav');
-    form.append('response_format', 'json');
+    form.append('response_format', 'verbose_json'); // segments with token probabilities
     form.append('temperature', '0');
     form.append('temperature_inc', '0'); // no fallback re-decoding at higher temperatures
     form.append('no_timestamps', 'true');
@@ -202,15 +218,16 @@ export class WhisperStt implements SpeechToText {
     if (!response.ok) {
       throw new SttError('stt_failed', `whisper-server answered ${response.status}: ${body.slice(0, 200)}`);
     }
-    let text: unknown;
+    let reply: { text?: unknown; segments?: unknown };
     try {
-      text = (JSON.parse(body) as { text?: unknown }).text;
+      reply = JSON.parse(body) as typeof reply;
     } catch (error) {
       throw new SttError('stt_failed', `whisper-server sent no JSON: ${body.slice(0, 200)}`, { cause: error });
     }
-    if (typeof text !== 'string') throw new SttError('stt_failed', `whisper-server sent no text: ${body.slice(0, 200)}`);
+    if (typeof reply.text !== 'string') throw new SttError('stt_failed', `whisper-server sent no text: ${body.slice(0, 200)}`);
     this.log.debug(`${seconds.toFixed(1)} s transcribed in ${Math.round(performance.now() - started)} ms`);
-    return cleanTranscript(text);
+    const text = cleanTranscript(reply.text);
+    return { text, ...whisperConfidence(text, reply.segments) };
   }
 
   async stop(): Promise<void> {
