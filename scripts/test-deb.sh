@@ -28,7 +28,7 @@ check "lintian clean (checked by build-deb.sh)" test -f "$deb"
 check "systemd-analyze verify" bash -c "[ -z \"\$(systemd-analyze verify --man=no systemd/iris.service 2>&1)\" ]"
 check "unit exposure <= 1.5" bash -c "systemd-analyze security --offline=true systemd/iris.service | awk '/Overall exposure/ {exit !(\$(NF-2) <= 1.5)}'"
 ort_arch=$([ "$(dpkg --print-architecture)" = arm64 ] && echo arm64 || echo x64)
-check "native parts for this architecture only, whisper-server built in" bash -c "dpkg-deb -c '$deb' > /tmp/iris-deb-files && ! grep -E 'napi-v6/(darwin|win32)|linux/(arm64|x64)/' /tmp/iris-deb-files | grep -v 'linux/$ort_arch/' | grep -q . && grep -q 'linux/$ort_arch/onnxruntime_binding.node' /tmp/iris-deb-files && grep -q 'usr/lib/iris/bin/whisper-server\$' /tmp/iris-deb-files"
+check "native parts for this architecture only, whisper-server built in" bash -c "dpkg-deb -c '$deb' > /tmp/iris-deb-files && ! grep -E 'napi-v6/(darwin|win32)|linux/(arm64|x64)/' /tmp/iris-deb-files | grep -v 'linux/$ort_arch/' | grep -q . && grep -q 'linux/$ort_arch/onnxruntime_binding.node' /tmp/iris-deb-files && grep -q 'usr/lib/iris/bin/whisper-server\$' /tmp/iris-deb-files && grep -q 'koffi/build/koffi/linux_$ort_arch/koffi.node' /tmp/iris-deb-files && [ \$(grep -c 'koffi/build/koffi/.*/koffi.node' /tmp/iris-deb-files) = 1 ]"
 
 # A Debian 12 root with systemd and nodejs (piuparts needs them preinstalled), made once.
 base=.cache/bookworm-systemd.tgz

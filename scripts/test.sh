@@ -6,9 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-# The tests run the voice path (espeak-ng, sox, ALSA, pocketsphinx), check the unit, and
-# build whisper.cpp (cmake, g++).
+# The tests run the voice path (espeak-ng, sox, ALSA, pocketsphinx), speak commands in flite's
+# and festival's voices too (voices the code was not tuned on), check the unit, and build
+# whisper.cpp (cmake, g++).
 ensure_node "$IRIS_VOICE_NEEDS
+flite flite
+text2wave festival
+/usr/share/festival/voices/english/kal_diphone festvox-kallpc16k
+/usr/share/festival/voices/us/cmu_us_slt_arctic_hts festvox-us-slt-hts
 systemd-analyze systemd
 cmake cmake
 g++ g++

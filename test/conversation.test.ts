@@ -290,6 +290,52 @@ describe('routing, speech and memory', () => {
   });
 });
 
+describe('warming the model, and confirmations by voice', () => {
+  it('loads the model on request (an empty /api/chat with keep_alive) and reports it loaded', async () => {
+    const s = await start({ ollama: { keep_alive: '45m' } });
+    const conversation = s.iris.conversation();
+    expect(await conversation.modelLoaded()).toBe(false);
+    conversation.warm();
+    conversation.warm(); // one load in flight is enough
+    await expect.poll(() => s.double.loads.length).toBe(1);
+    expect(s.double.loads[0]).toEqual({ model: 'qwen2.5:7b', keep_alive: '45m' });
+    expect(s.double.chats).toEqual([]); // no turn used up
+    await expect.poll(() => conversation.modelLoaded()).toBe(true);
+  });
+
+  it('says it cannot tell when Ollama does not answer', async () => {
+    const s = await start({}, { url: `http://127.0.0.1:${await closedPort()}` });
+    const conversation = s.iris.conversation();
+    conversation.warm(); // logs, never throws
+    expect(await conversation.modelLoaded()).toBeNull();
+  });
+
+  it('asks before cancelling all timers by voice; a spoken yes must be sure; typed text acts at once', async () => {
+    const s = await start();
+    const conversation = s.iris.conversation();
+    const spoken = (text: string, confidence: number) => conversation.turn(text, undefined, { confidence }).result;
+    await ask(s, 'set a tea timer for 3 minutes');
+    await ask(s, 'set a pasta timer for 8 minutes');
+    expect(await spoken('cancel all timers', 0.9)).toMatchObject({ reply: 'Cancel all 2 timers and reminders? Say yes or no.', tool_calls: [] });
+    // "yes" heard, but not surely enough: asked again, nothing cancelled.
+    expect(await spoken('yes', 0.6)).toMatchObject({ reply: 'Sorry, was that a yes? Please say yes or no.', tool_calls: [] });
+    expect(await spoken('yes', 0.95)).toMatchObject({ reply: 'Cancelled the 2 timers and reminders.' });
+    // Cancelling one of several by voice is confirmed too; "no" keeps it.
+    await ask(s, 'set a tea timer for 3 minutes');
+    await ask(s, 'set an egg timer for 6 minutes');
+    expect((await spoken('cancel the tea timer', 0.9)).reply).toBe('Cancel the tea timer? You have 2. Say yes or no.');
+    expect((await spoken('no', 0.9)).reply).toBe("OK, I won't.");
+    expect((await ask(s, 'what timers do I have')).result.reply).toMatch(/^You have 2:/);
+    // Anything else drops the question and is a request of its own.
+    expect((await spoken('cancel all timers', 0.9)).reply).toMatch(/^Cancel all 2/);
+    expect((await spoken('what is 2 plus 2', 0.9)).reply).toBe("That's 4.");
+    expect((await spoken('yes', 0.95)).route).not.toBe('local');
+    expect((await ask(s, 'what timers do I have')).result.reply).toMatch(/^You have 2:/);
+    // Typed, the same request acts at once.
+    expect((await ask(s, 'cancel all timers')).result.reply).toBe('Cancelled the 2 timers and reminders.');
+  });
+});
+
 describe('failures said plainly', () => {
   it('Ollama not running: a spoken reason at once, and the local path still works', async () => {
     const s = await start({}, { url: `http://127.0.0.1:${await closedPort()}` });

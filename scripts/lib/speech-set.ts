@@ -54,8 +54,10 @@ export interface ClipSpec {
   command: string;
   voice: Voice;
   /** 'one-breath': "wake, command" as one utterance; 'pause': wake, 0.8 s silence, command;
-   * 'speech-before': an unrelated sentence, 0.6 s silence, then one-breath. */
-  layout: 'one-breath' | 'pause' | 'speech-before';
+   * 'speech-before': an unrelated sentence, 0.6 s silence, then one-breath; 'hesitant':
+   * one-breath up to the command's " … ", then 0.5 s silence, then the rest ("what time is
+   * it … in tokyo"): a pause inside the command that must not end it. */
+  layout: 'one-breath' | 'pause' | 'speech-before' | 'hesitant';
   /** Noise over the whole clip, at an SNR (dB) relative to the speech's power. */
   noise: Noise;
   /** Small-room reverb (sox `reverb 30 50 40`) on the speech, before the noise. */
@@ -287,7 +289,16 @@ export function makeClip(spec: ClipSpec, dir: string): Clip {
   let wakeEnd: number;
   let commandStart: number;
   let lastWordEnd: number;
-  if (spec.layout === 'pause') {
+  if (spec.layout === 'hesitant') {
+    const [first = '', rest = ''] = spec.command.split(' … ');
+    const head = say(utter(`${spec.wake}, ${first}`, spec.voice));
+    pause(0.5);
+    const tail = say(utter(rest, spec.voice));
+    const wakeAlone = utter(spec.wake, spec.voice);
+    speech.push(head, tail);
+    wakeEnd = Math.min(head[1], head[0] + wakeAlone.end - wakeAlone.start);
+    [commandStart, lastWordEnd] = [wakeEnd, tail[1]];
+  } else if (spec.layout === 'pause') {
     const wake = say(utter(spec.wake, spec.voice));
     pause(0.8);
     const command = say(utter(spec.command, spec.voice));

@@ -81,7 +81,8 @@ interface DaemonStatus {
   pid: number;
   uptime_s: number;
   home_zone: string;
-  ollama: { url: string; model: string };
+  /** `loaded`: whether Ollama has the model in memory now (null: Ollama did not answer). */
+  ollama: { url: string; model: string; loaded: boolean | null };
   timers: number;
   mcp: ServerStatus[];
   voice: VoiceStatus;
@@ -287,7 +288,8 @@ export function buildProgram(): Command {
       }
       if (g.json === true) return printJson(status);
       print(`IRIS is running (pid ${status.pid}, up ${status.uptime_s} s), home zone ${status.home_zone}`);
-      print(`model: ${status.ollama.model} at ${status.ollama.url}`);
+      const loaded = status.ollama.loaded === null ? 'Ollama not answering' : status.ollama.loaded ? 'loaded' : 'not loaded';
+      print(`model: ${status.ollama.model} at ${status.ollama.url} (${loaded})`);
       print(`timers and reminders: ${status.timers}`);
       for (const s of status.mcp) print(`MCP ${s.name}: ${s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools${s.reason ? ` (${s.reason})` : ''}`);
       print(`voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`);

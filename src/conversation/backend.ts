@@ -59,6 +59,10 @@ export interface ChatBackend {
   readonly url: string;
   chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatChunk>;
   show(model: string, signal: AbortSignal): Promise<ModelInfo>;
+  /** Load `model` and keep it `keepAlive` ("30m"), so the next chat does not wait for it. */
+  load?(model: string, keepAlive: string, signal: AbortSignal): Promise<void>;
+  /** The models loaded now. */
+  loaded?(signal: AbortSignal): Promise<string[]>;
 }
 
 export type ChatErrorCode =

@@ -71,6 +71,11 @@ async function answerTo(text: string): Promise<'yes' | 'no' | undefined> {
   return found?.intent.name as 'yes' | 'no' | undefined;
 }
 
+/** A model load can take a minute on a small machine (users report 30–100 s cold starts). */
+const WARM_TIMEOUT_MS = 120_000;
+/** `iris status` must answer even with Ollama down. */
+const STATUS_TIMEOUT_MS = 1_500;
+
 /** Keep at most this many past rounds in memory; the budget decides how many are sent. */
 const MAX_KEPT_ROUNDS = 50;
 /** Calibration factor bounds: a wild prompt_eval_count must not wreck the budget. */
@@ -86,10 +91,37 @@ export class Conversation {
   #clampLogged = false;
   #pending: Pending | undefined;
   #localPending: LocalPending | undefined;
+  #warming = false;
 
   constructor(options: ConversationOptions) {
     this.#options = options;
     this.#log = options.log;
+  }
+
+  /**
+   * Ask the model to load now, while the person is still speaking (the wake word fired), so a
+   * model answer does not start with a model load. Fire and forget; a failure only logs.
+   */
+  warm(): void {
+    const { backend, config } = this.#options;
+    if (backend.load === undefined || this.#warming) return;
+    this.#warming = true;
+    backend.load(config.ollama.model, config.ollama.keep_alive, AbortSignal.timeout(WARM_TIMEOUT_MS))
+      .catch((error: unknown) => this.#log.debug(`warming ${config.ollama.model} failed: ${messageOf(error)}`))
+      .finally(() => (this.#warming = false));
+  }
+
+  /** Whether Ollama has the model loaded now; null when it cannot be asked. */
+  async modelLoaded(): Promise<boolean | null> {
+    const { backend, config } = this.#options;
+    if (backend.loaded === undefined) return null;
+    try {
+      const names = await backend.loaded(AbortSignal.timeout(STATUS_TIMEOUT_MS));
+      const wanted = config.ollama.model.includes(':') ? config.ollama.model : `${config.ollama.model}:latest`;
+      return names.some((name) => name === config.ollama.model || name === wanted);
+    } catch {
+      return null;
+    }
   }
 
   /** Forget the conversation (follow-ups start afresh). */

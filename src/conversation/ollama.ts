@@ -25,6 +25,24 @@ export function createOllamaBackend(url: string): ChatBackend {
 
   return {
     url,
+    // Ollama's load request: /api/chat with no messages (notes/ollama-api.md). Plain fetch:
+    // the client cannot abort a non-streaming call, and a load may take a minute.
+    async load(model, keepAlive, signal) {
+      const response = await fetch(`${url.replace(/\/$/, '')}/api/chat`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model, messages: [], keep_alive: keepAlive, stream: false }),
+        signal,
+      });
+      await response.body?.cancel();
+      if (!response.ok) throw new ChatError(response.status === 404 ? 'model_not_found' : 'rejected', `loading ${model} failed: HTTP ${response.status}`);
+    },
+    async loaded(signal) {
+      const response = await fetch(`${url.replace(/\/$/, '')}/api/ps`, { signal });
+      if (!response.ok) throw new ChatError('rejected', `/api/ps answered HTTP ${response.status}`);
+      const body = (await response.json()) as { models?: { name?: unknown; model?: unknown }[] };
+      return (body.models ?? []).map((m) => m.model ?? m.name).filter((name): name is string => typeof name === 'string' && name !== '');
+    },
     async *chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatChunk> {
       if (signal.aborted) throw signal.reason;
       let stream: AbortableAsyncIterator<ChatResponse>;

@@ -63,6 +63,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     config: () => config,
     log: log.child('voice'),
     respond: (text, signal, heard) => spoken.turn(text, signal, heard), // `spoken` exists before the voice starts
+    onWake: () => spoken.warm(), // the model loads while the person speaks
     ...(options.voice ?? {}),
   });
   // Timers can fire before the voice is up (missed ones, at start): the voice logs those.
@@ -107,7 +108,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
           config: options.configPath,
           state_dir: options.stateDir,
           home_zone: config.assistant.timezone,
-          ollama: { url: config.ollama.url, model: config.ollama.model },
+          ollama: { url: config.ollama.url, model: config.ollama.model, loaded: await spoken.modelLoaded() },
           timers: timers?.length ?? 0,
           mcp: iris.mcp.servers.status(),
           voice: voice.status,

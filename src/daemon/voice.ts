@@ -14,6 +14,7 @@ import { arecordSource } from '../pipeline/capture.js';
 import { createEspeak } from '../pipeline/espeak.js';
 import { aplaySink, earcon } from '../pipeline/playback.js';
 import { sameMeaning } from '../intents/match.js';
+import { prefixState } from '../intents/prefix.js';
 import { createPocketsphinx } from '../pipeline/pocketsphinx.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
@@ -77,6 +78,9 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     endpoint: { silenceS: config.audio.silence_s, maxS: config.audio.max_command_s, noSpeechS: config.audio.no_speech_s },
     followUpS: config.assistant.follow_up_s,
     minConfidence: config.stt.min_confidence,
+    commandState: prefixState,
+    completePauseS: config.audio.complete_pause_s,
+    extendablePauseS: config.audio.extendable_pause_s,
     ...(config.audio.earcon ? { earcon: earcon() } : {}),
   };
 }
@@ -85,6 +89,8 @@ export interface VoiceServiceOptions<R> {
   config: () => Config;
   log: Logger;
   respond: Responder<R>;
+  /** Called when the wake word fires: warm the model. */
+  onWake?: () => void;
   /** Default: arecord on `[audio] input`. */
   source?: AudioSource;
   /** Default: aplay on `[audio] output`. */
@@ -140,6 +146,7 @@ export class VoiceService<R> {
     await parts.stt.start?.().catch((error: unknown) => this.#log.error(`speech to text: ${messageOf(error)}`));
     const loop = new VoiceLoop<R>({
       ...loopOptions(config, parts, sink, this.#o.respond),
+      ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       onEvent: (event) => {
         if (event.type === 'wake-end') this.#announcer?.acknowledge();
       },

@@ -54,6 +54,18 @@ export class Endpointer {
     return this.#state;
   }
 
+  /** How long the current silence has lasted (seconds; 0 while speech goes on). */
+  get silenceS(): number {
+    return this.#silenceRunS / 1e6;
+  }
+
+  /** End the command now, during a pause (the words are complete): state `done`. */
+  complete(): void {
+    if (this.#state !== 'speaking') return;
+    this.#state = 'done';
+    this.endedAtS = (this.#elapsedS - this.#silenceRunS) / 1e6;
+  }
+
   /** Feed one chunk; returns the state after it. Final states stay final. */
   process(seconds: number, isSpeech: boolean): EndpointState {
     if (this.#state !== 'waiting' && this.#state !== 'speaking') return this.#state;

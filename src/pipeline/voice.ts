@@ -67,8 +67,18 @@ export interface VoiceLoopOptions<R> {
   /** Below this transcript confidence nothing is acted on: IRIS says it did not catch that
    * and listens again for the follow-up window; default 0 (everything is acted on). */
   minConfidence?: number;
+  /** Where the words heard so far stand (intents/prefix.ts): with it, and a recogniser that
+   * decodes as the audio arrives, a whole command ends the turn at a short pause instead of
+   * the endpointer's full silence. */
+  commandState?: (text: string) => { complete: boolean; extendable: boolean };
+  /** Pause that ends a whole command nothing could extend (seconds); default 0.25. */
+  completePauseS?: number;
+  /** Pause that ends a whole command more words could still follow (seconds); default 0.45. */
+  extendablePauseS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
+  /** Called when the wake word fires (the daemon warms the model then). */
+  onWake?: () => void;
   /** Every stage event, as it happens. */
   onEvent?: (event: VoiceEvent) => void;
   /** Each finished run, with its summary line. */
@@ -162,6 +172,7 @@ export class VoiceLoop<R> {
           while (preRoll.length > 1 && durationS(preRoll.length * chunk.samples.length) > preRollS + 0.08) preRoll.shift();
           if (!detection) continue;
           this.#o.wake.reset();
+          this.#o.onWake?.();
           if (this.#state === 'replying' && this.#turn) {
             this.#emit(this.#turn.run, 'barge-in', { atS: detection.atS });
             this.#turn.controller.abort(new DOMException('barge-in', 'AbortError'));
@@ -175,6 +186,7 @@ export class VoiceLoop<R> {
         command.chunks.push(chunk.samples);
         command.stream?.push(chunk.samples);
         for (const frame of await this.#o.vad.process(chunk)) command.endpointer.process(frame.seconds, frame.isSpeech);
+        this.#endEarly(command);
         const state = command.endpointer.state;
         if (state === 'waiting' || state === 'speaking') continue;
         const done = command;
@@ -279,6 +291,23 @@ export class VoiceLoop<R> {
       this.#emit(run, 'tts-end', { sentences: count, stopped: signal.aborted });
     }
     return count;
+  }
+
+  /**
+   * During a pause, end a command whose words are already whole: after `completePauseS` when
+   * nothing can follow them, `extendablePauseS` when something could ("what time is it" …
+   * "in Tokyo"); otherwise the endpointer waits its full silence.
+   */
+  #endEarly(command: Command): void {
+    const { endpointer, stream } = command;
+    const judge = this.#o.commandState;
+    if (endpointer.state !== 'speaking' || stream === undefined || judge === undefined) return;
+    const complete = this.#o.completePauseS ?? 0.25;
+    const extendable = this.#o.extendablePauseS ?? 0.45;
+    if (endpointer.silenceS < Math.min(complete, extendable)) return;
+    const words = judge(stripWakeWord(stream.partial(), command.wake?.word));
+    const needed = !words.complete ? Infinity : words.extendable ? extendable : complete;
+    if (endpointer.silenceS >= needed) endpointer.complete();
   }
 
   /**

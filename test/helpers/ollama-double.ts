@@ -65,6 +65,10 @@ const DEFAULT_MODELS: Record<string, ModelSpec> = {
 export class OllamaDouble {
   readonly chats: RecordedChat[] = [];
   readonly shows: string[] = [];
+  /** Load requests (an /api/chat with no messages), in order. */
+  readonly loads: { model: string; keep_alive: unknown }[] = [];
+  /** Models in memory, as /api/ps reports them: loaded by a load request or a chat. */
+  readonly loadedModels = new Set<string>();
   /** Requests the client cancelled while a turn was in progress. */
   cancelled = 0;
   models: Record<string, ModelSpec>;
@@ -129,7 +133,7 @@ export class OllamaDouble {
         })),
       });
     }
-    if (path === '/api/ps') return json(res, 200, { models: [] });
+    if (path === '/api/ps') return json(res, 200, { models: [...this.loadedModels].map((name) => ({ name, model: name, size: 4_683_087_332, context_length: 4096 })) });
     const text = await body(req);
     if (text === '') return json(res, 400, { error: 'missing request body' });
     let request: Record<string, unknown>;
@@ -155,6 +159,15 @@ export class OllamaDouble {
     if (path !== '/api/chat') return json(res, 404, { error: '404 page not found' });
     if (spec === undefined) return json(res, 404, { error: `model '${model}' not found` });
     const chat = request as unknown as RecordedChat;
+    // A load request: no messages (notes/ollama-api.md); keep_alive 0 unloads.
+    if ((chat.messages ?? []).length === 0) {
+      const unload = request.keep_alive === 0 || request.keep_alive === '0';
+      this.loads.push({ model, keep_alive: request.keep_alive });
+      if (unload) this.loadedModels.delete(model);
+      else this.loadedModels.add(model);
+      return json(res, 200, { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done_reason: unload ? 'unload' : 'load', done: true });
+    }
+    this.loadedModels.add(model);
     if (chat.tools !== undefined && chat.tools.length > 0 && !spec.capabilities.includes('tools')) {
       return json(res, 400, { error: `registry.ollama.ai/library/${model} does not support tools` });
     }

@@ -1,0 +1,70 @@
+/**
+ * Where a partial transcript stands in the spoken templates: is it a whole command, and could
+ * more words still follow? The voice loop ends a turn early only on a whole command that
+ * nothing can extend ("remind me in an hour to call mom"); "what time is it" may still get
+ * "in Tokyo" and "set a timer for ten" its unit, so those wait for the full silence.
+ * Walks the same template trees the grammar is written from, over the recogniser's words.
+ */
+import { parsedIntents } from './match.js';
+import { SLOTS } from './sentences.js';
+import { parseTemplate, type Node } from './template.js';
+
+export interface PrefixState {
+  /** The words are one whole spoken sentence. */
+  complete: boolean;
+  /** Some sentence goes on after these words. */
+  extendable: boolean;
+}
+
+const slotNodes = new Map<string, Node | undefined>();
+const slotNode = (name: string): Node | undefined => {
+  if (!slotNodes.has(name)) {
+    const spoken = SLOTS[name]?.spoken;
+    slotNodes.set(name, spoken === undefined ? undefined : parseTemplate(spoken));
+  }
+  return slotNodes.get(name);
+};
+
+/** Positions in `words` reachable after `node` starting at each of `from`; sets `more` when
+ * the words ran out where the node still wanted one. */
+function advance(node: Node, words: readonly string[], from: Set<number>, more: { value: boolean }): Set<number> {
+  switch (node.type) {
+    case 'word': {
+      const out = new Set<number>();
+      for (const i of from) {
+        if (i === words.length) more.value = true;
+        else if (words[i] === node.text) out.add(i + 1);
+      }
+      return out;
+    }
+    case 'slot': {
+      const inner = slotNode(node.name);
+      return inner === undefined ? new Set() : advance(inner, words, from, more);
+    }
+    case 'opt':
+      return new Set([...from, ...advance(node.item, words, from, more)]);
+    case 'seq':
+      return node.items.reduce((at, item) => (at.size === 0 ? at : advance(item, words, at, more)), from);
+    case 'alt': {
+      const out = new Set<number>();
+      for (const option of node.options) for (const i of advance(option, words, from, more)) out.add(i);
+      return out;
+    }
+  }
+}
+
+let sentences: Node[] | undefined;
+
+/** Where `text` (the recogniser's words, wake phrase already stripped) stands. */
+export function prefixState(text: string): PrefixState {
+  const words = text.toLowerCase().split(/\s+/).filter(Boolean);
+  sentences ??= parsedIntents(true).flatMap(({ sentences: s }) => s);
+  const state = { complete: false, extendable: false };
+  if (words.length === 0) return { complete: false, extendable: true };
+  for (const sentence of sentences) {
+    const more = { value: false };
+    if (advance(sentence, words, new Set([0]), more).has(words.length)) state.complete = true;
+    if (more.value) state.extendable = true;
+  }
+  return state;
+}
