@@ -22,6 +22,7 @@ import { parseConfig } from '../src/config/load.js';
 import { Conversation, type TurnResult } from '../src/conversation/engine.js';
 import { answerLocally } from '../src/conversation/local.js';
 import { matchIntent, sameMeaning } from '../src/intents/match.js';
+import { prefixState } from '../src/intents/prefix.js';
 import { silentLogger } from '../src/log.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
@@ -55,6 +56,11 @@ const COMMANDS = {
     'what is twenty plus thirty four', 'what is six times eight', 'what is one hundred divided by four',
     'remind me in ten minutes to check the oven',
   ],
+};
+/** Commands with a pause inside (" … ", 0.5 s): the turn must not end in it. */
+const HESITANT = {
+  dev: ['what time is it … in tokyo', 'set a timer for ten … minutes', 'remind me in an hour … to call mom', 'what is twelve … times seven'],
+  heldout: ['what time is it … in berlin', 'set a timer for fifteen … minutes', 'remind me in ten minutes … to check the oven', 'what is six times … eight'],
 };
 /** Requests the grammar cannot hold: nothing may be done for them. */
 const OUT_OF_GRAMMAR = {
@@ -90,8 +96,11 @@ interface Row {
   transcript: string;
   confidence: number;
   details: Record<string, number>;
-  /** Seconds: from the last word's end to the endpointer's decision (audio time). */
+  /** Seconds: from the last word's end to the endpointer's decision (audio time); negative:
+   * the turn ended before the last word did (cut off). */
   endpointDelayS?: number;
+  /** How the endpointer decided: "done" (full silence) or "complete" (a whole command). */
+  endpoint?: string;
   /** ms: from the decision to the first reply audio (wall clock). */
   firstAudioMs?: number;
   sttCpuMs: number;
@@ -146,6 +155,7 @@ async function runClip(samples: Int16Array, lastWordEndS: number | undefined): P
   // so one run gives the figures for any threshold.
   const loop = new VoiceLoop<TurnResult>({
     wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0,
+    commandState: prefixState, completePauseS: config.audio.complete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
   });
   wake.reset();
@@ -162,6 +172,7 @@ async function runClip(samples: Int16Array, lastWordEndS: number | undefined): P
     confidence: run?.confidence ?? 0,
     details: Object.fromEntries(Object.entries(stt1).filter((e): e is [string, number] => typeof e[1] === 'number')),
     ...(endAtS !== undefined && lastWordEndS !== undefined ? { endpointDelayS: round(endAtS - lastWordEndS, 3) } : {}),
+    ...(typeof eos?.data?.state === 'string' ? { endpoint: eos.data.state } : {}),
     ...(eos && first ? { firstAudioMs: round(first.atMs - eos.atMs, 1) } : {}),
     sttCpuMs: round(sttCpuUs / 1000, 1),
   };
@@ -183,6 +194,11 @@ for (const part of ['dev', 'heldout'] as Part[]) {
           spoken, expected: negative ? '' : await expectedCall(spoken), ...result,
         });
       }
+    }
+    for (const spoken of HESITANT[part]) {
+      const clip = makeClip({ wake: 'hey jarvis', command: spoken, voice, layout: 'hesitant', noise: 'clean' }, CACHE);
+      const result = await runClip(decodeWav(readFileSync(clip.wav)), clip.lastWordEndS);
+      rows.push({ part, synth: voice.synth, voice: voice.name, level: 'clean', layout: 'hesitant', spoken, expected: await expectedCall(spoken.replace(' … ', ' ')), ...result });
     }
     process.stderr.write(`${part} ${voice.synth} ${voice.name}: ${rows.length} clips, ${round((performance.now() - started) / 1000, 0)} s\n`);
   }
@@ -236,6 +252,8 @@ const waits = (part: Part) => rows
   .filter((r) => r.part === part && verdict(r, minConfidence) === 'right' && r.endpointDelayS !== undefined && r.firstAudioMs !== undefined)
   .map((r) => (r.endpointDelayS ?? 0) * 1000 + (r.firstAudioMs ?? 0));
 const processing = rows.filter((r) => r.firstAudioMs !== undefined).map((r) => r.firstAudioMs ?? 0);
+/** Commands whose turn ended before their last word did (words lost). */
+const cutOff = (part: Part) => rows.filter((r) => r.part === part && r.expected !== '' && (r.endpointDelayS ?? 0) < 0);
 const cpu = rows.filter((r) => r.wake).map((r) => r.sttCpuMs);
 
 // The local path on typed phrasings.
@@ -261,6 +279,8 @@ const figures = {
   table,
   sweep,
   wait_last_word_to_first_audio_ms: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { p50: round(percentile(waits(p), 0.5), 0), p95: round(percentile(waits(p), 0.95), 0), n: waits(p).length }])),
+  cut_off: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { commands: rows.filter((r) => r.part === p && r.expected !== '' && r.wake).length, cut_off: cutOff(p).length, hesitant: rows.filter((r) => r.part === p && r.layout === 'hesitant').length }])),
+  early_endpoints: rows.filter((r) => r.endpoint === 'complete').length,
   end_of_speech_to_first_audio_ms: { p50: round(percentile(processing, 0.5), 0), p95: round(percentile(processing, 0.95), 0) },
   stt_cpu_ms_per_command: { p50: round(percentile(cpu, 0.5), 0), p95: round(percentile(cpu, 0.95), 0) },
   typed,
@@ -275,5 +295,7 @@ for (const [name, t] of Object.entries(table)) {
 console.log('threshold sweep (dev | held-out: right/wrong):', sweep.map((s) => `${s.min_confidence}: ${s.dev.right}/${s.dev.wrong} | ${s.heldout.right}/${s.heldout.wrong}`).join('; '));
 console.log(`typed phrasings, local path: dev ${typed.dev?.right}/${typed.dev?.n} (false matches ${typed.dev?.false_matches}), held-out ${typed.heldout?.right}/${typed.heldout?.n} (false matches ${typed.heldout?.false_matches})`);
 console.log(`last word → first reply audio (right answers): dev p50 ${figures.wait_last_word_to_first_audio_ms.dev?.p50} ms p95 ${figures.wait_last_word_to_first_audio_ms.dev?.p95}; held-out p50 ${figures.wait_last_word_to_first_audio_ms.heldout?.p50} ms p95 ${figures.wait_last_word_to_first_audio_ms.heldout?.p95}`);
+console.log(`cut off (the turn ended before the last word): dev ${cutOff('dev').length}, held-out ${cutOff('heldout').length} (of ${figures.cut_off.heldout?.commands}, ${figures.cut_off.heldout?.hesitant} with a pause inside); ended early on a whole command: ${figures.early_endpoints} of ${rows.length}`);
+for (const r of [...cutOff('dev'), ...cutOff('heldout')]) console.log(`  cut off: ${r.part} ${r.voice} ${r.layout} "${r.spoken}" → "${r.transcript}"`);
 console.log(`end of speech → first audio: p50 ${figures.end_of_speech_to_first_audio_ms.p50} ms, p95 ${figures.end_of_speech_to_first_audio_ms.p95} ms; recognition CPU per command p50 ${figures.stt_cpu_ms_per_command.p50} ms`);
 writeResults(quick ? 'understanding-quick' : 'understanding', figures);

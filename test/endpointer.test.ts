@@ -35,4 +35,17 @@ describe('end of speech', () => {
     expect(run('ss...', { speechS: 0.2, silenceS: 0.3 }).states.at(-1)).toBe('done');
     expect(run('ssss....', { silenceS: 1 }).states.at(-1)).toBe('speaking');
   });
+
+  it('measures the pause, and ends a whole command in it when told', () => {
+    const { e } = run('ssss...');
+    expect(e.state).toBe('speaking');
+    expect(e.silenceS).toBeCloseTo(0.3, 5);
+    e.complete();
+    expect(e.state).toBe('complete');
+    expect(e.endedAtS).toBeCloseTo(0.4, 5);
+    expect(e.process(0.1, false)).toBe('complete');
+    const waiting = run('...').e;
+    waiting.complete(); // nothing said yet: nothing to end
+    expect(waiting.state).toBe('waiting');
+  });
 });

@@ -17,7 +17,11 @@ import { virtualAudio } from './helpers/alsa.js';
 import { withDouble } from './helpers/conversation.js';
 import { parseConfig } from '../src/config/load.js';
 import { sameMeaning } from '../src/intents/match.js';
-import { speechSamples } from './helpers/speech.js';
+import { prefixState } from '../src/intents/prefix.js';
+import { clipDir, speechSamples } from './helpers/speech.js';
+import { makeClip } from '../scripts/lib/speech-set.js';
+import { decodeWav } from '../src/pipeline/wav.js';
+import { readFileSync } from 'node:fs';
 
 const silence = (seconds: number) => new Int16Array(Math.round(seconds * 16_000));
 
@@ -135,6 +139,29 @@ describe('the voice loop', () => {
     await fresh.stop?.();
     expect(paused!.outcome).toBe('answered');
     expect(second.asked).toEqual(['what time is it']);
+  });
+
+  it('ends the turn at a short pause when the words are a whole command, and never cuts one off', async () => {
+    const ended = async (parts: Int16Array[]) => {
+      const events: VoiceEvent[] = [];
+      const { asked, respond } = replies('Done.');
+      // Endpointing is under test here, not confidence: every transcript is acted on.
+      const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), minConfidence: 0, commandState: prefixState, onEvent: (e) => events.push(e) });
+      await loop.run(scriptedSource(parts), new AbortController().signal, true);
+      return { asked, end: events.find((e) => e.type === 'end_of_speech-end')?.data };
+    };
+    // Nothing can follow "… to call mom": the turn ends at the short pause, not the full silence.
+    const whole = speechSamples('hey jarvis, remind me in an hour to call mom', { padS: [0.5, 1.5] });
+    const quick = await ended([whole]);
+    expect(quick.asked).toEqual(['remind me in an hour to call mom']);
+    expect(quick.end?.state).toBe('complete');
+    // A pause of 0.5 s inside: "what time is it" could be whole, but "in tokyo" may follow; it
+    // does. "set a timer for ten" is not whole: the unit after the pause is kept.
+    const hesitant = (command: string) => decodeWav(readFileSync(makeClip({ wake: 'hey jarvis', command, voice: { synth: 'espeak', name: 'en-us' }, layout: 'hesitant', noise: 'clean' }, clipDir()).wav));
+    expect((await ended([hesitant('what time is it … in tokyo')])).asked).toEqual(['what time is it in tokyo']);
+    const unit = await ended([hesitant('set a timer for ten … minutes')]);
+    expect(unit.asked[0]).toMatch(/^set a timer for ten minutes?$/);
+    expect(unit.end?.state).toBe('done');
   });
 
   it('after not catching a command it listens again without the wake word', async () => {

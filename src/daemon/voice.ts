@@ -80,7 +80,6 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     minConfidence: config.stt.min_confidence,
     commandState: prefixState,
     completePauseS: config.audio.complete_pause_s,
-    extendablePauseS: config.audio.extendable_pause_s,
     ...(config.audio.earcon ? { earcon: earcon() } : {}),
   };
 }

@@ -3,6 +3,9 @@
  * more words still follow? The voice loop ends a turn early only on a whole command that
  * nothing can extend ("remind me in an hour to call mom"); "what time is it" may still get
  * "in Tokyo" and "set a timer for ten" its unit, so those wait for the full silence.
+ * Afterthoughts are not counted as a way on: "… minutes" + "and thirty seconds", "… four" +
+ * "point five" after a pause are rare, and counting them would make nearly every timer and
+ * sum wait the full silence (the trade-off is in the README).
  * Walks the same template trees the grammar is written from, over the recogniser's words.
  */
 import { parsedIntents } from './match.js';
@@ -32,7 +35,7 @@ function advance(node: Node, words: readonly string[], from: Set<number>, more: 
     case 'word': {
       const out = new Set<number>();
       for (const i of from) {
-        if (i === words.length) more.value = true;
+        if (i === words.length) more.value ||= !AFTERTHOUGHTS.has(node.text);
         else if (words[i] === node.text) out.add(i + 1);
       }
       return out;
@@ -52,6 +55,9 @@ function advance(node: Node, words: readonly string[], from: Set<number>, more: 
     }
   }
 }
+
+/** Words that may open an afterthought on a whole command: not counted as a way on. */
+const AFTERTHOUGHTS = new Set(['and', 'point']);
 
 let sentences: Node[] | undefined;
 

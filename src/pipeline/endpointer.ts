@@ -19,7 +19,8 @@ export interface EndpointerOptions {
   gapS?: number;
 }
 
-export type EndpointState = 'waiting' | 'speaking' | 'done' | 'too_long' | 'no_speech';
+/** `complete`: ended at a pause because the words were a whole command (`complete()`). */
+export type EndpointState = 'waiting' | 'speaking' | 'done' | 'complete' | 'too_long' | 'no_speech';
 
 /** Time is counted in whole microseconds: sums of 0.1 s chunks must not drift. */
 const us = (seconds: number): number => Math.round(seconds * 1e6);
@@ -59,10 +60,10 @@ export class Endpointer {
     return this.#silenceRunS / 1e6;
   }
 
-  /** End the command now, during a pause (the words are complete): state `done`. */
+  /** End the command now, during a pause (the words are a whole command): state `complete`. */
   complete(): void {
     if (this.#state !== 'speaking') return;
-    this.#state = 'done';
+    this.#state = 'complete';
     this.endedAtS = (this.#elapsedS - this.#silenceRunS) / 1e6;
   }
 

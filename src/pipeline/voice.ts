@@ -73,8 +73,6 @@ export interface VoiceLoopOptions<R> {
   commandState?: (text: string) => { complete: boolean; extendable: boolean };
   /** Pause that ends a whole command nothing could extend (seconds); default 0.25. */
   completePauseS?: number;
-  /** Pause that ends a whole command more words could still follow (seconds); default 0.45. */
-  extendablePauseS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
   /** Called when the wake word fires (the daemon warms the model then). */
@@ -294,20 +292,17 @@ export class VoiceLoop<R> {
   }
 
   /**
-   * During a pause, end a command whose words are already whole: after `completePauseS` when
-   * nothing can follow them, `extendablePauseS` when something could ("what time is it" …
-   * "in Tokyo"); otherwise the endpointer waits its full silence.
+   * During a pause, end a command whose words are already whole and cannot go on, after
+   * `completePauseS`; anything else ("what time is it" … "in Tokyo", "set a timer for ten" …
+   * "minutes") waits for the endpointer's full silence.
    */
   #endEarly(command: Command): void {
     const { endpointer, stream } = command;
     const judge = this.#o.commandState;
     if (endpointer.state !== 'speaking' || stream === undefined || judge === undefined) return;
-    const complete = this.#o.completePauseS ?? 0.25;
-    const extendable = this.#o.extendablePauseS ?? 0.45;
-    if (endpointer.silenceS < Math.min(complete, extendable)) return;
+    if (endpointer.silenceS < (this.#o.completePauseS ?? 0.25)) return;
     const words = judge(stripWakeWord(stream.partial(), command.wake?.word));
-    const needed = !words.complete ? Infinity : words.extendable ? extendable : complete;
-    if (endpointer.silenceS >= needed) endpointer.complete();
+    if (words.complete && !words.extendable) endpointer.complete();
   }
 
   /**

@@ -26,6 +26,13 @@ export function speechWav(text: string, options: SpeechOptions = {}): string {
   return out;
 }
 
+/** Where clips from scripts/lib/speech-set.ts are kept for this process. */
+export function clipDir(): string {
+  const dir = join(DIR, 'clips');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
 /** Samples of a speech fixture. */
 export const speechSamples = (text: string, options?: SpeechOptions): Int16Array => decodeWav(readFileSync(speechWav(text, options)));
 
