@@ -23,6 +23,7 @@ import { Conversation, type TurnResult } from '../src/conversation/engine.js';
 import { answerLocally } from '../src/conversation/local.js';
 import { matchIntent, sameMeaning } from '../src/intents/match.js';
 import { prefixState } from '../src/intents/prefix.js';
+import { RIVALS } from '../src/intents/sentences.js';
 import { silentLogger } from '../src/log.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
@@ -116,7 +117,7 @@ async function expectedCall(command: string): Promise<string> {
 // The parts, loaded once. The decoders' mean adapts across commands as a microphone's would.
 const config = parseConfig('[assistant]\ntimezone = "Europe/Berlin"\n', 'bench');
 const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
-const inner = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+const inner = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
 await inner.start?.();
 await sameMeaning('one', 'two'); // loads the number reader before the first timing
 let sttCpuUs = 0;

@@ -12,6 +12,7 @@ import { decodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { parseConfig } from '../src/config/load.js';
 import { sameMeaning } from '../src/intents/match.js';
+import { RIVALS } from '../src/intents/sentences.js';
 import { humanSpeech, speechSamples } from './helpers/speech.js';
 
 /** Blocks of 0.3 s: not a multiple of the 80 ms frame, as arecord's pipe delivers them. */
@@ -130,7 +131,7 @@ describe('end of speech: Silero VAD v5 and the endpointer', () => {
 });
 
 describe('speech to text: pocketsphinx with the command grammar', () => {
-  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
 
   it('only uses words the dictionary can pronounce', () => {
     const { grammar, dictionary } = grammarAndDictionary(['hey jarvis', 'hey zzzyxx'], DEFAULT_DICTIONARY);

@@ -120,6 +120,16 @@ describe('iris listen', () => {
     expect(decodeWav(readFileSync(out))).toEqual(decodeWav(spoken));
   });
 
+  it('has ask\'s fields when nothing was understood: what IRIS said back, no tool, and the confidence', async () => {
+    const dir = tempDir();
+    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const run = await iris(['listen', '--file', speechWav('hey jarvis, play some jazz music'), '--json'], vars);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({ wake: { detected: true }, outcome: 'not_understood', reply: "Sorry, I didn't catch that.", route: 'local', tool_calls: [] });
+    expect(report.confidence).toBeLessThan(0.5);
+  });
+
   it('says when no wake word was heard, with exit code 0', async () => {
     const dir = tempDir();
     const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };

@@ -17,6 +17,7 @@ import { virtualAudio } from './helpers/alsa.js';
 import { withDouble } from './helpers/conversation.js';
 import { parseConfig } from '../src/config/load.js';
 import { sameMeaning } from '../src/intents/match.js';
+import { RIVALS } from '../src/intents/sentences.js';
 import { prefixState } from '../src/intents/prefix.js';
 import { clipDir, speechSamples } from './helpers/speech.js';
 import { makeClip } from '../scripts/lib/speech-set.js';
@@ -77,7 +78,7 @@ function waitFor(type: VoiceEvent['type'], nth = 1): { promise: Promise<VoiceEve
 describe('the voice loop', () => {
   let wake: WakeWordDetector;
   let vad: VoiceActivity;
-  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+  const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
   const minConfidence = parseConfig('', 'test').stt.min_confidence;
   const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
   beforeAll(async () => {
@@ -123,7 +124,7 @@ describe('the voice loop', () => {
     const events: VoiceEvent[] = [];
     const { asked, respond } = replies('Done.');
     // A recogniser of its own: its cepstral mean must not depend on the tests before.
-    const fresh = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+    const fresh = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
     const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), stt: fresh, onEvent: (e) => events.push(e) });
     const [run] = await loop.run(scriptedSource([speechSamples('hey jarvis, what time is it in tokyo', { padS: [0.5, 1.5] })]), new AbortController().signal, true);
     expect(run!.outcome, JSON.stringify(events.find((e) => e.type === 'stt-end')?.data)).toBe('answered');

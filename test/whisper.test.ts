@@ -15,7 +15,7 @@ import { writeWhisperModel } from '../scripts/make-whisper-model.js';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { fetchModel } from '../src/pipeline/models.js';
 import { SttError } from '../src/pipeline/stt.js';
-import { checkModel, cleanTranscript, findWhisperServer, WhisperStt } from '../src/pipeline/whisper.js';
+import { checkModel, cleanTranscript, findWhisperServer, whisperConfidence, WhisperStt } from '../src/pipeline/whisper.js';
 import { speechSamples } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -171,6 +171,11 @@ describe('whisper helpers', () => {
 
   it('removes non-speech tags and lower-cases', () => {
     expect(cleanTranscript(' [BLANK_AUDIO]\n')).toBe('');
+    // Confidence: mean token log-probability, discounted by the no-speech probability.
+    expect(whisperConfidence('what time is it', [{ avg_logprob: -0.1, no_speech_prob: 0.02 }]).confidence).toBeCloseTo(Math.exp(-0.1) * 0.98, 3);
+    expect(whisperConfidence('what time is it', [{ avg_logprob: -2.5, no_speech_prob: 0.1 }]).confidence).toBeLessThan(0.1);
+    expect(whisperConfidence('', [{ avg_logprob: -0.1, no_speech_prob: 0 }]).confidence).toBe(0);
+    expect(whisperConfidence('x', 'garbage').confidence).toBe(0);
     expect(cleanTranscript(' Set a timer (upbeat music) for TEN minutes. [Music]')).toBe('set a timer for ten minutes.');
   });
 });

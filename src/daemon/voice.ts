@@ -15,6 +15,7 @@ import { createEspeak } from '../pipeline/espeak.js';
 import { aplaySink, earcon } from '../pipeline/playback.js';
 import { sameMeaning } from '../intents/match.js';
 import { prefixState } from '../intents/prefix.js';
+import { RIVALS } from '../intents/sentences.js';
 import { createPocketsphinx } from '../pipeline/pocketsphinx.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
@@ -39,7 +40,7 @@ export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; rea
   const wake = wakeWordName(config.assistant.wake_word).replace(/_/g, ' ');
   const fallback = (why: string) => ({
     // Decodes agree when they ask for the same thing, not only in the same words.
-    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake], agree: sameMeaning }),
+    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake], agree: sameMeaning, rivals: RIVALS }),
     reason: why,
   });
   if (config.stt.engine === 'pocketsphinx') return fallback('pocketsphinx, as configured');

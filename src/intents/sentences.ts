@@ -35,6 +35,17 @@ export const ACTIVITIES = [
 /** Names people give timers by voice (typed timers take any name). */
 export const TIMER_NAMES = ['pasta', 'tea', 'egg', 'eggs', 'rice', 'pizza', 'bread', 'laundry', 'oven', 'cake', 'coffee'];
 
+/** Spoken number words, one set: any can be heard for any other ("fifteen" / "fifty"). */
+const NUMBER_WORDS = [
+  'zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen',
+  'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen', 'twenty', 'thirty', 'forty', 'fifty', 'sixty',
+  'seventy', 'eighty', 'ninety',
+];
+
+/** Words that stand in for each other in a slot: a heard one must clearly beat the rest
+ * (pocketsphinx.ts checks each against its set before IRIS acts on it). */
+export const RIVALS: readonly (readonly string[])[] = [NUMBER_WORDS, PLACES, TIMER_NAMES];
+
 const list = (items: readonly string[]): string => `( ${items.join(' | ')} )`;
 
 /** "20 minute" → "20 minutes", "1 minutes" → "1 minute": one spelling per duration, so two
@@ -128,7 +139,8 @@ export const INTENTS: IntentSpec[] = [
   {
     name: 'set_timer',
     tool: 'set_timer',
-    sentences: ['( set | start ) [ a | an ] [ {name} ] timer for {duration}', '{duration} timer'],
+    // The article is not optional when spoken: "set a timer" came out as "set tea timer".
+    sentences: ['( set | start ) ( a | an ) [ {name} ] timer for {duration}', '{duration} timer'],
     typed: [
       '( set | start | create | make | put on ) [ me ] [ a | an | the ] [ {name} ] ( timer | countdown ) ( for | of ) {duration} [ ( called | named | labelled | labeled | for ) {name} ]',
       '[ set | start | create | make ] [ me ] [ a | an ] {duration} [ long ] [ {name} ] ( timer | countdown )',

@@ -28,6 +28,9 @@ export interface PocketsphinxOptions {
   /** Whether two transcripts mean the same (the daemon: the same intent and arguments);
    * default: the same words. */
   agree?: (a: string, b: string) => boolean | Promise<boolean>;
+  /** Sets of words that can stand in for each other (numbers, places, timer names): a
+   * transcript's word from one must beat every other word of its set by a margin. */
+  rivals?: readonly (readonly string[])[];
 }
 
 const MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
@@ -148,6 +151,8 @@ interface Library {
   processRaw(decoder: unknown, samples: Int16Array, noSearch?: boolean): number;
   endUtt(decoder: unknown): number;
   hyp(decoder: unknown): string | null;
+  /** The best path's score (log base 1.0001, acoustic and grammar weights together). */
+  pathScore(decoder: unknown): number;
   segments(decoder: unknown): Segment[];
 }
 
@@ -195,6 +200,11 @@ async function loadLibrary(file: string): Promise<Library> {
     processRaw: (decoder, samples, noSearch = false) => processRaw(decoder, samples, samples.length, noSearch ? 1 : 0, 0) as number,
     endUtt: (decoder) => endUtt(decoder) as number,
     hyp: (decoder) => getHyp(decoder, [0]) as string | null,
+    pathScore: (decoder) => {
+      const out = [0];
+      getHyp(decoder, out);
+      return out[0] ?? 0;
+    },
     segments: (decoder) => {
       const out: Segment[] = [];
       for (let seg: unknown = segIter(decoder); seg !== null; seg = segNext(seg)) {
@@ -247,8 +257,13 @@ export class Stretch {
   }
 }
 
+/** A word must beat its best rival by this much per 10 ms frame for full confidence; chosen
+ * on the development set (scripts/bench-understanding.ts). */
+const MARGIN_PER_FRAME = 2;
+
 export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
   const agree = options.agree ?? ((a: string, b: string) => a === b);
+  let rivalSets: (readonly string[])[] = [];
   let ready: Promise<{ lib: Library; grammars: unknown[]; phones: unknown }> | undefined;
   /** One decode at a time: the decoders hold one utterance each. */
   let queue: Promise<unknown> = Promise.resolve();
@@ -272,6 +287,8 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         if (lib.setJsgf(g, 'iris', files.grammar) !== 0 || lib.setSearch(g, 'iris') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the command grammar');
       }
       if (lib.setAllphone(phones, 'phones') !== 0 || lib.setSearch(phones, 'phones') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the phone loop');
+      const known = new Set(files.dictionary.split('\n').map((line) => line.split(' ')[0]?.replace(/\(\d+\)$/, '')));
+      rivalSets = (options.rivals ?? []).map((set) => set.filter((w) => w.split(' ').every((part) => known.has(part)))).filter((set) => set.length > 1);
       return { lib, grammars, phones };
     } finally {
       await rm(dir, { recursive: true, force: true }); // read at init; not needed after
@@ -302,16 +319,19 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     decoders.forEach((d) => lib.startUtt(d));
     const stretches = PERTURBATIONS.map((factor) => new Stretch(factor));
     let open = true;
-    const close = () => {
+    const heard: Int16Array[] = [];
+    /** End the utterance; `keep` holds the lock for the rival check. */
+    const close = (keep = false) => {
       if (!open) return;
       open = false;
       decoders.forEach((d) => lib.endUtt(d));
-      release();
+      if (!keep) release();
     };
     const [main, ...perturbed] = grammars;
     return {
       push(samples) {
         if (!open) return;
+        heard.push(samples.slice());
         for (let i = 0; i < samples.length; i += BLOCK) {
           const block = samples.subarray(i, i + BLOCK);
           lib.processRaw(main, block);
@@ -322,16 +342,52 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       partial: () => (open ? (lib.hyp(main) ?? '') : ''),
       async end(): Promise<Transcript> {
         if (!open) throw new SttError('stt_failed', 'the utterance was already ended');
-        close();
+        close(true);
         const text = (lib.hyp(main) ?? '').trim().toLowerCase();
         const scored = score(lib.segments(main), lib.segments(phones));
         let agreeing = 0;
         for (const d of perturbed) if (await agree(text, (lib.hyp(d) ?? '').trim().toLowerCase())) agreeing += 1;
-        const confidence = text === '' ? 0 : (scored.confidence * (1 + agreeing)) / (1 + perturbed.length);
-        return { text, confidence: Math.round(confidence * 1000) / 1000, details: { fit: scored.fit, lost: scored.lost, agreeing } };
+        let confidence = text === '' ? 0 : (scored.confidence * (1 + agreeing)) / (1 + perturbed.length);
+        const margin = confidence > 0 ? rivalMargin(lib, main, text, heard) : Infinity;
+        confidence *= Math.min(1, Math.max(0, margin / MARGIN_PER_FRAME));
+        release();
+        return { text, confidence: Math.round(confidence * 1000) / 1000, details: { fit: scored.fit, lost: scored.lost, agreeing, margin: Number.isFinite(margin) ? Math.round(margin * 10) / 10 : 999 } };
       },
-      cancel: close,
+      cancel: () => close(),
     };
+  };
+
+  /**
+   * How much better the transcript's words from a rival set fit than their best rival, per
+   * 10 ms frame: the audio is decoded again against the transcript itself and, for each such
+   * word, against the transcript with that word replaced by any other of its set. "fifteen"
+   * heard as "fifty" at full marks, "ten" as "two": the two decodes come out close.
+   */
+  const rivalMargin = (lib: Library, decoder: unknown, text: string, heard: Int16Array[]): number => {
+    const words = text.split(' ');
+    const positions = words.map((word) => rivalSets.find((set) => set.includes(word))).map((set, i) => ({ set, i })).filter((p) => p.set !== undefined);
+    if (positions.length === 0) return Infinity;
+    const frames = heard.reduce((n, block) => n + block.length, 0) / 160;
+    const forced = (body: string): number => {
+      lib.setJsgf(decoder, 'check', `#JSGF V1.0;\ngrammar check;\npublic <s> = ${body};\n`);
+      lib.setSearch(decoder, 'check');
+      lib.startUtt(decoder);
+      for (const block of heard) lib.processRaw(decoder, block);
+      lib.endUtt(decoder);
+      return lib.hyp(decoder) ? lib.pathScore(decoder) : -Infinity;
+    };
+    try {
+      const own = forced(words.join(' '));
+      let margin = Infinity;
+      for (const { set, i } of positions) {
+        const others = (set ?? []).filter((w) => w !== words[i]);
+        const rival = forced([...words.slice(0, i), `( ${others.join(' | ')} )`, ...words.slice(i + 1)].join(' '));
+        margin = Math.min(margin, (own - rival) / frames);
+      }
+      return margin;
+    } finally {
+      lib.setSearch(decoder, 'iris');
+    }
   };
 
   return {
