@@ -95,7 +95,7 @@ describe('one source for the matcher and the grammar', () => {
     expect(grammar).not.toMatch(/what are/);
     expect((await matchIntent('what are 6 times 7'))?.intent.name).toBe('calculate');
     // A spoken phrasing is in both.
-    expect(grammar).toMatch(/<set_timer> = \( set \| start \) \[ \( a \| an \) \] \[ <name> \] timer for <duration>/);
+    expect(grammar).toContain('<set_timer> = ( set | start ) ( a | an ) [ <name> ] timer for <duration>');
     expect((await matchIntent('start an egg timer for six minutes'))?.args).toEqual({ duration: '6 minutes', label: 'egg' });
   });
 

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { concatSamples } from '../../src/pipeline/audio.js';
 import { decodeWav, encodeWav } from '../../src/pipeline/wav.js';
 
 export type Synth = 'espeak' | 'flite' | 'festival';
@@ -100,16 +101,6 @@ const SENTENCES = [
 const samples = (seconds: number): number => Math.round(seconds * RATE);
 const silence = (seconds: number): Int16Array => new Int16Array(samples(seconds));
 const sha1 = (value: unknown): string => createHash('sha1').update(JSON.stringify(value)).digest('hex');
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, part) => n + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
 
 /** Write `data` to `path` whole or not at all (parallel test workers share the cache). */
 function writeAtomic(path: string, data: Buffer | string): void {
@@ -320,7 +311,7 @@ export function makeClip(spec: ClipSpec, dir: string): Clip {
   }
   pause(TAIL_S);
 
-  let pcm = concat(parts);
+  let pcm = concatSamples(parts);
   if (spec.reverb === true) pcm = reverberate(pcm);
   pcm = addNoise(pcm, speech, spec.noise, hash, dir);
   const times = { commandStartS: commandStart / RATE, lastWordEndS: lastWordEnd / RATE, wakeEndS: wakeEnd / RATE, durationS: pcm.length / RATE };
@@ -373,6 +364,6 @@ export function wakeThenHuman(voice: Voice, humanWav: string, dir: string): stri
   let last = pcm.length - 1;
   while (last > first && pcm[last] === 0) last--;
   const wake = utter('hey jarvis', voice).samples;
-  writeAtomic(out, encodeWav(concat([silence(LEAD_S), wake, silence(0.3), pcm.slice(Math.max(0, first), last + 1), silence(TAIL_S)])));
+  writeAtomic(out, encodeWav(concatSamples([silence(LEAD_S), wake, silence(0.3), pcm.slice(Math.max(0, first), last + 1), silence(TAIL_S)])));
   return out;
 }

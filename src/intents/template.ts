@@ -61,21 +61,23 @@ export function parseTemplate(template: string): Node {
 
 const seq = (items: Node[]): Node => (items.length === 1 ? (items[0] as Node) : { type: 'seq', items });
 
+/** Call `fn` on `node` and every node inside it. */
+function visit(node: Node, fn: (n: Node) => void): void {
+  fn(node);
+  if (node.type === 'seq') node.items.forEach((item) => visit(item, fn));
+  else if (node.type === 'alt') node.options.forEach((item) => visit(item, fn));
+  else if (node.type === 'opt') visit(node.item, fn);
+}
+
 /** Every slot name in `node`. */
 export function slotsOf(node: Node, into = new Set<string>()): Set<string> {
-  if (node.type === 'slot') into.add(node.name);
-  else if (node.type === 'seq') node.items.forEach((item) => slotsOf(item, into));
-  else if (node.type === 'alt') node.options.forEach((item) => slotsOf(item, into));
-  else if (node.type === 'opt') slotsOf(node.item, into);
+  visit(node, (n) => n.type === 'slot' && into.add(n.name));
   return into;
 }
 
 /** Every word in `node` (slots excluded). */
 export function wordsOf(node: Node, into = new Set<string>()): Set<string> {
-  if (node.type === 'word') into.add(node.text);
-  else if (node.type === 'seq') node.items.forEach((item) => wordsOf(item, into));
-  else if (node.type === 'alt') node.options.forEach((item) => wordsOf(item, into));
-  else if (node.type === 'opt') wordsOf(node.item, into);
+  visit(node, (n) => n.type === 'word' && into.add(n.text));
   return into;
 }
 
