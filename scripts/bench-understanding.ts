@@ -35,7 +35,9 @@ import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
 import { PHRASINGS } from '../test/fixtures/phrasings.js';
+import { OllamaDouble } from '../test/helpers/ollama-double.js';
 import { nativeHost } from '../test/helpers/tools.js';
+import { assemble } from '../src/daemon/assemble.js';
 import { round, writeResults } from './lib/bench.js';
 import { humanNegatives, makeClip, VOICES, wakeThenHuman, type ClipSpec, type Noise, type Voice } from './lib/speech-set.js';
 
@@ -271,6 +273,35 @@ for (const part of ['dev', 'heldout'] as Part[]) {
   }
   typed[part] = t;
 }
+// A model answer, the Ollama double answering at once: "thank you" has no local tool, so it
+// goes to the model; the wake word has already asked for the model to load.
+const double = await new OllamaDouble().start();
+const modelFirstAudio: number[] = [];
+try {
+  const modelConfig = parseConfig(`[assistant]\ntimezone = "Europe/Berlin"\n[ollama]\nurl = "${double.url}"\n`, 'bench');
+  const iris = assemble(modelConfig, { stateDir: join(state, 'model'), log: silentLogger });
+  for (const voice of VOICES.heldout) {
+    for (let i = 0; i < 2; i++) {
+      double.script({ content: ["You're welcome."] });
+      const conversation = iris.conversation();
+      const loop = new VoiceLoop<TurnResult>({
+        wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: modelConfig.stt.min_confidence,
+        commandState: prefixState, completePauseS: modelConfig.audio.complete_pause_s,
+        onWake: () => conversation.warm(),
+        respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+      });
+      wake.reset();
+      const clip = makeClip({ wake: 'hey jarvis', command: 'thank you', voice, layout: 'one-breath', noise: 'clean' }, CACHE);
+      const [run] = await loop.run(samplesSource(decodeWav(readFileSync(clip.wav))), new AbortController().signal, true);
+      const eos = run?.events.find((e) => e.type === 'end_of_speech-end');
+      const first = run?.events.find((e) => e.type === 'first-audio');
+      if (run?.result?.route === 'llm' && eos && first) modelFirstAudio.push(first.atMs - eos.atMs);
+    }
+  }
+} finally {
+  await double.close();
+}
+const localFirstAudio = rows.filter((r) => r.part === 'heldout' && r.made !== '' && r.firstAudioMs !== undefined).map((r) => r.firstAudioMs ?? 0);
 await inner.stop?.();
 
 const figures = {
@@ -282,6 +313,9 @@ const figures = {
   wait_last_word_to_first_audio_ms: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { p50: round(percentile(waits(p), 0.5), 0), p95: round(percentile(waits(p), 0.95), 0), n: waits(p).length }])),
   cut_off: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { commands: rows.filter((r) => r.part === p && r.expected !== '' && r.wake).length, cut_off: cutOff(p).length, hesitant: rows.filter((r) => r.part === p && r.layout === 'hesitant').length }])),
   early_endpoints: rows.filter((r) => r.endpoint === 'complete').length,
+  model_vs_local_first_audio_ms: {
+    model_p50: round(percentile(modelFirstAudio, 0.5), 0), local_p50: round(percentile(localFirstAudio, 0.5), 0), model_runs: modelFirstAudio.length, model_loads_at_wake: double.loads.length,
+  },
   end_of_speech_to_first_audio_ms: { p50: round(percentile(processing, 0.5), 0), p95: round(percentile(processing, 0.95), 0) },
   stt_cpu_ms_per_command: { p50: round(percentile(cpu, 0.5), 0), p95: round(percentile(cpu, 0.95), 0) },
   typed,
@@ -298,5 +332,6 @@ console.log(`typed phrasings, local path: dev ${typed.dev?.right}/${typed.dev?.n
 console.log(`last word → first reply audio (right answers): dev p50 ${figures.wait_last_word_to_first_audio_ms.dev?.p50} ms p95 ${figures.wait_last_word_to_first_audio_ms.dev?.p95}; held-out p50 ${figures.wait_last_word_to_first_audio_ms.heldout?.p50} ms p95 ${figures.wait_last_word_to_first_audio_ms.heldout?.p95}`);
 console.log(`cut off (the turn ended before the last word): dev ${cutOff('dev').length}, held-out ${cutOff('heldout').length} (of ${figures.cut_off.heldout?.commands}, ${figures.cut_off.heldout?.hesitant} with a pause inside); ended early on a whole command: ${figures.early_endpoints} of ${rows.length}`);
 for (const r of [...cutOff('dev'), ...cutOff('heldout')]) console.log(`  cut off: ${r.part} ${r.voice} ${r.layout} "${r.spoken}" → "${r.transcript}"`);
+console.log(`end of speech → first audio, a model answer (instant double) vs the local path, held-out: p50 ${figures.model_vs_local_first_audio_ms.model_p50} vs ${figures.model_vs_local_first_audio_ms.local_p50} ms (${modelFirstAudio.length} model answers; ${double.loads.length} loads asked at the wake word)`);
 console.log(`end of speech → first audio: p50 ${figures.end_of_speech_to_first_audio_ms.p50} ms, p95 ${figures.end_of_speech_to_first_audio_ms.p95} ms; recognition CPU per command p50 ${figures.stt_cpu_ms_per_command.p50} ms`);
 writeResults(quick ? 'understanding-quick' : 'understanding', figures);

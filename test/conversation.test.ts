@@ -318,7 +318,7 @@ describe('warming the model, and confirmations by voice', () => {
     await ask(s, 'set a pasta timer for 8 minutes');
     expect(await spoken('cancel all timers', 0.9)).toMatchObject({ reply: 'Cancel all 2 timers and reminders? Say yes or no.', tool_calls: [] });
     // "yes" heard, but not surely enough: asked again, nothing cancelled.
-    expect(await spoken('yes', 0.6)).toMatchObject({ reply: 'Sorry, was that a yes? Please say yes or no.', tool_calls: [] });
+    expect(await spoken('yes', 0.7)).toMatchObject({ reply: 'Sorry, was that a yes? Please say yes or no.', tool_calls: [] });
     expect(await spoken('yes', 0.95)).toMatchObject({ reply: 'Cancelled the 2 timers and reminders.' });
     // Cancelling one of several by voice is confirmed too; "no" keeps it.
     await ask(s, 'set a tea timer for 3 minutes');
