@@ -27,6 +27,8 @@ describe('get_current_time', () => {
     ['São Paulo', "It's 9:00 AM on Wednesday, July 1 in Sao Paulo."],
     ['UK', "It's 1:00 PM on Wednesday, July 1 in United Kingdom."],
     ['UTC', "It's 12:00 PM on Wednesday, July 1 in UTC."],
+    // Two zones (Berlin, and Büsingen on Zurich's clock) that show the same time: either answers.
+    ['germany', "It's 2:00 PM on Wednesday, July 1 in Germany."],
   ])('resolves %s', async (timezone, expected) => {
     expect(text(await host().call('get_current_time', { timezone }))).toBe(expected);
   });

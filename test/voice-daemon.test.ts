@@ -12,7 +12,7 @@ import { createEspeak } from '../src/pipeline/espeak.js';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { virtualAudio } from './helpers/alsa.js';
 import { iris, startIris, waitForLine } from './helpers/cli.js';
-import { soxStat, speechSamples, speechWav } from './helpers/speech.js';
+import { commandSamples, commandWav, soxStat, speechWav } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 import { closedPort } from './helpers/net.js';
 
@@ -34,7 +34,7 @@ async function daemonEnv(config: string, mic: Int16Array) {
 
 describe('iris daemon: the voice through ALSA', () => {
   it('hears "hey jarvis, what time is it" from the microphone and answers aloud; logs one line per turn', async () => {
-    const mic = concatSamples([speechSamples('hey jarvis, what time is it', { padS: [0.5, 1.5] })]);
+    const mic = concatSamples([commandSamples('hey jarvis, what time is it')]);
     const { audio, vars } = await daemonEnv('[assistant]\ntimezone = "UTC"\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\nearcon = false\n', mic);
     const daemon = startIris(['daemon', '--log-level', 'info'], vars);
     try {
@@ -49,7 +49,7 @@ describe('iris daemon: the voice through ALSA', () => {
   });
 
   it('reports a microphone that vanishes mid-stream, and hears again once it is back', async () => {
-    const mic = concatSamples([speechSamples('hey jarvis, what time is it', { padS: [0.5, 1.5] })]);
+    const mic = concatSamples([commandSamples('hey jarvis, what time is it')]);
     const { vars } = await daemonEnv('[assistant]\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\nearcon = false\n', mic);
     const daemon = startIris(['daemon', '--log-level', 'info'], vars);
     try {
@@ -105,7 +105,7 @@ describe('iris listen', () => {
     const dir = tempDir();
     const out = join(dir, 'reply.wav');
     const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
-    const request = speechWav('hey jarvis, what time is it in tokyo', { voice: 'en-us' });
+    const request = commandWav('hey jarvis, what time is it in tokyo');
     const run = await iris(['listen', '--file', request, '--out', out, '--json'], vars);
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout) as Record<string, unknown>;

@@ -83,7 +83,10 @@ export async function resolvePlace(query: string | undefined, homeZone: string):
   const country = countries.get(wanted);
   if (country !== undefined) {
     const valid = country.timezones.filter((z) => IANAZone.isValidZone(z));
-    if (valid.length === 1 && valid[0] !== undefined) return { zone: valid[0], name: country.name };
+    // One zone, or several that all show the same time now (Germany: Berlin, and Büsingen on
+    // Zurich's clock): any of them answers.
+    const offsets = new Set(valid.map((z) => IANAZone.create(z).offset(Date.now())));
+    if (valid[0] !== undefined && offsets.size === 1) return { zone: valid[0], name: country.name };
     const name = COUNTRY_ALIASES[wanted] === undefined ? country.name : raw;
     return `${name} has ${valid.length} time zones; name a city or a zone such as ${valid.slice(0, 3).join(', ')}.`;
   }

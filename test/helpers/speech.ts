@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav } from '../../src/pipeline/wav.js';
 import { speakToWav, type SpeechOptions } from '../../scripts/lib/speech.js';
+import { synthesize } from '../../scripts/lib/speech-set.js';
 
 export type { SpeechOptions };
 
@@ -32,6 +33,28 @@ export function clipDir(): string {
   mkdirSync(dir, { recursive: true });
   return dir;
 }
+
+/**
+ * A spoken command in a flite voice (rms unless told), trimmed, with silence around it:
+ * pocketsphinx hears flite's voices with confidence and espeak-ng's almost never (README,
+ * "Understanding what was said"), so tests of what happens after a command is understood
+ * speak it with flite.
+ */
+export function commandWav(text: string, options: { voice?: string; padS?: [number, number] } = {}): string {
+  const { voice = 'rms', padS = [0.5, 1.5] } = options;
+  mkdirSync(DIR, { recursive: true });
+  const name = `flite-${voice}-${padS.join('-')}-${text.replace(/[^a-z0-9]+/gi, '_')}`.slice(0, 200);
+  const out = join(DIR, `${name}.wav`);
+  if (!existsSync(out)) {
+    const bare = join(DIR, `${name}.bare.wav`);
+    synthesize(text, { synth: 'flite', name: voice }, bare);
+    execFileSync('sox', ['-D', bare, out, 'pad', String(padS[0]), String(padS[1])]);
+  }
+  return out;
+}
+
+export const commandSamples = (text: string, options?: { voice?: string; padS?: [number, number] }): Int16Array =>
+  decodeWav(readFileSync(commandWav(text, options)));
 
 /** Samples of a speech fixture. */
 export const speechSamples = (text: string, options?: SpeechOptions): Int16Array => decodeWav(readFileSync(speechWav(text, options)));
