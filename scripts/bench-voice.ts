@@ -92,7 +92,7 @@ async function daemonPeakRssMb(): Promise<{ listening: number; afterModelTurns: 
       let seen = '';
       child.stderr.on('data', (c: Buffer) => {
         seen += c.toString();
-        if (/turn 1: answered/.test(seen)) resolve();
+        if (/turn 1: (?:answered|not_understood)/.test(seen)) resolve(); // a whole turn ran: models loaded, speech decoded
       });
       child.once('exit', () => reject(new Error(`daemon exited: ${seen}`)));
     });
