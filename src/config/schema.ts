@@ -172,7 +172,7 @@ export const configSchema = {
           type: 'number',
           minimum: 0.1,
           maximum: 5,
-          default: 0.25,
+          default: 0.2,
           description: 'Pause that ends a command whose words are whole and cannot go on ("remind me in an hour to call mom"), with the grammar recogniser; other commands wait silence_s (seconds).',
         },
         max_command_s: { type: 'number', minimum: 1, maximum: 60, default: 15, description: 'Longest command (seconds).' },

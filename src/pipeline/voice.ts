@@ -71,7 +71,7 @@ export interface VoiceLoopOptions<R> {
    * decodes as the audio arrives, a whole command ends the turn at a short pause instead of
    * the endpointer's full silence. */
   commandState?: (text: string) => { complete: boolean; extendable: boolean };
-  /** Pause that ends a whole command nothing could extend (seconds); default 0.25. */
+  /** Pause that ends a whole command nothing could extend (seconds); default 0.2. */
   completePauseS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
@@ -300,7 +300,7 @@ export class VoiceLoop<R> {
     const { endpointer, stream } = command;
     const judge = this.#o.commandState;
     if (endpointer.state !== 'speaking' || stream === undefined || judge === undefined) return;
-    if (endpointer.silenceS < (this.#o.completePauseS ?? 0.25)) return;
+    if (endpointer.silenceS < (this.#o.completePauseS ?? 0.2)) return;
     const words = judge(stripWakeWord(stream.partial(), command.wake?.word));
     if (words.complete && !words.extendable) endpointer.complete();
   }
