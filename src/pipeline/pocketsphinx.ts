@@ -6,8 +6,8 @@
  * its acoustic model stay loaded, and its cepstral mean adapts to the microphone across
  * utterances (the CLI starts cold every time: "ten minutes" came out as "two minute").
  *
- * Every transcript is scored (see `score`): a grammar forces any speech into some command,
- * so the words alone cannot say whether it was one.
+ * Every transcript is scored (see `confidenceOf`): a grammar forces any speech into some
+ * command, so the words alone cannot say whether it was one.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -57,12 +57,13 @@ export function dictionaryEntries(file: string, words: ReadonlySet<string>): Dic
  * its dictionary lacks, so branches with one are left out. The small dictionary matters:
  * loading the whole 126k-word one costs 0.15 s and 21 MB.
  */
-export function grammarAndDictionary(wakePhrases: readonly string[], dictionaryFile: string): { grammar: string; dictionary: string } {
+export function grammarAndDictionary(wakePhrases: readonly string[], dictionaryFile: string): { grammar: string; dictionary: string; known: ReadonlySet<string> } {
   const entries = dictionaryEntries(dictionaryFile, grammarWords(wakePhrases));
   const known = new Set(entries.map((entry) => entry.word));
   return {
     grammar: commandGrammar({ wakePhrases, knows: (word) => known.has(word) }),
     dictionary: `${entries.map((entry) => entry.line).join('\n')}\n`,
+    known,
   };
 }
 
@@ -176,7 +177,7 @@ interface Library {
   setAllphone(decoder: unknown, name: string): number;
   setSearch(decoder: unknown, name: string): number;
   startUtt(decoder: unknown): number;
-  /** Decode `samples`; with `noSearch` only compute features (and the cepstral mean). */
+  /** Decode `samples`; with `noSearch` the frames wait, and are searched at `endUtt`. */
   processRaw(decoder: unknown, samples: Int16Array, noSearch?: boolean): number;
   endUtt(decoder: unknown): number;
   hyp(decoder: unknown): string | null;
@@ -252,14 +253,17 @@ async function loadLibrary(file: string): Promise<Library> {
 // ---------------------------------------------------------------------------------------------
 // The engine
 
+/** The search that priming runs under: one word, so searching it costs nothing. */
+const PRIME_GRAMMAR = '#JSGF V1.0;\ngrammar prime;\npublic <s> = yes;\n';
+
 /** Samples per ps_process_raw call: 100 ms, so a cancelled decode stops within one. */
 const BLOCK = 1600;
 
 /**
- * Speeds the audio is decoded at besides its own, as a check: a transcript that changes when
- * the audio is played 8 % slower or faster was a guess ("fifteen" heard as "fifty" at full
- * marks). Confidence is the fit score times the share of decodes that agree. On 70 espeak-ng
- * commands this took the wrong ones acted on from 11 to 0.
+ * Speeds the audio is also decoded at, as a check: a transcript whose meaning changes when the
+ * audio is played 8 % slower or faster was a guess. Each decode that disagrees scales the
+ * confidence by `perDisagreement`; on the benchmark this is the margin of safety below
+ * `min_confidence` (README, "Decisions").
  */
 const PERTURBATIONS = [0.92, 1.08];
 
@@ -288,8 +292,7 @@ export class Stretch {
 
 export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
   const agree = options.agree ?? ((a: string, b: string) => a === b);
-  let rivalSets: (readonly string[])[] = [];
-  let ready: Promise<{ lib: Library; grammars: unknown[]; phones: unknown }> | undefined;
+  let ready: Promise<{ lib: Library; grammars: unknown[]; phones: unknown; rivals: (readonly string[])[] }> | undefined;
   /** One decode at a time: the decoders hold one utterance each. */
   let queue: Promise<unknown> = Promise.resolve();
 
@@ -312,9 +315,13 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         if (lib.setJsgf(g, 'iris', files.grammar) !== 0 || lib.setSearch(g, 'iris') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the command grammar');
       }
       if (lib.setAllphone(phones, 'phones') !== 0 || lib.setSearch(phones, 'phones') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the phone loop');
-      const known = new Set(files.dictionary.split('\n').map((line) => line.split(' ')[0]?.replace(/\(\d+\)$/, '')));
-      rivalSets = (options.rivals ?? []).map((set) => set.filter((w) => w.split(' ').every((part) => known.has(part)))).filter((set) => set.length > 1);
-      return { lib, grammars, phones };
+      for (const d of [...grammars, phones]) {
+        if (lib.setJsgf(d, 'prime', PRIME_GRAMMAR) !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the priming grammar');
+      }
+      for (const g of grammars) lib.setSearch(g, 'iris');
+      lib.setSearch(phones, 'phones');
+      const rivals = (options.rivals ?? []).map((set) => set.filter((w) => w.split(' ').every((part) => files.known.has(part)))).filter((set) => set.length > 1);
+      return { lib, grammars, phones, rivals };
     } finally {
       await rm(dir, { recursive: true, force: true }); // read at init; not needed after
     }
@@ -328,17 +335,22 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * cold, 12 primed, on espeak-ng voices).
    */
   const open = async (prime?: Int16Array): Promise<SttStream> => {
-    const { lib, grammars, phones } = await prepare();
+    const { lib, grammars, phones, rivals } = await prepare();
     let release: () => void = () => undefined;
     const previous = queue;
     queue = new Promise<void>((resolve) => (release = resolve));
     await previous;
     const decoders = [...grammars, phones];
     if (prime !== undefined && prime.length > 0) {
+      // The mean is updated at the end of an utterance, which also searches every frame: under
+      // a one-word grammar that costs next to nothing (four full searches of 2.5 s cost
+      // ~200 ms at each wake word).
       for (const decoder of decoders) {
+        lib.setSearch(decoder, 'prime');
         lib.startUtt(decoder);
         for (let i = 0; i < prime.length; i += BLOCK) lib.processRaw(decoder, prime.subarray(i, i + BLOCK), true);
-        lib.endUtt(decoder); // the mean is updated at the end of an utterance
+        lib.endUtt(decoder);
+        lib.setSearch(decoder, decoder === phones ? 'phones' : 'iris');
       }
     }
     decoders.forEach((d) => lib.startUtt(d));
@@ -375,7 +387,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
           for (const d of perturbed) if (await agree(text, (lib.hyp(d) ?? '').trim().toLowerCase())) agreeing += 1;
           const measures: Measures = { fit, lost, agreeing, margin: Infinity };
           // The rival check costs a decode per word checked: only when the rest leaves a chance.
-          if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard);
+          if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
           const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
           const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
           return { text, confidence, details: { fit: Number.isFinite(fit) ? fit : 999, lost, agreeing, margin } };
@@ -393,9 +405,9 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * word, against the transcript with that word replaced by any other of its set. "fifteen"
    * heard as "fifty" at full marks, "ten" as "two": the two decodes come out close.
    */
-  const rivalMargin = (lib: Library, decoder: unknown, text: string, heard: Int16Array[]): number => {
+  const rivalMargin = (lib: Library, decoder: unknown, text: string, heard: Int16Array[], rivals: (readonly string[])[]): number => {
     const words = text.split(' ');
-    const positions = words.map((word) => rivalSets.find((set) => set.includes(word))).map((set, i) => ({ set, i })).filter((p) => p.set !== undefined);
+    const positions = words.map((word) => rivals.find((set) => set.includes(word))).map((set, i) => ({ set, i })).filter((p) => p.set !== undefined);
     if (positions.length === 0) return Infinity;
     const frames = heard.reduce((n, block) => n + block.length, 0) / 160;
     const forced = (body: string): number => {
