@@ -8,9 +8,8 @@
  * sum wait the full silence (the trade-off is in the README).
  * Walks the same template trees the grammar is written from, over the recogniser's words.
  */
-import { parsedIntents } from './match.js';
-import { SLOTS } from './sentences.js';
-import { parseTemplate, type Node } from './template.js';
+import { spokenSentences, spokenSlot } from './spoken.js';
+import type { Node } from './template.js';
 
 export interface PrefixState {
   /** The words are one whole spoken sentence. */
@@ -18,15 +17,6 @@ export interface PrefixState {
   /** Some sentence goes on after these words. */
   extendable: boolean;
 }
-
-const slotNodes = new Map<string, Node | undefined>();
-const slotNode = (name: string): Node | undefined => {
-  if (!slotNodes.has(name)) {
-    const spoken = SLOTS[name]?.spoken;
-    slotNodes.set(name, spoken === undefined ? undefined : parseTemplate(spoken));
-  }
-  return slotNodes.get(name);
-};
 
 /** Positions in `words` reachable after `node` starting at each of `from`; sets `more` when
  * the words ran out where the node still wanted one. */
@@ -41,7 +31,7 @@ function advance(node: Node, words: readonly string[], from: Set<number>, more: 
       return out;
     }
     case 'slot': {
-      const inner = slotNode(node.name);
+      const inner = spokenSlot(node.name);
       return inner === undefined ? new Set() : advance(inner, words, from, more);
     }
     case 'opt':
@@ -59,15 +49,13 @@ function advance(node: Node, words: readonly string[], from: Set<number>, more: 
 /** Words that may open an afterthought on a whole command: not counted as a way on. */
 const AFTERTHOUGHTS = new Set(['and', 'point']);
 
-let sentences: Node[] | undefined;
 
 /** Where `text` (the recogniser's words, wake phrase already stripped) stands. */
 export function prefixState(text: string): PrefixState {
   const words = text.toLowerCase().split(/\s+/).filter(Boolean);
-  sentences ??= parsedIntents(true).flatMap(({ sentences: s }) => s);
   const state = { complete: false, extendable: false };
   if (words.length === 0) return { complete: false, extendable: true };
-  for (const sentence of sentences) {
+  for (const sentence of spokenSentences().intents.flatMap((intent) => intent.sentences)) {
     const more = { value: false };
     if (advance(sentence, words, new Set([0]), more).has(words.length)) state.complete = true;
     if (more.value) state.extendable = true;

@@ -5,9 +5,9 @@
  * wrong; with a command grammar 5.7 % (notes/speech.md §5). A word the pronunciation
  * dictionary lacks drops its branch, since pocketsphinx refuses a grammar with unknown words.
  */
-import { parsedIntents } from '../intents/match.js';
-import { SLOTS, SPOKEN_LEAD, SPOKEN_TAIL } from '../intents/sentences.js';
-import { parseTemplate, slotsOf, toJsgf, wordsOf, type Node } from '../intents/template.js';
+import { SPOKEN_LEAD, SPOKEN_TAIL } from '../intents/sentences.js';
+import { spokenSentences, spokenSlot } from '../intents/spoken.js';
+import { toJsgf, wordsOf, type Node } from '../intents/template.js';
 
 export interface GrammarOptions {
   /** Wake phrases allowed before a command ("hey jarvis"), since the audio handed over
@@ -18,36 +18,6 @@ export interface GrammarOptions {
 }
 
 const rule = (name: string): string => name.replace(/[^a-z0-9_]/gi, '_');
-const spokenSlot = (name: string): Node | undefined => {
-  const spoken = SLOTS[name]?.spoken;
-  return spoken === undefined ? undefined : parseTemplate(spoken);
-};
-
-/** The slots `node` needs, recursively, or undefined when one of them cannot be spoken. */
-function spokenSlots(node: Node, into = new Set<string>()): Set<string> | undefined {
-  for (const slot of slotsOf(node)) {
-    if (into.has(slot)) continue;
-    const inner = spokenSlot(slot);
-    if (inner === undefined) return undefined;
-    into.add(slot);
-    if (spokenSlots(inner, into) === undefined) return undefined;
-  }
-  return into;
-}
-
-/** Every sentence that can be spoken, by intent, and the slots they use. */
-function spokenSentences(): { intents: { name: string; sentences: Node[] }[]; slots: Set<string> } {
-  const slots = new Set<string>();
-  const intents = parsedIntents(true).map(({ intent, sentences }) => ({
-    name: intent.name,
-    sentences: sentences.filter((node) => {
-      const used = spokenSlots(node);
-      used?.forEach((slot) => slots.add(slot));
-      return used !== undefined;
-    }),
-  }));
-  return { intents: intents.filter((intent) => intent.sentences.length > 0), slots };
-}
 
 export function commandGrammar(options: GrammarOptions): string {
   const knows = options.knows ?? (() => true);
