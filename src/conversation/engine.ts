@@ -65,11 +65,6 @@ interface LocalPending {
   question: string;
 }
 
-/** The whole utterance must be one of the yes or no sentences (intents/sentences.ts). */
-async function answerTo(text: string): Promise<'yes' | 'no' | undefined> {
-  const found = await matchIntent(text, (intent) => intent.name === 'yes' || intent.name === 'no');
-  return found?.intent.name as 'yes' | 'no' | undefined;
-}
 
 /** A model load can take a minute on a small machine (users report 30–100 s cold starts). */
 const WARM_TIMEOUT_MS = 120_000;
@@ -148,7 +143,10 @@ export class Conversation {
     const localPending = this.#localPending;
     this.#pending = undefined;
     this.#localPending = undefined;
-    const answer = pending !== undefined || localPending !== undefined ? await answerTo(text) : undefined;
+    // One match for the whole turn: a yes or no must be the whole utterance (intents/sentences.ts).
+    const match = await matchIntent(text);
+    const said = match?.intent.name;
+    const answer = pending !== undefined || localPending !== undefined ? (said === 'yes' || said === 'no' ? said : undefined) : undefined;
     if (answer === 'yes' && input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
       // A spoken yes that might be noise: ask again, keep the question open.
       this.#pending = pending;
@@ -164,7 +162,6 @@ export class Conversation {
       return this.#answerConfirmation(pending, answer === 'yes', user, signal, out, started);
     }
 
-    const match = await matchIntent(text);
     if (match !== undefined && input.confidence !== undefined) {
       const question = await this.#confirmFirst(match, signal);
       if (question !== undefined) {
