@@ -101,14 +101,18 @@ describe('iris daemon: the voice through ALSA', () => {
 });
 
 describe('iris listen', () => {
-  it('runs the pipeline over "hey jarvis, what time is it in tokyo" and writes the spoken time', async () => {
+  /** `iris listen --json` on `file` with no config and no daemon; its report, and the reply WAV. */
+  async function listen(file: string): Promise<{ report: Record<string, unknown>; out: string }> {
     const dir = tempDir();
     const out = join(dir, 'reply.wav');
     const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
-    const request = commandWav('hey jarvis, what time is it in tokyo');
-    const run = await iris(['listen', '--file', request, '--out', out, '--json'], vars);
+    const run = await iris(['listen', '--file', file, '--out', out, '--json'], vars);
     expect(run.code).toBe(0);
-    const report = JSON.parse(run.stdout) as Record<string, unknown>;
+    return { report: JSON.parse(run.stdout) as Record<string, unknown>, out };
+  }
+
+  it('runs the pipeline over "hey jarvis, what time is it in tokyo" and writes the spoken time', async () => {
+    const { report, out } = await listen(commandWav('hey jarvis, what time is it in tokyo'));
     expect(report).toMatchObject({ wake: { detected: true, word: 'hey_jarvis' }, transcript: 'what time is it in tokyo', outcome: 'answered', out, route: 'local' });
     expect(report.reply).toMatch(/^It's \d{1,2}:\d{2} [AP]M in Tokyo\.$/);
     expect(report).toHaveProperty('timings_ms.first_audio');
@@ -121,21 +125,13 @@ describe('iris listen', () => {
   });
 
   it('has ask\'s fields when nothing was understood: what IRIS said back, no tool, and the confidence', async () => {
-    const dir = tempDir();
-    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
-    const run = await iris(['listen', '--file', speechWav('hey jarvis, play some jazz music'), '--json'], vars);
-    expect(run.code).toBe(0);
-    const report = JSON.parse(run.stdout) as Record<string, unknown>;
+    const { report } = await listen(speechWav('hey jarvis, play some jazz music'));
     expect(report).toMatchObject({ wake: { detected: true }, outcome: 'not_understood', reply: "Sorry, I didn't catch that.", route: 'local', tool_calls: [] });
     expect(report.confidence).toBeLessThan(0.5);
   });
 
   it('says when no wake word was heard, with exit code 0', async () => {
-    const dir = tempDir();
-    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
-    const run = await iris(['listen', '--file', speechWav('what time is it'), '--json'], vars);
-    expect(run.code).toBe(0);
-    const report = JSON.parse(run.stdout) as Record<string, unknown>;
+    const { report } = await listen(speechWav('what time is it'));
     expect(report).toMatchObject({ wake: { detected: false }, outcome: 'no_wake' });
     expect(report).not.toHaveProperty('transcript');
   });
