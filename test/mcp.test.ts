@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { resultText } from '../src/toolhost/api.js';
-import { CONFIRM_META } from '../src/toolhost/mcp/proxy.js';
 import { EVERYTHING, FILESYSTEM, MEMORY, everythingOverHttp, fake, stdio, withServers, type McpSetup } from './helpers/mcp.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -83,10 +82,20 @@ describe('the lazy MCP proxy over real servers', () => {
     // not read-only: waits for a yes
     const write = await execute(s, 'files.write_file', { path: join(dir, 'new.txt'), content: 'hello' });
     expect(write.isError).toBe(true);
-    expect(write._meta?.[CONFIRM_META]).toEqual({ server: 'files', tool: 'write_file', arguments: { path: join(dir, 'new.txt'), content: 'hello' } });
+    expect(write.pending).toMatchObject({
+      tool: 'execute_tool',
+      label: 'files.write_file',
+      arguments: { tool_path: 'files.write_file', arguments: { path: join(dir, 'new.txt'), content: 'hello' } },
+      question: `Should I run write file from files with path ${join(dir, 'new.txt')}, content hello? Say yes to go ahead.`,
+    });
     expect(existsSync(join(dir, 'new.txt'))).toBe(false);
-    await s.iris.mcp.proxy.runConfirmed({ server: 'files', tool: 'write_file', arguments: { path: join(dir, 'new.txt'), content: 'hello' } });
+    // Only the host's own held call runs, once: a look-alike does not.
+    const forged = { ...write.pending!, expiresAt: Date.now() + 60_000 };
+    expect(resultText(await s.iris.host.runConfirmed(forged))).toBe('files.write_file was not waiting for a yes; it was not run.');
+    expect(existsSync(join(dir, 'new.txt'))).toBe(false);
+    expect((await s.iris.host.runConfirmed(write.pending!)).isError).toBeFalsy();
     expect(readFileSync(join(dir, 'new.txt'), 'utf8')).toBe('hello');
+    expect(resultText(await s.iris.host.runConfirmed(write.pending!))).toBe('files.write_file was not waiting for a yes; it was not run.');
   });
 
   it('honours confirm = "never" and "always" per server (memory)', async () => {
@@ -96,7 +105,8 @@ describe('the lazy MCP proxy over real servers', () => {
     const created = await execute(s, 'memory.create_entities', { entities: [{ name: 'Ada', entityType: 'person', observations: ['likes tea'] }] });
     expect(created.isError).toBeFalsy();
     expect(resultText(await execute(s, 'memory.search_nodes', { query: 'Ada' }))).toContain('likes tea');
-    expect((await execute(s, 'strict.read_graph', {}))._meta?.[CONFIRM_META]).toBeDefined();
+    // A read-only tool of a server under confirm = "always" still waits for a yes.
+    expect((await execute(s, 'strict.read_graph', {})).pending).toMatchObject({ label: 'strict.read_graph' });
   });
 });
 

@@ -72,9 +72,13 @@ describe('timer tools', () => {
     expect(state.timers.map((t) => t.id)).toEqual(['1', '2', '3']);
     expect(state.timers[2]).toMatchObject({ cron: '0 7 * * 1-5', repeat: 'every weekday at 7:00' });
 
-    expect(text(await host.call('cancel_timer', { id: 'tea' }))).toBe('Cancelled the timer "tea".');
-    expect(text(await host.call('cancel_timer', { id: '#2' }))).toBe('Cancelled the reminder "water the plants".');
-    const none = await host.call('cancel_timer', { id: 'pasta' });
+    // One of several, asked by the model: held for a yes; typed by the person: done at once.
+    expect((await host.call('cancel_timer', { id: 'tea' })).pending?.question).toBe('Cancel the tea timer? You have 3. Say yes or no.');
+    expect((await host.call('cancel_timer', { id: 'all' })).pending?.question).toBe('Cancel all 3 timers and reminders? Say yes or no.');
+    expect(text(await host.call('cancel_timer', { id: 'tea' }, { origin: 'typed' }))).toBe('Cancelled the timer "tea".');
+    expect((await host.call('cancel_timer', { id: '#2' }, { origin: 'spoken' })).pending?.question).toBe('Cancel the reminder to water the plants? You have 2. Say yes or no.');
+    expect(text(await host.call('cancel_timer', { id: '#2' }, { origin: 'typed' }))).toBe('Cancelled the reminder "water the plants".');
+    const none = await host.call('cancel_timer', { id: 'pasta' }); // nothing to lose: not asked, the error says why
     expect(none.isError).toBe(true);
     expect(text(none)).toBe('No timer matches "pasta". #3 stretch');
     expect(text(await host.call('cancel_timer', {}))).toBe('Cancelled the reminder "stretch".');

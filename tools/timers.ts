@@ -328,14 +328,22 @@ function createTimers(context: ToolContext): ToolSet {
         description: 'Cancel a timer or reminder by id or label, or "all".',
         inputSchema: { type: 'object', properties: { id: { type: 'string' } } },
         annotations: { destructiveHint: true },
+        /** Cancelling all, or one of several (a misheard or mistaken name must not take the wrong one), is asked first. */
+        async confirm(args: Record<string, unknown>) {
+          await sync();
+          const count = state.timers.length;
+          const wanted = wantedId(args);
+          const matches = matching(state.timers, wanted);
+          const only = matches[0];
+          if (count === 0 || matches.length === 0) return undefined; // nothing to lose: the tool says so
+          if (wanted === 'all') return { question: `Cancel all ${count === 1 ? 'one timer or reminder' : `${count} timers and reminders`}? Say yes or no.` };
+          if (count === 1 || matches.length > 1 || only === undefined) return undefined;
+          return { question: `Cancel ${describeOne(only)}? You have ${count}. Say yes or no.` };
+        },
         async run(args: Record<string, unknown>) {
-          const wanted = (typeof args.id === 'string' ? args.id : '').trim().replace(/^#/, '').toLowerCase();
+          const wanted = wantedId(args);
           return mutate((draft) => {
-            const matches = wanted === 'all'
-              ? draft.timers
-              : wanted === ''
-                ? draft.timers.length === 1 ? draft.timers : []
-                : draft.timers.filter((t) => t.id === wanted || t.label.toLowerCase() === wanted);
+            const matches = matching(draft.timers, wanted);
             if (matches.length === 0) {
               const which = draft.timers.length === 0 ? 'There are no timers or reminders' : `No timer matches "${wanted}"`;
               return errorResult(`${which}. ${draft.timers.map((t) => `#${t.id} ${t.label || t.kind}`).join(', ')}`.trim());
@@ -373,3 +381,19 @@ function createTimers(context: ToolContext): ToolSet {
 
 const timers: ToolModule = { toggle: 'timers', create: createTimers };
 export default timers;
+
+/** The `id` argument of cancel_timer as compared: "#3" → "3", a label in lower case, or "all". */
+const wantedId = (args: Record<string, unknown>): string => (typeof args.id === 'string' ? args.id : '').trim().replace(/^#/, '').toLowerCase();
+
+/** The records `wanted` names: all, the only one (no id), or those with that id or label. */
+function matching(timers: TimerRecord[], wanted: string): TimerRecord[] {
+  if (wanted === 'all') return timers;
+  if (wanted === '') return timers.length === 1 ? timers : [];
+  return timers.filter((t) => t.id === wanted || t.label.toLowerCase() === wanted);
+}
+
+/** "the tea timer", "timer 3", "the reminder to call mom". */
+function describeOne(t: TimerRecord): string {
+  if (t.kind === 'reminder') return `the reminder to ${t.label}`;
+  return t.label === '' ? `timer ${t.id}` : `the ${t.label} timer`;
+}

@@ -74,7 +74,7 @@ async function callTool(g: Globals, name: string, args: Record<string, unknown>)
   const viaDaemon = await daemon<CallToolResult>({ cmd: 'tools.call', name, arguments: args });
   if (viaDaemon !== undefined) return viaDaemon;
   const { iris } = await open(g);
-  return iris.host.call(name, args);
+  return iris.host.call(name, args, { origin: 'typed' });
 }
 
 interface DaemonStatus {
@@ -204,10 +204,10 @@ export function buildProgram(): Command {
       const g = globals(cmd);
       const args = parseJsonArgument(argsJson);
       const { iris } = await open(g);
-      // A person typing the command is the confirmation a remote tool may ask for.
+      // A person typing the command is the confirmation a tool may ask for.
       const result = iris.host.has(name) || !name.includes('.')
-        ? await iris.host.call(name, args)
-        : await iris.mcp.proxy.execute(name, args, undefined, true);
+        ? await iris.host.call(name, args, { origin: 'typed' })
+        : await iris.host.call('execute_tool', { tool_path: name, arguments: args }, { origin: 'typed' });
       printResult(result, g.json);
     });
   tools

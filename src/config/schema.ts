@@ -85,6 +85,12 @@ export const configSchema = {
           default: 300,
           description: 'Forget the conversation after this long without a turn (seconds); 0 keeps none.',
         },
+        confirm_timeout_s: {
+          type: 'number',
+          exclusiveMinimum: 0,
+          default: 60,
+          description: 'A question before a tool runs ("Should I …? Say yes") waits this long for the yes (seconds); after it, nothing runs.',
+        },
       },
     },
     ollama: {

@@ -1,70 +1,22 @@
 /**
- * The conversation engine: one turn is the local path when it is sure, else a bounded tool
- * loop with the model (model-turn.ts) under the token budget; a remote call that needs the
- * user's yes waits here for the next turn. History and the token calibration live here.
- * The reply streams out as complete sentences.
+ * The conversation engine: one turn is the local path when it is sure, else the model loop
+ * (model-turn.ts) under the token budget. A call the tool host holds for the person's yes —
+ * the model's or a spoken command's — waits here for the next turn, which must be a whole yes
+ * or no; anything else drops it and is a request of its own, and it expires. History and the
+ * token calibration live here. The reply streams out as complete sentences.
  */
-import { cutToolResult, type TokenFigures } from '../budget/fit.js';
-import type { Tokenizer } from '../budget/tokenizer.js';
-import type { Config } from '../config/schema.js';
 import { isAbortError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { resultText } from '../toolhost/api.js';
-import type { ToolHost } from '../toolhost/host.js';
-import type { McpProxy } from '../toolhost/mcp/proxy.js';
-import { ChatError, type ChatBackend, type ChatMessage } from './backend.js';
-import { matchIntent, type IntentMatch } from '../intents/match.js';
+import { ChatError, type ChatMessage } from './backend.js';
+import { Channel } from './channel.js';
+import { matchIntent } from '../intents/match.js';
 import { answerLocally, toolCallRecord, type ToolCallRecord } from './local.js';
-import { Channel, elapsed, ModelTurn, ZERO_TOKENS, type Pending } from './model-turn.js';
-import type { RepairKind } from './repair.js';
+import { ModelTurn } from './model-turn.js';
 import { speakable } from './speech.js';
+import { elapsed, ZERO_TOKENS, type ConversationMemory, type ConversationOptions, type Pending, type Turn, type TurnInput, type TurnResult } from './types.js';
 
-export type Route = 'llm' | 'local' | 'fallback';
-
-export interface TurnResult {
-  reply: string;
-  route: Route;
-  tool_calls: ToolCallRecord[];
-  tokens: TokenFigures & { prompt_eval_count: number; budget: number; num_ctx: number };
-  timings_ms: { total: number; first_token: number };
-  /** Small-model repairs made in this turn, by kind. */
-  repairs: Partial<Record<RepairKind, number>>;
-  /** Set when the model path failed: what went wrong, in one line. */
-  error?: { code: string; message: string };
-}
-
-export interface Turn {
-  /** Complete, speakable sentences as soon as they exist. */
-  sentences: AsyncIterable<string>;
-  /** Rejects only when the turn was cancelled (with the abort reason). */
-  result: Promise<TurnResult>;
-}
-
-export interface ConversationOptions {
-  config: Config;
-  backend: ChatBackend;
-  host: ToolHost;
-  /** Loaded on the first model turn (the local path does not need it). */
-  tokenizer: () => Promise<Tokenizer>;
-  log: Logger;
-  /** Epoch ms; default Date.now. */
-  now?: () => number;
-  /** The MCP proxy, which runs remote calls once the user has said yes. */
-  mcp?: Pick<McpProxy, 'runConfirmed'>;
-}
-
-/** How a turn's text came in: spoken ones carry the recogniser's confidence. */
-export interface TurnInput {
-  /** 0–1, for spoken text; typed text has none. */
-  confidence?: number;
-}
-
-/** A destructive local action asked by voice, waiting for the user's yes. */
-interface LocalPending {
-  match: IntentMatch;
-  question: string;
-}
-
+export type { ConversationOptions, Route, Turn, TurnInput, TurnResult } from './types.js';
 
 /** A model load can take a minute on a small machine (users report 30–100 s cold starts). */
 const WARM_TIMEOUT_MS = 120_000;
@@ -85,7 +37,6 @@ export class Conversation {
   #calibration = 1;
   #clampLogged = false;
   #pending: Pending | undefined;
-  #localPending: LocalPending | undefined;
   #warming = false;
 
   constructor(options: ConversationOptions) {
@@ -123,7 +74,6 @@ export class Conversation {
   reset(): void {
     this.#history = [];
     this.#pending = undefined;
-    this.#localPending = undefined;
   }
 
   turn(text: string, signal: AbortSignal = new AbortController().signal, input: TurnInput = {}): Turn {
@@ -135,44 +85,34 @@ export class Conversation {
   async #run(text: string, signal: AbortSignal, out: Channel<string>, input: TurnInput): Promise<TurnResult> {
     const now = this.#options.now ?? Date.now;
     const started = performance.now();
-    const { config } = this.#options;
+    const { config, host } = this.#options;
     if (now() - this.#lastTurnAt > config.assistant.forget_after_s * 1000) this.reset();
     this.#lastTurnAt = now();
     const user: ChatMessage = { role: 'user', content: text };
     const pending = this.#pending;
-    const localPending = this.#localPending;
     this.#pending = undefined;
-    this.#localPending = undefined;
     // One match for the whole turn: a yes or no must be the whole utterance (intents/sentences.ts).
     const match = await matchIntent(text);
     const said = match?.intent.name;
-    const answer = pending !== undefined || localPending !== undefined ? (said === 'yes' || said === 'no' ? said : undefined) : undefined;
-    if (answer === 'yes' && input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
-      // A spoken yes that might be noise: ask again, keep the question open.
-      this.#pending = pending;
-      this.#localPending = localPending;
-      return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started);
-    }
-    if (localPending !== undefined && answer !== undefined) {
-      if (answer === 'no') return this.#localReply(user, "OK, I won't.", [], out, started);
-      const done = await answerLocally(text, this.#options.host, signal, localPending.match);
-      if (done !== undefined) return this.#localReply(user, done.reply, done.tool_calls, out, started);
-    }
+    const answer = pending !== undefined && (said === 'yes' || said === 'no') ? said : undefined;
     if (pending !== undefined && answer !== undefined) {
-      return this.#answerConfirmation(pending, answer === 'yes', user, signal, out, started);
+      if (now() > pending.call.expiresAt) {
+        return this.#localReply(user, answer === 'yes' ? 'I asked too long ago, so I did not do it. Ask again if you still want it.' : "OK, I won't.", [], out, started);
+      }
+      if (answer === 'yes' && input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
+        // A spoken yes that might be noise: ask again, keep the question open.
+        this.#pending = pending;
+        return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started);
+      }
+      return this.#answer(pending, answer === 'yes', user, signal, out, started);
     }
 
-    if (match !== undefined && input.confidence !== undefined) {
-      const question = await this.#confirmFirst(match, signal);
-      if (question !== undefined) {
-        this.#localPending = { match, question };
-        return this.#localReply(user, question, [], out, started);
-      }
-    }
-    const local = await answerLocally(text, this.#options.host, signal, match);
+    // What the person typed acts at once; what was heard is confirmed first where the tool asks.
+    const local = await answerLocally(text, host, signal, match, input.confidence === undefined ? 'typed' : 'spoken');
+    if (local?.pending !== undefined) this.#pending = { call: local.pending };
     if (local !== undefined) return this.#localReply(user, local.reply, local.tool_calls, out, started);
 
-    return this.#model([user], signal, out, started);
+    return this.#model((turn) => turn.run([user], this.#memory), signal, out, started);
   }
 
   #localReply(user: ChatMessage, text: string, toolCalls: ToolCallRecord[], out: Channel<string>, started: number): TurnResult {
@@ -189,45 +129,28 @@ export class Conversation {
     };
   }
 
-  /**
-   * The question to ask before a destructive local action asked by voice: cancelling all
-   * timers, or one of several (a misheard name must not cancel the wrong one). Undefined when
-   * it can go ahead.
-   */
-  async #confirmFirst(match: IntentMatch, signal: AbortSignal): Promise<string | undefined> {
-    if (match.intent.tool !== 'cancel_timer' || !this.#options.host.has('list_timers')) return undefined;
-    const listed = await this.#options.host.call('list_timers', {}, { signal });
-    const rows = listed.structuredContent?.timers;
-    const count = Array.isArray(rows) ? rows.length : 0;
-    if (count === 0) return undefined; // nothing to lose: the tool says so
-    if (match.intent.name === 'cancel_all') return `Cancel all ${count === 1 ? 'one timer or reminder' : `${count} timers and reminders`}? Say yes or no.`;
-    const id = typeof match.args.id === 'string' ? `${match.args.id} ` : '';
-    if (count > 1) return `Cancel the ${id}timer? You have ${count}. Say yes or no.`;
-    return undefined;
+  /** The person answered a held call: run it (or not) through the host; the model goes on with its round. */
+  async #answer(pending: Pending, yes: boolean, user: ChatMessage, signal: AbortSignal, out: Channel<string>, started: number): Promise<TurnResult> {
+    const { model } = pending;
+    if (model !== undefined) return this.#model((turn) => turn.resume({ ...pending, model }, yes, user, this.#memory), signal, out, started);
+    if (!yes) return this.#localReply(user, "OK, I won't.", [], out, started);
+    const result = await this.#options.host.runConfirmed(pending.call, { signal });
+    return this.#localReply(user, resultText(result), [toolCallRecord(pending.call.label, pending.call.arguments, result)], out, started);
   }
 
-  /** The user answered a confirmation question: run the call (or not) and let the model go on. */
-  async #answerConfirmation(
-    pending: Pending, yes: boolean, user: ChatMessage, signal: AbortSignal, out: Channel<string>, started: number,
-  ): Promise<TurnResult> {
-    const { call } = pending;
-    const result = yes && this.#options.mcp !== undefined
-      ? await this.#options.mcp.runConfirmed(call, signal)
-      : { content: [{ type: 'text' as const, text: 'The user said no; the tool was not run.' }], isError: true };
-    const round = [...pending.round];
-    const message = round[pending.toolMessage];
-    if (message !== undefined) {
-      round[pending.toolMessage] = { ...message, content: cutToolResult(resultText(result), this.#options.config.budget.tool_result_chars) };
-    }
-    round.push(user);
-    const records = [...pending.toolCalls, toolCallRecord(`${call.server}.${call.tool}`, call.arguments, result)];
-    return this.#model(round, signal, out, started, records);
+  get #memory(): ConversationMemory {
+    return {
+      history: this.#history,
+      calibration: this.#calibration,
+      calibrate: (ratio) => this.#calibrate(ratio),
+      firstClamp: () => this.#logClamp(),
+    };
   }
 
-  async #model(round: ChatMessage[], signal: AbortSignal, out: Channel<string>, started: number, records: ToolCallRecord[] = []): Promise<TurnResult> {
-    const turn = new ModelTurn(this.#options, signal, out, started, records);
+  async #model(rounds: (turn: ModelTurn) => Promise<string>, signal: AbortSignal, out: Channel<string>, started: number): Promise<TurnResult> {
+    const turn = new ModelTurn(this.#options, signal, out, started);
     try {
-      const reply = await turn.run(round, this.#history, this.#calibration, (factor) => this.#calibrate(factor), () => this.#logClamp());
+      const reply = await rounds(turn);
       const confirm = turn.confirmation;
       if (confirm !== undefined) this.#pending = confirm;
       else this.#remember(turn.round);

@@ -3,7 +3,7 @@
  * model and answered with the native tools. It matches only what it is sure of: a false
  * match is worse than none, so anything ambiguous is left for the model.
  */
-import { resultText, type CallToolResult } from '../toolhost/api.js';
+import { resultText, type CallOrigin, type CallToolResult, type PendingCall } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import { matchIntent, type IntentMatch } from '../intents/match.js';
 
@@ -22,6 +22,8 @@ export const toolCallRecord = (name: string, args: Record<string, unknown>, resu
 export interface LocalAnswer {
   reply: string;
   tool_calls: ToolCallRecord[];
+  /** The tool host held the call for a yes: `reply` is its question. */
+  pending?: PendingCall;
 }
 
 /** How each intent's tool result becomes a reply, and whether a tool error means "not sure". */
@@ -49,19 +51,22 @@ function dateOf(result: CallToolResult): string {
 
 /**
  * Answer `utterance` on the local path, or `undefined` when it is not sure what was meant
- * (the caller then asks the model). `match` is the utterance's intent when the caller has it.
+ * (the caller then asks the model). `match` is the utterance's intent when the caller has it;
+ * `origin` says whether it was typed (acts at once) or heard (the host may ask first).
  */
 export async function answerLocally(
   utterance: string,
   host: ToolHost,
   signal?: AbortSignal,
   match?: IntentMatch,
+  origin: Exclude<CallOrigin, 'model'> = 'typed',
 ): Promise<LocalAnswer | undefined> {
   const found = match ?? await matchIntent(utterance);
   const tool = found?.intent.tool;
   if (found === undefined || tool === undefined || !host.has(tool)) return undefined;
   const how = REPLIES[found.intent.name] ?? {};
-  const result = await host.call(tool, found.args, signal === undefined ? {} : { signal });
+  const result = await host.call(tool, found.args, signal === undefined ? { origin } : { signal, origin });
+  if (result.pending !== undefined) return { reply: result.pending.question, tool_calls: [], pending: result.pending };
   if (result.isError === true && how.errorMeansNoMatch === true) return undefined;
   const reply = result.isError === true || how.reply === undefined ? resultText(result) : how.reply(result);
   return { reply, tool_calls: [toolCallRecord(tool, found.args, result)] };

@@ -4,13 +4,13 @@
  * left inside `thinking`. Each function here recovers one of those, and says that it did, so
  * the conversation can count and log every repair.
  */
-import { jsonrepair } from 'jsonrepair';
+import { foldName, parseJson } from '../toolhost/arguments.js';
 import type { ToolCall } from './backend.js';
 
-export type RepairKind = 'tool_name' | 'arguments_string' | 'call_in_text' | 'call_in_thinking' | 'unknown_tool';
+/** `call_refused`: a call the model did not make as its action (quoted, or inside a reply); never run. */
+export type RepairKind = 'tool_name' | 'arguments_string' | 'call_in_text' | 'call_in_thinking' | 'unknown_tool' | 'call_refused';
 
-const fold = (name: string): string =>
-  name.trim().toLowerCase().replace(/^(?:functions?|tools?)[./:]/, '').replace(/[-\s.]+/g, '_');
+const fold = (name: string): string => foldName(name).replace(/\./g, '_');
 
 /**
  * The registered tool a model meant: exact, else unique after folding case, hyphens/underscores
@@ -21,29 +21,6 @@ export function resolveToolName(name: string, available: readonly string[]): { n
   const wanted = fold(name);
   const matches = available.filter((candidate) => fold(candidate) === wanted);
   return matches.length === 1 && matches[0] !== undefined ? { name: matches[0], repaired: true } : undefined;
-}
-
-/** Arguments as an object; a JSON string (or slightly broken JSON) is parsed. */
-export function parseArguments(args: unknown): { value: Record<string, unknown> | string; repaired: boolean } {
-  if (typeof args !== 'string') {
-    return { value: (args ?? {}) as Record<string, unknown>, repaired: false };
-  }
-  const parsed = parseLooseJson(args);
-  return parsed !== undefined && typeof parsed === 'object' && !Array.isArray(parsed)
-    ? { value: parsed as Record<string, unknown>, repaired: true }
-    : { value: args, repaired: false };
-}
-
-function parseLooseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    try {
-      return JSON.parse(jsonrepair(text)) as unknown;
-    } catch {
-      return undefined;
-    }
-  }
 }
 
 /** Patterns small models use to write a call in text: Hermes, seed 004, fenced JSON. */
@@ -67,14 +44,14 @@ export function extractTextCalls(text: string): { calls: ToolCall[]; rest: strin
   let rest = text;
   for (const pattern of WRAPPED) {
     rest = rest.replace(pattern, (whole, body: string) => {
-      const found = callsIn(parseLooseJson(body));
+      const found = callsIn(parseJson(body));
       calls.push(...found);
       return found.length > 0 ? '' : whole;
     });
   }
   const trimmed = rest.trim();
   if (calls.length === 0 && /^[[{]/.test(trimmed)) {
-    const found = callsIn(parseLooseJson(trimmed));
+    const found = callsIn(parseJson(trimmed));
     if (found.length > 0) return { calls: found, rest: '' };
   }
   return { calls, rest: rest.trim() };
@@ -89,4 +66,60 @@ function callsIn(value: unknown): ToolCall[] {
   if (typeof name !== 'string' || name === '') return [];
   const args = fn.arguments ?? fn.parameters ?? fn.args ?? fn.input ?? {};
   return [{ name, arguments: args as Record<string, unknown> | string }];
+}
+
+/**
+ * Every call written anywhere in `text`, also inside other text: the wrapped and bare forms
+ * `extractTextCalls` reads, and any JSON object in it that has a tool name. For telling a call
+ * the model makes from one it copies out of a tool result.
+ */
+export function callsWrittenIn(text: string): ToolCall[] {
+  const found = extractTextCalls(text).calls;
+  for (const object of jsonObjectsIn(text)) found.push(...callsIn(object));
+  return found;
+}
+
+/** A call's identity for comparing: the folded name and the arguments in key order. */
+export function callKey(call: ToolCall): string {
+  const args = typeof call.arguments === 'string' ? parseJson(call.arguments) ?? call.arguments : call.arguments;
+  return `${fold(call.name)} ${stableJson(args)}`;
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Longest text scanned for embedded JSON objects (characters): tool results are cut well below this. */
+const MAX_SCAN_CHARS = 100_000;
+const NAMED = /"(?:name|tool|tool_name)"\s*:/;
+
+/**
+ * The JSON objects embedded in text that could be calls (they have a name key), nested ones
+ * included: balanced braces outside strings, found in one pass, parsed strictly.
+ */
+function* jsonObjectsIn(text: string): Generator<unknown> {
+  const scanned = text.slice(0, MAX_SCAN_CHARS);
+  const open: number[] = [];
+  let inString = false;
+  for (let i = 0; i < scanned.length; i++) {
+    const c = scanned[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = open.length > 0; // quotes in prose are not JSON strings
+    else if (c === '{') open.push(i);
+    else if (c === '}') {
+      const start = open.pop();
+      if (start === undefined) continue;
+      const candidate = scanned.slice(start, i + 1);
+      if (!NAMED.test(candidate)) continue;
+      const value = parseJson(candidate, false);
+      if (value !== undefined) yield value;
+    }
+  }
 }

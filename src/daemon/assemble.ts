@@ -53,7 +53,13 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   const hasServers = (c: Config) => Object.values(c.mcp.servers).some((s) => s.enabled !== false) || c.mcp.servers_file !== '';
   const toggles = (c: Config) => (toggle: string) =>
     toggle === 'mcp' ? hasServers(c) : (c.tools as Record<string, unknown>)[toggle] !== false;
-  const host = new ToolHost({ timeoutMs: config.tools.timeout_s * 1000, isEnabled: toggles(config), log: log.child('tools') });
+  const host = new ToolHost({
+    timeoutMs: config.tools.timeout_s * 1000,
+    isEnabled: toggles(config),
+    log: log.child('tools'),
+    confirmTimeoutMs: () => current.assistant.confirm_timeout_s * 1000,
+    ...(options.now ? { now: options.now } : {}),
+  });
   const announce = options.announce ?? ((a: Announcement) => log.child('announce').info(`${a.kind} #${a.id}: ${a.text}`));
   const nativeOptions = { homeZone: config.assistant.timezone, stateDir: options.stateDir, log, announce };
   const sets: ToolSet[] = registerNativeTools(host, options.now ? { ...nativeOptions, now: options.now } : nativeOptions);
@@ -95,7 +101,6 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
         host,
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
-        mcp: proxy,
       };
       if (options.now) settings.now = options.now;
       return new Conversation(settings);

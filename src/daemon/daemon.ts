@@ -119,7 +119,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
         return conversation.turn(request.text).result;
       case 'tools.call':
         if (typeof request.name !== 'string') throw new Error('"tools.call" needs a "name"');
-        return iris.host.call(request.name, request.arguments ?? {});
+        return iris.host.call(request.name, request.arguments ?? {}, { origin: 'typed' }); // `iris tools call`, `iris timers cancel`
       default:
         throw new Error(`unknown command "${request.cmd}"`);
     }

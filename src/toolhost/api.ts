@@ -43,14 +43,52 @@ export interface CallToolResult {
   _meta?: Record<string, unknown>;
 }
 
+/** What the tool host answers: a result, or (not run yet) the call waiting for a yes. */
+export interface HostResult extends CallToolResult {
+  pending?: PendingCall;
+}
+
 export interface CallContext {
   /** Aborted on timeout, barge-in or shutdown; long work must stop when it fires. */
   signal: AbortSignal;
 }
 
+/**
+ * Who asked for a call. The person's own typed words (`iris ask` matched locally, `iris tools
+ * call`) act at once; what the model asks, and what was heard (it may be misheard), is
+ * confirmed first when the tool says so.
+ */
+export type CallOrigin = 'model' | 'spoken' | 'typed';
+
+/** What to ask the person before a call runs. */
+export interface Confirmation {
+  /** One spoken sentence ending in a question, e.g. "Cancel all 2 timers and reminders? Say yes or no." */
+  question: string;
+  /** The call as a person reads it in `tool_calls`, e.g. "files.write_file"; default the tool's name. */
+  label?: string;
+}
+
+/**
+ * A call held for the person's yes. Only the tool host makes these (`ToolHost.call`), and only
+ * it runs one (`ToolHost.runConfirmed`), once, before `expiresAt`.
+ */
+export interface PendingCall extends Confirmation {
+  readonly tool: string;
+  readonly arguments: Record<string, unknown>;
+  readonly label: string;
+  /** Epoch ms after which a yes no longer runs it. */
+  readonly expiresAt: number;
+}
+
 /** A native tool: its definition plus the function that runs it, in-process. */
 export interface NativeTool extends ToolDefinition {
   run(args: Record<string, unknown>, context: CallContext): Promise<CallToolResult> | CallToolResult;
+  /**
+   * Whether this call (valid arguments) needs the person's yes first: what to ask, or
+   * undefined to go ahead. Without it the host asks before a tool annotated
+   * `destructiveHint: true`. Not consulted for the person's own typed commands.
+   */
+  confirm?(args: Record<string, unknown>, context: CallContext): Promise<Confirmation | undefined> | Confirmation | undefined;
 }
 
 /** Something worth saying out loud, unasked: a timer going off, a missed reminder. */

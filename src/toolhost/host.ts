@@ -1,13 +1,26 @@
 /**
- * The tool host: one registry for native and remote tools. `call()` never throws: an unknown
- * tool, bad arguments, a timeout, cancellation or a crash all come back as an `isError`
- * result the model can read and recover from.
+ * The tool host: one registry for native and remote tools, and the one way every call runs —
+ * the model's, a spoken or typed command's, an MCP tool's through the proxy. `call()` never
+ * throws: an unknown tool, bad arguments, a timeout, cancellation or a crash all come back as
+ * an `isError` result the model can read and recover from. The confirmation policy lives here:
+ * a call that needs the person's yes is not run but answered with a typed `PendingCall`, which
+ * only `runConfirmed` runs, once, before it expires.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isAbortError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
-import { errorResult, type CallToolResult, type NativeTool, type ToolDefinition } from './api.js';
+import {
+  errorResult,
+  type CallOrigin,
+  type CallToolResult,
+  type Confirmation,
+  type HostResult,
+  type NativeTool,
+  type PendingCall,
+  type ToolDefinition,
+} from './api.js';
+import { parseArguments } from './arguments.js';
 
 export type ToolSource = 'native' | 'mcp';
 
@@ -32,6 +45,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Per-call limit in milliseconds; default the host's `timeoutMs`. */
   timeoutMs?: number;
+  /** Who asked; default `model`. Only `typed` skips the confirmation policy. */
+  origin?: CallOrigin;
 }
 
 export interface ToolHostOptions {
@@ -40,6 +55,10 @@ export interface ToolHostOptions {
   /** Is the switch named by a tool's `toggle` on? Default: everything on. */
   isEnabled?: (toggle: string) => boolean;
   log?: Logger;
+  /** How long a call waits for the person's yes (ms); read at each call. Default 60 000. */
+  confirmTimeoutMs?: () => number;
+  /** Epoch ms; default Date.now. */
+  now?: () => number;
 }
 
 interface Entry {
@@ -51,20 +70,23 @@ interface Entry {
   timeoutMs?: number;
 }
 
-/** Longest argument document accepted, in characters: bounds validation and tool work. */
-const MAX_ARGUMENTS_CHARS = 16_384;
-
 export class ToolHost {
   readonly #tools = new Map<string, Entry>();
   readonly #ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false });
   readonly #timeoutMs: number;
   readonly #log: Logger;
+  readonly #confirmTimeoutMs: () => number;
+  readonly #now: () => number;
+  /** The calls this host is holding for a yes; each runs at most once. */
+  readonly #held = new WeakSet<PendingCall>();
   #isEnabled: (toggle: string) => boolean;
 
   constructor(options: ToolHostOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#isEnabled = options.isEnabled ?? (() => true);
     this.#log = options.log ?? silentLogger;
+    this.#confirmTimeoutMs = options.confirmTimeoutMs ?? (() => 60_000);
+    this.#now = options.now ?? Date.now;
   }
 
   register(tool: NativeTool, options: RegisterOptions = {}): void {
@@ -108,8 +130,12 @@ export class ToolHost {
     return entry !== undefined && this.#enabled(entry);
   }
 
-  /** Run a tool. Never throws; every failure is an `isError` result. */
-  async call(name: string, args: unknown, options: CallOptions = {}): Promise<CallToolResult> {
+  /**
+   * Run a tool, or hold it for a yes: a call the tool wants confirmed (its `confirm`, else a
+   * `destructiveHint`) comes back not run, with `pending` set — unless the person typed it.
+   * Never throws; every failure is an `isError` result.
+   */
+  async call(name: string, args: unknown, options: CallOptions = {}): Promise<HostResult> {
     const entry = this.#tools.get(name);
     if (entry === undefined || !this.#enabled(entry)) {
       const available = this.definitions().map((d) => d.name);
@@ -117,19 +143,53 @@ export class ToolHost {
       return errorResult(`${why} Available tools: ${available.join(', ') || 'none'}.`);
     }
     const parsed = parseArguments(args);
-    if (typeof parsed === 'string') return errorResult(`Invalid arguments for ${name}: ${parsed}`);
-    if (!entry.validate(parsed)) {
+    if (!parsed.ok) return errorResult(`Invalid arguments for ${name}: ${parsed.error}`);
+    if (!entry.validate(parsed.value)) {
       // Names the schema does not know are the usual cause: say so, even where the schema allows extras.
       const known = Object.keys(entry.tool.inputSchema.properties ?? {});
-      const unknown = Object.keys(parsed).filter((key) => !known.includes(key)).map((key) => `"${key}" is not an argument of ${name}`);
+      const unknown = Object.keys(parsed.value).filter((key) => !known.includes(key)).map((key) => `"${key}" is not an argument of ${name}`);
       const problems = [...new Set([explain(entry.validate.errors ?? []), ...unknown])].join('; ');
       return errorResult(`Invalid arguments for ${name}: ${problems}. ${usage(entry.tool)}`);
     }
-    return this.#run(entry.tool, parsed, entry.timeoutMs === undefined || options.timeoutMs !== undefined ? options : { ...options, timeoutMs: entry.timeoutMs });
+    if ((options.origin ?? 'model') !== 'typed') {
+      const asked = await this.#confirmation(entry.tool, parsed.value, options.signal);
+      if (asked !== undefined) return this.#hold(name, parsed.value, asked);
+    }
+    return this.#run(entry, parsed.value, options);
   }
 
-  async #run(tool: NativeTool, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+  /** Run a call this host held, now that the person said yes: once, and only before it expires. */
+  async runConfirmed(pending: PendingCall, options: Omit<CallOptions, 'origin'> = {}): Promise<HostResult> {
+    if (!this.#held.delete(pending)) return errorResult(`${pending.label} was not waiting for a yes; it was not run.`);
+    if (this.#now() > pending.expiresAt) return errorResult(`The question about ${pending.label} expired; it was not run.`);
+    const entry = this.#tools.get(pending.tool);
+    if (entry === undefined || !this.#enabled(entry)) return errorResult(`The tool "${pending.tool}" is gone or switched off; it was not run.`);
+    return this.#run(entry, pending.arguments, options);
+  }
+
+  /** What to ask before this call, if anything. A policy that fails asks (never runs unasked). */
+  async #confirmation(tool: NativeTool, args: Record<string, unknown>, signal?: AbortSignal): Promise<Confirmation | undefined> {
+    if (tool.confirm === undefined) {
+      return tool.annotations?.destructiveHint === true ? { question: askToRun(tool.name, args) } : undefined;
+    }
+    try {
+      return await tool.confirm(args, { signal: signal ?? new AbortController().signal });
+    } catch (error) {
+      this.#log.warn(`${tool.name}: could not tell whether to ask first (${messageOf(error)}); asking`);
+      return { question: askToRun(tool.name, args) };
+    }
+  }
+
+  #hold(name: string, args: Record<string, unknown>, asked: Confirmation): HostResult {
+    const label = asked.label ?? name;
+    const pending: PendingCall = { tool: name, arguments: args, question: asked.question, label, expiresAt: this.#now() + this.#confirmTimeoutMs() };
+    this.#held.add(pending);
+    return { ...errorResult(`Not run yet: ${label} needs the user's yes, and IRIS is asking them. Do not call it again; wait for the user.`), pending };
+  }
+
+  async #run(entry: Entry, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    const { tool } = entry;
+    const timeoutMs = options.timeoutMs ?? entry.timeoutMs ?? this.#timeoutMs;
     const controller = new AbortController();
     const outer = options.signal;
     const abort = (): void => controller.abort(outer?.reason);
@@ -163,27 +223,6 @@ export class ToolHost {
   }
 }
 
-/** Arguments as an object: a JSON string is parsed (small models send those), none is `{}`. */
-function parseArguments(args: unknown): Record<string, unknown> | string {
-  let value: unknown = args ?? {};
-  if (typeof value === 'string') {
-    if (value.length > MAX_ARGUMENTS_CHARS) return `the arguments are longer than ${MAX_ARGUMENTS_CHARS} characters.`;
-    if (value.trim() === '') return {};
-    try {
-      value = JSON.parse(value) as unknown;
-    } catch {
-      return 'the arguments are not valid JSON; send an object such as {"name": "value"}.';
-    }
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return 'the arguments must be a JSON object.';
-  }
-  if (JSON.stringify(value).length > MAX_ARGUMENTS_CHARS) {
-    return `the arguments are longer than ${MAX_ARGUMENTS_CHARS} characters.`;
-  }
-  return value as Record<string, unknown>;
-}
-
 /** ajv's errors as one sentence a small model can act on. */
 export function explain(errors: readonly ErrorObject[]): string {
   const parts = errors.map((error) => {
@@ -200,6 +239,15 @@ export function explain(errors: readonly ErrorObject[]): string {
     }
   });
   return [...new Set(parts)].join('; ');
+}
+
+/** The question before a call: "Should I run write file from files with path /x? Say yes to go ahead." */
+export function askToRun(tool: string, args: Record<string, unknown>, server?: string): string {
+  const shown = Object.entries(args)
+    .map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(', ')
+    .slice(0, 160);
+  return `Should I run ${tool.replace(/[-_]/g, ' ')}${server === undefined ? '' : ` from ${server}`}${shown === '' ? '' : ` with ${shown}`}? Say yes to go ahead.`;
 }
 
 /** A one-line reminder of a tool's arguments: `Usage: set_timer(duration: string, label?: string).` */

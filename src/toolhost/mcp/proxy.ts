@@ -3,24 +3,17 @@
  * `get_tools_in_category` browses servers → tools → one tool's full input schema (the part the
  * existing lazy-mcp proxies never show, so small models had to guess arguments);
  * `execute_tool` validates the arguments against that schema, answers a bad call with a repair
- * hint, asks the user before anything that may change things, and forwards the rest.
+ * hint, and forwards the rest. Which calls wait for the user's yes is the tool host's policy;
+ * `execute_tool`'s `confirm` tells it, per remote tool and server.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { errorResult, textResult, type CallToolResult, type NativeTool } from '../api.js';
-import { explain } from '../host.js';
+import { errorResult, textResult, type CallToolResult, type Confirmation, type NativeTool } from '../api.js';
+import { foldName as fold, parseArguments } from '../arguments.js';
+import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import type { RemoteTool } from './client.js';
 import type { McpServers } from './servers.js';
-
-/** `_meta` key on a result that is waiting for the user's yes. */
-export const CONFIRM_META = 'iris/confirm';
-
-export interface PendingCall {
-  server: string;
-  tool: string;
-  arguments: Record<string, unknown>;
-}
 
 interface Entry {
   server: string;
@@ -66,6 +59,7 @@ export class McpProxy {
           required: ['tool_path'],
         },
         run: (args, { signal }) => this.execute(args.tool_path as string, args.arguments, signal),
+        confirm: (args) => this.confirmation(args.tool_path as string, args.arguments),
       },
     ];
   }
@@ -106,31 +100,36 @@ export class McpProxy {
     }));
   }
 
-  async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal, confirmed = false): Promise<CallToolResult> {
-    await this.#load(toolPath);
-    const entry = this.#resolve(toolPath);
-    if (typeof entry === 'string') return errorResult(entry);
-    const args = parseArgs(rawArgs);
-    if (typeof args === 'string') return errorResult(args);
-    const validate = this.#validator(entry);
-    if (!validate(args)) {
-      return errorResult(`Invalid arguments for ${entry.server}.${entry.tool.name}: ${explain(validate.errors ?? [])}. `
-        + `Its inputSchema: ${JSON.stringify(compact(entry.tool.inputSchema))}`);
-    }
-    if (!confirmed && needsConfirmation(entry)) {
-      const pending: PendingCall = { server: entry.server, tool: entry.tool.name, arguments: args };
-      return {
-        content: [{ type: 'text', text: `Not run yet: ${entry.server}.${entry.tool.name} may change things, so IRIS is asking the user to confirm. Do not call it again; wait for the user.` }],
-        isError: true,
-        _meta: { [CONFIRM_META]: pending },
-      };
-    }
-    return this.#servers.call(entry.server, entry.tool.name, args, signal);
+  async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal): Promise<CallToolResult> {
+    const call = await this.#prepare(toolPath, rawArgs);
+    if (typeof call === 'string') return errorResult(call);
+    return this.#servers.call(call.entry.server, call.entry.tool.name, call.args, signal);
   }
 
-  /** Run a call the user has said yes to. */
-  runConfirmed(call: PendingCall, signal?: AbortSignal): Promise<CallToolResult> {
-    return this.execute(`${call.server}.${call.tool}`, call.arguments, signal, true);
+  /**
+   * What to ask before this call runs, for the tool host: nothing for a call that will fail
+   * anyway (its error is the answer) or that the server's `confirm` lets through.
+   */
+  async confirmation(toolPath: string, rawArgs: unknown): Promise<Confirmation | undefined> {
+    const call = await this.#prepare(toolPath, rawArgs);
+    if (typeof call === 'string' || !needsConfirmation(call.entry)) return undefined;
+    const { server, tool } = call.entry;
+    return { question: askToRun(tool.name, call.args, server), label: `${server}.${tool.name}` };
+  }
+
+  /** The remote tool a path names and its validated arguments, or what is wrong with the call. */
+  async #prepare(toolPath: string, rawArgs: unknown): Promise<{ entry: Entry; args: Record<string, unknown> } | string> {
+    await this.#load(toolPath);
+    const entry = this.#resolve(toolPath);
+    if (typeof entry === 'string') return entry;
+    const args = parseArguments(rawArgs);
+    if (!args.ok) return `"arguments" must be a JSON object matching the tool's inputSchema: ${args.error}`;
+    const validate = this.#validator(entry);
+    if (!validate(args.value)) {
+      return `Invalid arguments for ${entry.server}.${entry.tool.name}: ${explain(validate.errors ?? [])}. `
+        + `Its inputSchema: ${JSON.stringify(compact(entry.tool.inputSchema))}`;
+    }
+    return { entry, args: args.value };
   }
 
   /** Servers start lazily: connect the one a path names (or all, for a bare tool name) if it has no tool list yet. */
@@ -175,29 +174,17 @@ export class McpProxy {
   }
 }
 
-/** Tool annotations are hints from the server: only an explicit read-only hint skips the yes. */
+/**
+ * `confirm = "destructive"` (the default) takes a server's `readOnlyHint: true` as the admin's
+ * trust in that server: such tools run without a yes. A server one does not trust gets
+ * `confirm = "always"`, whatever its tools claim.
+ */
 function needsConfirmation(entry: Entry): boolean {
   const mode = entry.config.confirm ?? 'destructive';
   if (mode === 'never') return false;
   if (mode === 'always') return true;
   return entry.tool.annotations?.readOnlyHint !== true;
 }
-
-function parseArgs(raw: unknown): Record<string, unknown> | string {
-  if (raw === undefined || raw === null) return {};
-  if (typeof raw === 'string') {
-    try {
-      const parsed = JSON.parse(raw === '' ? '{}' : raw) as unknown;
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-    } catch {
-      // fall through
-    }
-    return '"arguments" must be a JSON object matching the tool\'s inputSchema.';
-  }
-  return raw as Record<string, unknown>;
-}
-
-const fold = (s: string): string => s.trim().toLowerCase().replace(/[-\s]+/g, '_');
 
 function summary(description: string): string {
   const first = description.split(/(?<=[.!?])\s|\n/)[0] ?? '';

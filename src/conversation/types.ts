@@ -1,0 +1,81 @@
+/**
+ * The conversation's shared shapes: what a turn returns, what it is built from, and a call
+ * waiting for the person's yes. Imported by the engine and the model loop alike, so neither
+ * imports the other's module for its types.
+ */
+import type { TokenFigures } from '../budget/fit.js';
+import type { Tokenizer } from '../budget/tokenizer.js';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import type { PendingCall } from '../toolhost/api.js';
+import type { ToolHost } from '../toolhost/host.js';
+import type { ChatBackend, ChatMessage } from './backend.js';
+import type { ToolCallRecord } from './local.js';
+import type { RepairKind } from './repair.js';
+
+export type Route = 'llm' | 'local' | 'fallback';
+
+export interface TurnResult {
+  reply: string;
+  route: Route;
+  tool_calls: ToolCallRecord[];
+  tokens: TokenFigures & { prompt_eval_count: number; budget: number; num_ctx: number };
+  timings_ms: { total: number; first_token: number };
+  /** Small-model repairs made in this turn, by kind. */
+  repairs: Partial<Record<RepairKind, number>>;
+  /** Set when the model path failed: what went wrong, in one line. */
+  error?: { code: string; message: string };
+}
+
+export interface Turn {
+  /** Complete, speakable sentences as soon as they exist. */
+  sentences: AsyncIterable<string>;
+  /** Rejects only when the turn was cancelled (with the abort reason). */
+  result: Promise<TurnResult>;
+}
+
+export interface ConversationOptions {
+  config: Config;
+  backend: ChatBackend;
+  /** Every tool call goes through it, confirmations included. */
+  host: ToolHost;
+  /** Loaded on the first model turn (the local path does not need it). */
+  tokenizer: () => Promise<Tokenizer>;
+  log: Logger;
+  /** Epoch ms; default Date.now. */
+  now?: () => number;
+}
+
+/** How a turn's text came in: spoken ones carry the recogniser's confidence. */
+export interface TurnInput {
+  /** 0–1, for spoken text; typed text has none. */
+  confidence?: number;
+}
+
+/** A call waiting for the person's yes, and (when the model asked for it) the round to resume. */
+export interface Pending {
+  call: PendingCall;
+  model?: {
+    round: ChatMessage[];
+    /** Index in `round` of the message whose placeholder text the real result replaces. */
+    toolMessage: number;
+    placeholder: string;
+    toolCalls: ToolCallRecord[];
+  };
+}
+
+/** What the model loop needs of the conversation it runs in. */
+export interface ConversationMemory {
+  readonly history: readonly ChatMessage[][];
+  /** prompt_eval_count / estimate, smoothed. */
+  readonly calibration: number;
+  calibrate(ratio: number): void;
+  /** True the first time only: log a clamped context once. */
+  firstClamp(): boolean;
+}
+
+export const ZERO_TOKENS = { system: 0, tools: 0, history: 0, tool_results: 0, prompt_estimate: 0, prompt_eval_count: 0, budget: 0, num_ctx: 0 };
+
+export function elapsed(since: number): number {
+  return Math.round(performance.now() - since);
+}
