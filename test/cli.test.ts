@@ -1,9 +1,9 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { iris, irisWithInput, startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
-import { EVERYTHING, serversToml, stdio } from './helpers/mcp.js';
+import { EVERYTHING, FILESYSTEM, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -223,6 +223,38 @@ describe('iris daemon', () => {
     daemon.kill('SIGTERM');
     expect(await stopped).toBe(0);
     expect((await iris(['status'], vars)).code).toBe(1);
+  });
+
+  it('keeps a conversation per client: one client\'s yes never answers another\'s question', async () => {
+    const double = await new OllamaDouble().start();
+    const files = tempDir();
+    const target = join(files, 'alice.txt');
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n[ollama]\nurl = "${double.url}"\n${serversToml({ files: stdio(FILESYSTEM, files) })}`);
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      double.script(
+        { tool_calls: [{ name: 'execute_tool', arguments: { tool_path: 'files.write_file', arguments: { path: target, content: 'a' } } }] },
+        { content: ['Yes to what?'] },
+        { content: ['Saved.'] },
+      );
+      const asked = await iris(['ask', 'save a'], vars); // a new client: a new conversation, and how to answer it
+      expect(asked.stdout).toMatch(/^Should I run write file from files/);
+      const alice = /^To answer: iris ask --conversation ([0-9a-f-]{36}) yes$/m.exec(asked.stderr)?.[1];
+      expect(alice).toBeDefined();
+      const bob = JSON.parse((await iris(['ask', '--json', 'yes'], vars)).stdout) as { reply: string; conversation: string };
+      expect(bob).toMatchObject({ reply: 'Yes to what?', conversation: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+      expect(bob.conversation).not.toBe(alice);
+      expect(existsSync(target)).toBe(false);
+      expect((await iris(['ask', '--conversation', alice ?? '', 'yes'], vars)).stdout).toBe('Saved.\n');
+      expect(readFileSync(target, 'utf8')).toBe('a');
+      expect(await iris(['ask', '--conversation', 'no spaces please', 'hi'], vars)).toMatchObject({ code: 1, stderr: expect.stringMatching(/"conversation" must be/) });
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+      await double.close();
+    }
   });
 
   it('stays up through Ollama going away and coming back, and a config broken then fixed', async () => {

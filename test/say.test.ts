@@ -33,6 +33,14 @@ describe('iris say (espeak-ng)', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it('reads phoneme brackets and embedded commands as words: the audio is the plain text\'s', async () => {
+    const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
+    const plain = (await tts.synthesize("say  h@'loU  now")).length;
+    // Unsanitised, espeak-ng reads [[…]] as phonemes (a third shorter) and Ctrl-A 20S as "speak at 20 wpm" (twice as long).
+    expect((await tts.synthesize("say [[h@'loU]] now")).length).toBe(plain);
+    expect((await tts.synthesize("say \u000120S h@'loU now")).length).toBeLessThan(plain * 1.3);
+  });
+
   it('says clearly when espeak-ng is missing', async () => {
     const tts = createEspeak({ voice: 'en-us', rateWpm: 175, command: '/nonexistent/espeak-ng' });
     await expect(tts.synthesize('hello')).rejects.toThrow('espeak-ng is not installed (apt install espeak-ng)');

@@ -134,13 +134,17 @@ export function buildProgram(): Command {
     .description('one text turn through the conversation engine (tools included)')
     .argument('<text...>', 'what to ask')
     .option('--json', 'print one JSON document')
-    .action(async (words: string[], _opts, cmd: Command) => {
+    .option('--conversation <id>', "continue this conversation in the running daemon (its history and pending question); without it, a new one")
+    .action(async (words: string[], opts: { conversation?: string }, cmd: Command) => {
       const g = globals(cmd);
       const text = words.join(' ');
-      const viaDaemon = await daemon<TurnResult>({ cmd: 'ask', text });
+      const viaDaemon = await daemon<TurnResult>({ cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
       if (viaDaemon !== undefined) {
         if (g.json === true) printJson(viaDaemon);
         else print(viaDaemon.reply);
+        if (viaDaemon.confirm !== undefined && opts.conversation === undefined && g.json !== true) {
+          process.stderr.write(`To answer: iris ask --conversation ${viaDaemon.conversation ?? ''} yes\n`);
+        }
         if (viaDaemon.error !== undefined) throw new Exit(EXIT.failed, viaDaemon.error.message);
         return;
       }

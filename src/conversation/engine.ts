@@ -78,7 +78,9 @@ export class Conversation {
 
   turn(text: string, signal: AbortSignal = new AbortController().signal, input: TurnInput = {}): Turn {
     const sentences = new Channel<string>();
-    const result = this.#run(text, signal, sentences, input).finally(() => sentences.close());
+    const result = this.#run(text, signal, sentences, input)
+      .then((done) => (this.#pending === undefined ? done : { ...done, confirm: { tool: this.#pending.call.label, expires_at: new Date(this.#pending.call.expiresAt).toISOString() } }))
+      .finally(() => sentences.close());
     return { sentences, result };
   }
 

@@ -25,6 +25,10 @@ export interface TurnResult {
   repairs: Partial<Record<RepairKind, number>>;
   /** Set when the model path failed: what went wrong, in one line. */
   error?: { code: string; message: string };
+  /** Set when the reply is a question before a call: the call, and until when a yes runs it. */
+  confirm?: { tool: string; expires_at: string };
+  /** The daemon's id for this client's conversation (`iris ask --conversation`). */
+  conversation?: string;
 }
 
 export interface Turn {

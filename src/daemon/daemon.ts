@@ -10,6 +10,7 @@ import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel, type Logger } from '../log.js';
 import { assemble, type Iris } from './assemble.js';
 import { serveControl, socketPath, type ControlRequest } from './control.js';
+import { Conversations } from './conversations.js';
 import { createNotifier } from './notify.js';
 import { VoiceService, type VoiceServiceOptions } from './voice.js';
 import type { TurnResult } from '../conversation/engine.js';
@@ -77,8 +78,8 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     return 78;
   }
   const started = Date.now();
-  const conversation = iris.conversation(); // one text conversation: follow-ups work across `iris ask`
-  const spoken = iris.conversation(); // and one for the voice
+  const conversations = new Conversations(() => iris.conversation()); // one per `iris ask` client
+  const spoken = iris.conversation(); // and one for the microphone
   await voice.start();
   /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
   const reload = async (): Promise<void> => {
@@ -114,9 +115,11 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
           voice: voice.status,
         };
       }
-      case 'ask':
+      case 'ask': {
         if (typeof request.text !== 'string' || request.text.trim() === '') throw new Error('"ask" needs a "text"');
-        return conversation.turn(request.text).result;
+        const { id, conversation } = conversations.open(request.conversation);
+        return { ...(await conversation.turn(request.text).result), conversation: id };
+      }
       case 'tools.call':
         if (typeof request.name !== 'string') throw new Error('"tools.call" needs a "name"');
         return iris.host.call(request.name, request.arguments ?? {}, { origin: 'typed' }); // `iris tools call`, `iris timers cancel`

@@ -30,7 +30,7 @@ export function createEspeak(options: EspeakOptions): TextToSpeech {
     async synthesize(text, signal) {
       const args = ['-v', options.voice, '-s', String(Math.round(options.rateWpm)), '--stdout'];
       const { code, stdout: wav, stderr } = await runChild(options.command ?? 'espeak-ng', args, {
-        input: text.slice(0, MAX_TEXT_CHARS),
+        input: plainText(text).slice(0, MAX_TEXT_CHARS),
         signal,
         missing: (cause) => new SpeechError('tts_missing', 'espeak-ng is not installed (apt install espeak-ng)', { cause }),
       });
@@ -40,4 +40,13 @@ export function createEspeak(options: EspeakOptions): TextToSpeech {
       return patchStreamedHeader(wav); // --stdout leaves placeholder sizes
     },
   };
+}
+
+/**
+ * Text as espeak-ng should read it: as words. It reads `[[…]]` as phoneme codes and control
+ * characters (Ctrl-A) as embedded commands that change voice, speed or volume, so brackets and
+ * control characters become spaces; SSML is already off (no `-m`).
+ */
+export function plainText(text: string): string {
+  return text.replace(/[[\]\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ');
 }
