@@ -25,6 +25,27 @@ function writeThenKill(stateDir: string, prefix: string, acks: number): Promise<
   });
 }
 
+/** Run the writer to completion: `count` timers, each confirmed. */
+function write(stateDir: string, prefix: string, count: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', WRITER, stateDir, prefix, String(count)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exited ${code}: ${stderr}`))));
+  });
+}
+
+describe('timers from many processes at once', () => {
+  it('ten processes setting 100 timers each store all 1,000 (the state file is locked across processes)', async () => {
+    const dir = tempDir();
+    await Promise.all(Array.from({ length: 10 }, (_, i) => write(dir, `p${i}`, 100)));
+    const state = JSON.parse(readFileSync(join(dir, 'timers.json'), 'utf8')) as TimerState;
+    expect(new Set(state.timers.map((t) => t.label)).size).toBe(1000);
+    expect(new Set(state.timers.map((t) => t.id)).size).toBe(1000);
+    expect(state.next_id).toBe(1001);
+  }, 120_000);
+});
+
 describe('timers survive kill -9', () => {
   it('loses and duplicates nothing across many crashes mid-write', async () => {
     const dir = tempDir();

@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../src/log.js';
 import { parseDuration, parseWhen, type TimerState } from '../tools/timers.js';
 import { nativeHost, text } from './helpers/tools.js';
 import { tempDir } from './helpers/tmp.js';
@@ -163,5 +164,57 @@ describe('timer tools', () => {
     const { host } = nativeHost(dir);
     expect(text(await host.call('set_timer', { duration: '1m' }))).toBe('Timer set for 1 minute.');
     expect(readdirSync(dir).filter((f) => f.startsWith('timers.json.corrupt-'))).toHaveLength(1);
+  });
+});
+
+describe('the timers file: versioned, checked, copied over safely', () => {
+  const record = (id: string, label: string, due = '2030-01-01T12:00:00.000+01:00') => ({ id, kind: 'timer', label, created: due, due, duration_s: 600 });
+
+  it('a file of another version is refused with a clear error and never overwritten', async () => {
+    const dir = tempDir();
+    const newer = `${JSON.stringify({ version: 2, next_id: 4, timers: [record('1', 'a'), record('2', 'b'), record('3', 'c')] })}\n`;
+    writeFileSync(join(dir, 'timers.json'), newer);
+    const { host } = nativeHost(dir);
+    const set = await host.call('set_timer', { duration: '10m', label: 'tea' });
+    expect(set.isError).toBe(true);
+    expect(text(set)).toMatch(/timers\.json is version 2; this IRIS reads version 1\. It was left as it is/);
+    expect(text(await host.call('list_timers', {}))).toMatch(/is version 2/);
+    expect(readFileSync(join(dir, 'timers.json'), 'utf8')).toBe(newer);
+  });
+
+  it('bad entries are set aside and reported; the rest keep working', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'timers.json'), JSON.stringify({
+      version: 1, next_id: 4, timers: [record('1', 'tea'), { ...record('2', 'x'), due: 'not a date' }, null, { ...record('3', 'y'), cron: 'every blue moon' }],
+    }));
+    const lines: string[] = [];
+    const { host, timers } = nativeHost(dir, { log: createLogger('test', { write: (line) => lines.push(line) }) });
+    await timers.start?.();
+    expect(text(await host.call('list_timers', {}))).toMatch(/^You have one: a tea timer \(#1\)/);
+    const aside = JSON.parse(readFileSync(join(dir, 'timers-set-aside.json'), 'utf8')) as { entries: { problem: string; entry: unknown }[] };
+    expect(aside.entries.map((e) => e.problem)).toEqual([
+      '"due" is not a date: "not a date"',
+      'entry must be object',
+      expect.stringMatching(/^"cron" is not a pattern: "every blue moon"/),
+    ]);
+    expect(lines.some((l) => /3 unusable entries in .*timers\.json moved to .*timers-set-aside\.json/.test(l))).toBe(true);
+    expect((JSON.parse(readFileSync(join(dir, 'timers.json'), 'utf8')) as TimerState).timers.map((t) => t.id)).toEqual(['1']);
+    expect(text(await host.call('set_timer', { duration: '5m', label: 'egg' }))).toBe('Egg timer set for 5 minutes.');
+    await timers.stop?.();
+  });
+
+  it('a file being copied in place is waited for, not set aside as corrupt', async () => {
+    const dir = tempDir();
+    const backup = JSON.stringify({ version: 1, next_id: 4, timers: [record('1', 'a'), record('2', 'b'), record('3', 'c')] });
+    let sawPartial: () => void = () => undefined;
+    const partialRead = new Promise<void>((resolve) => (sawPartial = resolve));
+    const log = createLogger('test', { level: 'debug', write: (line) => /not valid JSON yet/.test(line) && sawPartial() });
+    const { host } = nativeHost(dir, { log });
+    writeFileSync(join(dir, 'timers.json'), backup.slice(0, 40)); // cp has written the first block
+    const listing = host.call('list_timers', {});
+    await partialRead;
+    appendFileSync(join(dir, 'timers.json'), backup.slice(40)); // … and the rest
+    expect(text(await listing)).toMatch(/^You have 3:/);
+    expect(readdirSync(dir).filter((f) => f.includes('corrupt'))).toEqual([]);
   });
 });

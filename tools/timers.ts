@@ -5,6 +5,7 @@
  * missed, with their due time. Times are in the home zone (luxon); recurring reminders are
  * cron patterns (croner computes the next occurrence, in the zone, across DST).
  */
+import { Ajv } from 'ajv';
 import * as chrono from 'chrono-node';
 import { Cron } from 'croner';
 import { DateTime, Duration } from 'luxon';
@@ -36,6 +37,49 @@ export interface TimerState {
   version: 1;
   next_id: number;
   timers: TimerRecord[];
+}
+
+/** Entries taken out of timers.json because they could not be used, kept for a person to read. */
+interface SetAside {
+  version: 1;
+  entries: { set_aside: string; problem: string; entry: unknown }[];
+}
+
+const ajv = new Ajv({ allErrors: true });
+/** The document around the entries; anything else is not a timers file, and is left alone. */
+const validState = ajv.compile({
+  type: 'object',
+  properties: { version: { const: 1 }, next_id: { type: 'integer', minimum: 1 }, timers: { type: 'array' } },
+  required: ['version', 'next_id', 'timers'],
+});
+const validRecord = ajv.compile({
+  type: 'object',
+  properties: {
+    id: { type: 'string', minLength: 1 },
+    kind: { enum: ['timer', 'reminder'] },
+    label: { type: 'string' },
+    created: { type: 'string' },
+    due: { type: 'string' },
+    duration_s: { type: 'number' },
+    cron: { type: 'string' },
+    repeat: { type: 'string' },
+  },
+  required: ['id', 'kind', 'label', 'due'],
+});
+
+/** Why a stored entry cannot be used, or undefined: checked on every read, so one bad entry never spins the daemon or breaks a listing. */
+function problemOf(entry: unknown): string | undefined {
+  if (!validRecord(entry)) return ajv.errorsText(validRecord.errors, { dataVar: 'entry' });
+  const record = entry as unknown as TimerRecord;
+  if (!DateTime.fromISO(record.due).isValid) return `"due" is not a date: ${JSON.stringify(record.due)}`;
+  if (record.cron !== undefined) {
+    try {
+      new Cron(record.cron);
+    } catch (error) {
+      return `"cron" is not a pattern: ${JSON.stringify(record.cron)} (${(error as Error).message})`;
+    }
+  }
+  return undefined;
 }
 
 /** Longest timer: beyond a month, a reminder with a date says it better. */
@@ -185,7 +229,8 @@ const capitalise = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1)
 // The module: state, arming, tools
 
 function createTimers(context: ToolContext): ToolSet {
-  const store = context.store<TimerState>('timers');
+  const store = context.store<TimerState>('timers', 1);
+  const setAsideStore = context.store<SetAside>('timers-set-aside', 1);
   const now = (): DateTime => DateTime.fromMillis(context.now(), { zone: context.homeZone });
   let state: TimerState = EMPTY;
   let chain: Promise<unknown> = Promise.resolve();
@@ -193,18 +238,50 @@ function createTimers(context: ToolContext): ToolSet {
   let started = false;
   let unwatch: (() => void) | undefined;
 
-  const load = async (): Promise<TimerState> => {
-    const stored = await store.read();
-    return stored?.version === 1 && Array.isArray(stored.timers) ? stored : structuredClone(EMPTY);
+  /** The stored document as usable state; a document of another shape is refused and left as it is. */
+  const usable = (stored: TimerState | undefined): TimerState => {
+    if (stored === undefined) return structuredClone(EMPTY);
+    if (!validState(stored)) {
+      throw new Error(`${store.path} is not a timers document (${ajv.errorsText(validState.errors, { dataVar: 'file' })}); it was left as it is`);
+    }
+    return stored;
   };
+  const badEntries = (state: TimerState): { entry: unknown; problem: string }[] =>
+    state.timers.flatMap((entry) => {
+      const problem = problemOf(entry);
+      return problem === undefined ? [] : [{ entry, problem }];
+    });
 
-  /** Read the file fresh, change it, write it, then re-arm: one change at a time. */
+  /** Inside the lock: move bad entries into timers-set-aside.json and say so. */
+  async function withoutBadEntries(stored: TimerState | undefined): Promise<TimerState> {
+    const draft = usable(stored);
+    const bad = badEntries(draft);
+    if (bad.length === 0) return draft;
+    const at = now().toISO() ?? '';
+    await setAsideStore.update((kept) => ({
+      value: { version: 1, entries: [...(kept?.entries ?? []), ...bad.map(({ entry, problem }) => ({ set_aside: at, problem, entry }))] },
+      result: undefined,
+    }));
+    context.log.error(`${bad.length} unusable entr${bad.length === 1 ? 'y' : 'ies'} in ${store.path} moved to ${setAsideStore.path}: ${bad.map((b) => b.problem).join('; ')}`);
+    const entries = new Set(bad.map((b) => b.entry));
+    return { ...draft, timers: draft.timers.filter((t) => !entries.has(t)) };
+  }
+
+  /** The current state, read fresh; bad entries are set aside first (under the lock). */
+  async function load(): Promise<TimerState> {
+    const stored = usable(await store.read());
+    if (badEntries(stored).length === 0) return stored;
+    return (await store.update(async (latest) => ({ value: await withoutBadEntries(latest), result: undefined }))).value;
+  }
+
+  /** Read, change and write under the cross-process lock, then re-arm: one change at a time. */
   function mutate<R>(change: (draft: TimerState) => R): Promise<R> {
     const run = chain.then(async () => {
-      const draft = await load();
-      const result = change(draft);
-      await store.write(draft);
-      state = draft;
+      const { value, result } = await store.update(async (latest) => {
+        const draft = await withoutBadEntries(latest);
+        return { value: draft, result: change(draft) };
+      });
+      state = value;
       arm();
       return result;
     });
@@ -231,7 +308,8 @@ function createTimers(context: ToolContext): ToolSet {
     clearTimeout(armed);
     armed = undefined;
     if (!started || state.timers.length === 0) return;
-    const next = Math.min(...state.timers.map((t) => DateTime.fromISO(t.due).toMillis()));
+    const next = Math.min(...state.timers.map((t) => DateTime.fromISO(t.due).toMillis()).filter(Number.isFinite));
+    if (!Number.isFinite(next)) return;
     const delay = Math.min(Math.max(0, next - context.now()), MAX_DELAY_MS);
     armed = setTimeout(() => {
       mutate((draft) => fireDue(draft, false)).catch((error: unknown) =>
@@ -363,8 +441,13 @@ function createTimers(context: ToolContext): ToolSet {
     /** Report what fell due while down, then arm; follow changes other processes make. */
     async start() {
       started = true;
-      const missed = await mutate((draft) => fireDue(draft, true));
-      if (missed > 0) context.log.warn(`${missed} timer(s) fell due while IRIS was not running`);
+      try {
+        const missed = await mutate((draft) => fireDue(draft, true));
+        if (missed > 0) context.log.warn(`${missed} timer(s) fell due while IRIS was not running`);
+      } catch (error) {
+        // The daemon stays up; each timer request says the same until the file is sorted out.
+        context.log.error(`timers unavailable: ${error instanceof Error ? error.message : String(error)}`);
+      }
       unwatch = store.watch(() => {
         sync().catch((error: unknown) => context.log.error(`could not re-read timers: ${String(error)}`));
       });

@@ -66,7 +66,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   const mcpLog = log.child('mcp');
   const servers = new McpServers({
     log: mcpLog,
-    cache: createJsonStore(options.stateDir, 'mcp-tools', mcpLog),
+    cache: createJsonStore(options.stateDir, 'mcp-tools', mcpLog, 1),
     connectTimeoutMs: config.mcp.connect_timeout_s * 1000,
     ...(options.mcpBackoffMs === undefined ? {} : { backoffMs: options.mcpBackoffMs }),
   });

@@ -101,11 +101,26 @@ export interface Announcement {
   due: string;
 }
 
-/** A JSON document in the state dir, written atomically (temp file, fsync, rename). */
-export interface JsonStore<T> {
+/** A state document: every one carries the version of its shape. */
+export interface Versioned {
+  version: number;
+}
+
+/**
+ * A JSON document in the state dir, written atomically (temp file, fsync, rename). A file of
+ * another version is never read as this one nor overwritten: `read` and `update` throw a
+ * `StateError` and leave it as it is.
+ */
+export interface JsonStore<T extends Versioned> {
   readonly path: string;
   /** The stored value, or `undefined` when there is none yet. */
   read(): Promise<T | undefined>;
+  /**
+   * Read, change and write under a lock shared by every IRIS process, so writers from other
+   * processes (the CLI without a daemon, a second daemon) never interleave.
+   */
+  update<R>(change: (current: T | undefined) => Promise<{ value: T; result: R }> | { value: T; result: R }): Promise<{ value: T; result: R }>;
+  /** Replace the document without reading it (a cache); refused after a version mismatch. */
   write(value: T): Promise<void>;
   /** Call `onChange` when another process replaces the file; returns a stop function. */
   watch(onChange: () => void): () => void;
@@ -118,8 +133,8 @@ export interface ToolContext {
   log: Logger;
   /** Say something to the people in the room (logged when there is no audio). */
   announce: (announcement: Announcement) => void;
-  /** A JSON store named `name` in the state dir. */
-  store<T>(name: string): JsonStore<T>;
+  /** A JSON store named `name` in the state dir, for documents of this `version`. */
+  store<T extends Versioned>(name: string, version: number): JsonStore<T>;
   /** Epoch milliseconds; injectable for tests. */
   now: () => number;
 }

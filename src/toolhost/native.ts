@@ -28,7 +28,7 @@ export function registerNativeTools(host: ToolHost, options: NativeOptions): Too
       homeZone: options.homeZone,
       log,
       announce: options.announce,
-      store: (name) => createJsonStore(options.stateDir, name, log),
+      store: (name, version) => createJsonStore(options.stateDir, name, log, version),
       now: options.now ?? (() => Date.now()),
     });
     for (const tool of set.tools) host.register(tool, { source: 'native', toggle: module.toggle });

@@ -1,17 +1,17 @@
-import { silentLogger } from '../../src/log.js';
+import { silentLogger, type Logger } from '../../src/log.js';
 import type { Announcement, CallToolResult } from '../../src/toolhost/api.js';
 import { resultText } from '../../src/toolhost/api.js';
 import { ToolHost } from '../../src/toolhost/host.js';
 import { registerNativeTools } from '../../src/toolhost/native.js';
 
 /** A tool host with the native tools, announcements collected, clock injectable. */
-export function nativeHost(stateDir: string, options: { homeZone?: string; now?: () => number } = {}) {
+export function nativeHost(stateDir: string, options: { homeZone?: string; now?: () => number; log?: Logger } = {}) {
   const announced: Announcement[] = [];
   const host = new ToolHost();
   const sets = registerNativeTools(host, {
     homeZone: options.homeZone ?? 'Europe/Berlin',
     stateDir,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
     announce: (a) => announced.push(a),
     ...(options.now ? { now: options.now } : {}),
   });
