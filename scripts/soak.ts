@@ -83,7 +83,7 @@ async function turn(i: number): Promise<void> {
         { content: [`That makes ${i + 1}.`] },
       );
   }
-  const result = await request<{ route: string }>(socket, { cmd: 'ask', text: `tell me about turn ${i}` });
+  const result = await request(socket, { cmd: 'ask', text: `tell me about turn ${i}` });
   if (result.route !== 'llm') throw new Error(`turn ${i}: ${JSON.stringify(result)}`);
 }
 

@@ -21,11 +21,9 @@ import { basename, dirname, join } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { createEspeak } from '../pipeline/espeak.js';
 import { speakable } from '../conversation/speech.js';
-import { ControlUnavailable, request, socketPath, type ControlRequest } from '../daemon/control.js';
-import type { TurnResult } from '../conversation/engine.js';
-import type { ServerStatus } from '../toolhost/mcp/servers.js';
+import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
+import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
 import { doctor } from './doctor.js';
-import type { VoiceStatus } from '../daemon/voice.js';
 import { describe, listen, type ListenReport } from './listen.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
@@ -60,32 +58,25 @@ async function readConfig(globals: Globals): Promise<Config> {
 }
 
 /** Ask the running daemon; `undefined` when none is running (the caller works in-process). */
-async function daemon<T>(body: ControlRequest): Promise<T | undefined> {
+async function daemon<C extends ControlCommand>(body: RequestOf<C>): Promise<ControlResults[C] | undefined> {
   try {
-    return await request<T>(socketPath(), body);
+    return await request(socketPath(), body);
   } catch (error) {
     if (error instanceof ControlUnavailable && error.reason === 'not_running') return undefined;
     throw new Exit(EXIT.failed, messageOf(error));
   }
 }
 
-/** A tool call through the running daemon (the one writer of timers), else in-process. */
-async function callTool(g: Globals, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  const viaDaemon = await daemon<CallToolResult>({ cmd: 'tools.call', name, arguments: args });
+/**
+ * A tool call through the running daemon, else in-process: while a daemon runs, every change
+ * goes through it (it holds the timers armed). A person typing the command is the
+ * confirmation a tool may ask for.
+ */
+async function callTool(g: Globals, name: string, args: unknown): Promise<CallToolResult> {
+  const viaDaemon = await daemon({ cmd: 'tools.call', name, arguments: args });
   if (viaDaemon !== undefined) return viaDaemon;
   const { iris } = await open(g);
   return iris.host.call(name, args, { origin: 'typed' });
-}
-
-interface DaemonStatus {
-  pid: number;
-  uptime_s: number;
-  home_zone: string;
-  /** `loaded`: whether Ollama has the model in memory now (null: Ollama did not answer). */
-  ollama: { url: string; model: string; loaded: boolean | null };
-  timers: number;
-  mcp: ServerStatus[];
-  voice: VoiceStatus;
 }
 
 /** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
@@ -138,7 +129,7 @@ export function buildProgram(): Command {
     .action(async (words: string[], opts: { conversation?: string }, cmd: Command) => {
       const g = globals(cmd);
       const text = words.join(' ');
-      const viaDaemon = await daemon<TurnResult>({ cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
+      const viaDaemon = await daemon({ cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
       if (viaDaemon !== undefined) {
         if (g.json === true) printJson(viaDaemon);
         else print(viaDaemon.reply);
@@ -207,11 +198,11 @@ export function buildProgram(): Command {
     .action(async (name: string, argsJson: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const args = parseJsonArgument(argsJson);
-      const { iris } = await open(g);
-      // A person typing the command is the confirmation a tool may ask for.
-      const result = iris.host.has(name) || !name.includes('.')
-        ? await iris.host.call(name, args, { origin: 'typed' })
-        : await iris.host.call('execute_tool', { tool_path: name, arguments: args }, { origin: 'typed' });
+      // SERVER.TOOL is a remote tool, reached through the proxy like the model reaches it.
+      const remote = name.includes('.') && !name.startsWith('functions.');
+      const result = remote
+        ? await callTool(g, 'execute_tool', { tool_path: name, arguments: args })
+        : await callTool(g, name, args);
       printResult(result, g.json);
     });
   tools
@@ -286,7 +277,7 @@ export function buildProgram(): Command {
       const g = globals(cmd);
       let status: DaemonStatus;
       try {
-        status = await request<DaemonStatus>(socketPath(), { cmd: 'status' }, 10_000);
+        status = await request(socketPath(), { cmd: 'status' }, 10_000);
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }

@@ -21,6 +21,16 @@ export function createOllamaBackend(url: string): ChatBackend {
     // The client cannot abort non-streaming calls; give them a deadline of their own.
     fetch: (input, init) => fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(SHOW_TIMEOUT_MS) }),
   });
+  /**
+   * A client for one chat whose HTTP request ends with `signal`: Ollama answers only once the
+   * first token exists, and until then the client has no stream to abort — a timed-out or
+   * cancelled request must still close its connection, or Ollama generates on for nobody.
+   * (`client.abort()` would end every conversation's stream, not just this one.)
+   */
+  const chatClient = (signal: AbortSignal): Ollama => new Ollama({
+    host: url,
+    fetch: (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal }),
+  });
   const shown = new Map<string, Promise<ModelInfo>>();
 
   return {
@@ -46,7 +56,8 @@ export function createOllamaBackend(url: string): ChatBackend {
     async *chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatChunk> {
       if (signal.aborted) throw signal.reason;
       let stream: AbortableAsyncIterator<ChatResponse>;
-      const send = () => client.chat({
+      const requestClient = chatClient(signal);
+      const send = () => requestClient.chat({
         model: request.model,
         messages: request.messages.map(toOllamaMessage),
         ...(request.tools === undefined ? {} : { tools: request.tools }),
@@ -142,7 +153,7 @@ function translate(error: unknown, url: string, model: string, signal: AbortSign
   const status = (error as { status_code?: number }).status_code;
   const text = messageOf(error);
   if (status === 404 || /not found/i.test(text)) {
-    return new ChatError('model_not_found', `the model ${model} is not installed on ${url}`, { cause: error });
+    return new ChatError('model_not_found', `the model ${model} is not installed on ${url}; run: ollama pull ${model}`, { cause: error });
   }
   if (status === 400 && /does not support tools/i.test(text)) {
     return new ChatError('no_tools', `${model} does not support tools`, { cause: error });

@@ -9,7 +9,8 @@ import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel, type Logger } from '../log.js';
 import { assemble, type Iris } from './assemble.js';
-import { serveControl, socketPath, type ControlRequest } from './control.js';
+import { serveControl, socketPath } from './control.js';
+import type { Command, ControlRequest, ControlResults, DaemonStatus } from './protocol.js';
 import { Conversations } from './conversations.js';
 import { createNotifier } from './notify.js';
 import { VoiceService, type VoiceServiceOptions } from './voice.js';
@@ -96,41 +97,40 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     }
   };
   const onHangup = (): void => void reload().catch(() => undefined);
-  const control = async (request: ControlRequest): Promise<unknown> => {
+  const status = async (): Promise<DaemonStatus> => {
+    const timers = (await iris.host.call('list_timers', {})).structuredContent?.timers as unknown[] | undefined;
+    return {
+      pid: process.pid,
+      uptime_s: Math.round((Date.now() - started) / 1000),
+      config: options.configPath,
+      state_dir: options.stateDir,
+      home_zone: config.assistant.timezone,
+      ollama: { url: config.ollama.url, model: config.ollama.model, loaded: await spoken.modelLoaded() },
+      timers: timers?.length ?? 0,
+      mcp: iris.mcp.servers.status(),
+      voice: voice.status,
+    };
+  };
+  /** One control request; `signal` aborts when the daemon stops. */
+  const control = async (request: ControlRequest, signal: AbortSignal): Promise<ControlResults[Command]> => {
     switch (request.cmd) {
       case 'reload':
         await reload();
         return { reloaded: options.configPath };
-      case 'status': {
-        const timers = (await iris.host.call('list_timers', {})).structuredContent?.timers as unknown[] | undefined;
-        return {
-          pid: process.pid,
-          uptime_s: Math.round((Date.now() - started) / 1000),
-          config: options.configPath,
-          state_dir: options.stateDir,
-          home_zone: config.assistant.timezone,
-          ollama: { url: config.ollama.url, model: config.ollama.model, loaded: await spoken.modelLoaded() },
-          timers: timers?.length ?? 0,
-          mcp: iris.mcp.servers.status(),
-          voice: voice.status,
-        };
-      }
+      case 'status':
+        return status();
       case 'ask': {
-        if (typeof request.text !== 'string' || request.text.trim() === '') throw new Error('"ask" needs a "text"');
         const { id, conversation } = conversations.open(request.conversation);
-        return { ...(await conversation.turn(request.text).result), conversation: id };
+        return { ...(await conversation.turn(request.text, signal).result), conversation: id };
       }
-      case 'tools.call':
-        if (typeof request.name !== 'string') throw new Error('"tools.call" needs a "name"');
-        return iris.host.call(request.name, request.arguments ?? {}, { origin: 'typed' }); // `iris tools call`, `iris timers cancel`
-      default:
-        throw new Error(`unknown command "${request.cmd}"`);
+      case 'tools.call': // `iris tools call`, `iris timers cancel`: the person's own command
+        return iris.host.call(request.name, request.arguments, { origin: 'typed', signal });
     }
   };
   const path = options.socket ?? socketPath();
   let closeControl: () => Promise<void> = () => Promise.resolve();
   try {
-    closeControl = await serveControl(path, (request) => control(request), log.child('control'), config.daemon.socket_group);
+    closeControl = await serveControl(path, control, log.child('control'), { group: config.daemon.socket_group });
   } catch (error) {
     log.error(`no control socket at ${path} (${messageOf(error)}); iris status and iris ask cannot reach this daemon`);
   }

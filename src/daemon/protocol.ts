@@ -1,0 +1,71 @@
+/**
+ * The control socket's protocol, declared once for both ends (control.ts serves and sends it;
+ * daemon.ts answers it; the CLI asks). One JSON request per line, one JSON reply per line.
+ */
+import type { TurnResult } from '../conversation/types.js';
+import type { CallToolResult } from '../toolhost/api.js';
+import type { ServerStatus } from '../toolhost/mcp/servers.js';
+import type { VoiceStatus } from './voice.js';
+
+export type ControlRequest =
+  | { cmd: 'status' }
+  | { cmd: 'reload' }
+  /** `conversation`: continue that client's conversation; without it, a new one. */
+  | { cmd: 'ask'; text: string; conversation?: string }
+  /** `iris tools call` and `iris timers`: the person's own command (no confirmation asked). */
+  | { cmd: 'tools.call'; name: string; arguments?: unknown };
+
+export type Command = ControlRequest['cmd'];
+
+export interface DaemonStatus {
+  pid: number;
+  uptime_s: number;
+  /** The config file the daemon runs with. */
+  config: string;
+  state_dir: string;
+  home_zone: string;
+  /** `loaded`: whether Ollama has the model in memory now (null: Ollama did not answer). */
+  ollama: { url: string; model: string; loaded: boolean | null };
+  timers: number;
+  mcp: ServerStatus[];
+  voice: VoiceStatus;
+}
+
+/** What each command answers with. */
+export interface ControlResults {
+  status: DaemonStatus;
+  reload: { reloaded: string };
+  ask: TurnResult & { conversation: string };
+  'tools.call': CallToolResult;
+}
+
+export type ControlReply<C extends Command = Command> = { ok: true; result: ControlResults[C] } | { ok: false; error: string };
+
+/** The request of one command. */
+export type RequestOf<C extends Command> = Extract<ControlRequest, { cmd: C }>;
+
+/** A request line as received, checked: the request, or what is wrong with it. */
+export function parseRequest(line: string): ControlRequest | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(line) as unknown;
+  } catch (error) {
+    return `bad request: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'bad request: not a JSON object';
+  const request = value as Record<string, unknown>;
+  switch (request.cmd) {
+    case 'status':
+    case 'reload':
+      return { cmd: request.cmd };
+    case 'ask':
+      if (typeof request.text !== 'string' || request.text.trim() === '') return 'bad request: "ask" needs a "text"';
+      if (request.conversation !== undefined && typeof request.conversation !== 'string') return 'bad request: "conversation" must be a string';
+      return { cmd: 'ask', text: request.text, ...(request.conversation === undefined ? {} : { conversation: request.conversation }) };
+    case 'tools.call':
+      if (typeof request.name !== 'string' || request.name === '') return 'bad request: "tools.call" needs a "name"';
+      return { cmd: 'tools.call', name: request.name, arguments: request.arguments ?? {} };
+    default:
+      return typeof request.cmd === 'string' ? `unknown command "${request.cmd}"` : 'bad request: no "cmd"';
+  }
+}
