@@ -66,10 +66,12 @@ export class Announcer {
     this.#speaking?.abort(new DOMException('acknowledged', 'AbortError'));
   }
 
-  stop(): void {
+  /** Stop talking; returns what was still to be said, for an announcer that takes over. */
+  stop(): Announcement[] {
     this.#stopped = true;
     clearTimeout(this.#timer);
     this.#speaking?.abort(new DOMException('stopping', 'AbortError'));
+    return this.#queue.map((e) => e.announcement);
   }
 
   #schedule(ms: number): void {

@@ -32,13 +32,15 @@ export interface AssembleOptions {
 }
 
 export interface Iris {
+  /** The config in force: every long-lived part reads it here, at use, so a reload reaches all. */
+  readonly config: Config;
   readonly host: ToolHost;
   readonly mcp: { servers: McpServers; proxy: McpProxy };
   /** A new conversation (its own memory) on this IRIS's tools and model. */
   conversation(): Conversation;
   /** Read the MCP server list and cached tool lists; servers start lazily after this. */
   init(): Promise<void>;
-  /** Apply a re-read config (tool switches, MCP servers, allow/deny) without a restart. */
+  /** Put a re-read config in force: read at use from then on; MCP servers reconfigured. */
   reconfigure(config: Config): Promise<void>;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -54,14 +56,14 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   const toggles = (c: Config) => (toggle: string) =>
     toggle === 'mcp' ? hasServers(c) : (c.tools as Record<string, unknown>)[toggle] !== false;
   const host = new ToolHost({
-    timeoutMs: config.tools.timeout_s * 1000,
-    isEnabled: toggles(config),
+    timeoutMs: () => current.tools.timeout_s * 1000,
+    isEnabled: (toggle) => toggles(current)(toggle),
     log: log.child('tools'),
     confirmTimeoutMs: () => current.assistant.confirm_timeout_s * 1000,
     ...(options.now ? { now: options.now } : {}),
   });
   const announce = options.announce ?? ((a: Announcement) => log.child('announce').info(`${a.kind} #${a.id}: ${a.text}`));
-  const nativeOptions = { homeZone: config.assistant.timezone, stateDir: options.stateDir, log, announce };
+  const nativeOptions = { homeZone: () => current.assistant.timezone, stateDir: options.stateDir, log, announce };
   const sets: ToolSet[] = registerNativeTools(host, options.now ? { ...nativeOptions, now: options.now } : nativeOptions);
   const mcpLog = log.child('mcp');
   const servers = new McpServers({
@@ -87,6 +89,9 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   const configureServers = async (c: Config): Promise<void> => servers.configure(await loadMcpServers(c));
 
   return {
+    get config() {
+      return current;
+    },
     host,
     mcp: { servers, proxy },
     conversation() {
@@ -109,7 +114,6 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     async reconfigure(next) {
       if (options.backend === undefined && next.ollama.url !== current.ollama.url) backend = createOllamaBackend(next.ollama.url);
       current = next;
-      host.setEnabled(toggles(next));
       await configureServers(next);
     },
     async start() {

@@ -29,6 +29,27 @@ export interface DaemonOptions {
   stopSignal?: Promise<string>;
 }
 
+/**
+ * Settings the voice is built from: a reload that changes one restarts the voice (models,
+ * microphone, voices). Every other setting is read at use and applies at once, except these,
+ * which act only when the daemon starts.
+ */
+const VOICE_SETTINGS = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
+const START_ONLY_SETTINGS = ['daemon.socket_group', 'mcp.preload'];
+
+/** Which of `paths` (a section, or section.key) differ between two configs. */
+export function changedKeys(before: Config, after: Config, paths: readonly string[]): string[] {
+  const at = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
+  return paths.flatMap((path) => {
+    const a = at(before, path);
+    const b = at(after, path);
+    if (a !== null && typeof a === 'object' && b !== null && typeof b === 'object') {
+      return Object.keys({ ...a, ...b }).filter((k) => JSON.stringify((a as Record<string, unknown>)[k]) !== JSON.stringify((b as Record<string, unknown>)[k])).map((k) => `${path}.${k}`);
+    }
+    return JSON.stringify(a) === JSON.stringify(b) ? [] : [path];
+  });
+}
+
 /** How long stopping may take before the process exits anyway (ms); systemd allows 15 s. */
 const STOP_DEADLINE_MS = 10_000;
 
@@ -62,7 +83,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     throw error;
   }
   const voice = new VoiceService<TurnResult>({
-    config: () => config,
+    config: () => iris.config, // read only once started, after `iris` exists
     log: log.child('voice'),
     respond: (text, signal, heard) => spoken.turn(text, signal, heard), // `spoken` exists before the voice starts
     onWake: () => spoken.warm(), // the model loads while the person speaks
@@ -84,17 +105,22 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   await voice.start();
   /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
   const reload = async (): Promise<void> => {
+    let next: Config;
     try {
-      const next = await loadConfig(options.configPath);
-      await iris.reconfigure(next);
-      config = next;
-      log.info('config re-read');
+      next = await loadConfig(options.configPath);
     } catch (error) {
       const problems = error instanceof ConfigError ? error.problems : [messageOf(error)];
       for (const problem of problems) log.error(problem);
       log.error('config not applied; keeping the running one');
       throw error instanceof ConfigError ? error : new ConfigError(problems);
     }
+    const before = iris.config;
+    await iris.reconfigure(next); // in force for every part from here on
+    const voiceKeys = changedKeys(before, next, VOICE_SETTINGS);
+    const startOnly = changedKeys(before, next, START_ONLY_SETTINGS);
+    log.info(`config re-read${voiceKeys.length > 0 ? `; restarting the voice for ${voiceKeys.join(', ')}` : ''}`);
+    if (startOnly.length > 0) log.warn(`${startOnly.join(', ')} changed: this applies at the next restart (systemctl restart iris)`);
+    if (voiceKeys.length > 0) await voice.restart();
   };
   const onHangup = (): void => void reload().catch(() => undefined);
   const status = async (): Promise<DaemonStatus> => {
@@ -104,8 +130,8 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
       uptime_s: Math.round((Date.now() - started) / 1000),
       config: options.configPath,
       state_dir: options.stateDir,
-      home_zone: config.assistant.timezone,
-      ollama: { url: config.ollama.url, model: config.ollama.model, loaded: await spoken.modelLoaded() },
+      home_zone: iris.config.assistant.timezone,
+      ollama: { url: iris.config.ollama.url, model: iris.config.ollama.model, loaded: await spoken.modelLoaded() },
       timers: timers?.length ?? 0,
       mcp: iris.mcp.servers.status(),
       voice: voice.status,
@@ -130,12 +156,12 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const path = options.socket ?? socketPath();
   let closeControl: () => Promise<void> = () => Promise.resolve();
   try {
-    closeControl = await serveControl(path, control, log.child('control'), { group: config.daemon.socket_group });
+    closeControl = await serveControl(path, control, log.child('control'), { group: iris.config.daemon.socket_group });
   } catch (error) {
     log.error(`no control socket at ${path} (${messageOf(error)}); iris status and iris ask cannot reach this daemon`);
   }
   const notifier = createNotifier(process.env, log);
-  log.info(`ready: home zone ${config.assistant.timezone}, state in ${options.stateDir}`);
+  log.info(`ready: home zone ${iris.config.assistant.timezone}, state in ${options.stateDir}`);
   const heard = voice.status;
   log.info(heard.state === 'listening' ? `listening for "${heard.wake_word ?? ''}"` : `voice: ${heard.detail}; serving text turns, timers and MCP tools`);
   notifier.ready(heard.state === 'listening' ? 'listening' : 'serving text turns, timers and tools');

@@ -173,11 +173,28 @@ export class VoiceService<R> {
     else this.#log.child('announce').info(`${announcement.kind} #${announcement.id}: ${announcement.text}`); // not started yet
   }
 
-  async stop(): Promise<void> {
+  async stop(): Promise<Announcement[]> {
     this.#controller.abort(new DOMException('stopping', 'AbortError'));
-    this.#announcer?.stop();
+    const unsaid = this.#announcer?.stop() ?? [];
     await this.#running;
     await this.#parts?.stt.stop?.().catch(() => undefined);
+    return unsaid;
+  }
+
+  /**
+   * Rebuild everything from the config in force (a reload changed a voice setting): the
+   * microphone loop, the models, the voices. A turn in progress ends; announcements still to
+   * be said are said by the new voice.
+   */
+  async restart(): Promise<void> {
+    const unsaid = await this.stop();
+    this.#controller = new AbortController();
+    this.#running = undefined;
+    this.#loop = undefined;
+    this.#parts = undefined;
+    this.#announcer = undefined;
+    await this.start();
+    for (const announcement of unsaid) this.announce(announcement);
   }
 
   async #listen(loop: VoiceLoop<R>, source: AudioSource): Promise<void> {

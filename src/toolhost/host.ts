@@ -50,8 +50,8 @@ export interface CallOptions {
 }
 
 export interface ToolHostOptions {
-  /** Default per-call limit in milliseconds; default 10 000. */
-  timeoutMs?: number;
+  /** Default per-call limit in milliseconds, or how to read it at each call; default 10 000. */
+  timeoutMs?: number | (() => number);
   /** Is the switch named by a tool's `toggle` on? Default: everything on. */
   isEnabled?: (toggle: string) => boolean;
   log?: Logger;
@@ -73,7 +73,7 @@ interface Entry {
 export class ToolHost {
   readonly #tools = new Map<string, Entry>();
   readonly #ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false });
-  readonly #timeoutMs: number;
+  readonly #timeoutMs: () => number;
   readonly #log: Logger;
   readonly #confirmTimeoutMs: () => number;
   readonly #now: () => number;
@@ -82,7 +82,8 @@ export class ToolHost {
   #isEnabled: (toggle: string) => boolean;
 
   constructor(options: ToolHostOptions = {}) {
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    this.#timeoutMs = typeof timeoutMs === 'number' ? () => timeoutMs : timeoutMs;
     this.#isEnabled = options.isEnabled ?? (() => true);
     this.#log = options.log ?? silentLogger;
     this.#confirmTimeoutMs = options.confirmTimeoutMs ?? (() => 60_000);
@@ -189,7 +190,7 @@ export class ToolHost {
 
   async #run(entry: Entry, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const { tool } = entry;
-    const timeoutMs = options.timeoutMs ?? entry.timeoutMs ?? this.#timeoutMs;
+    const timeoutMs = options.timeoutMs ?? entry.timeoutMs ?? this.#timeoutMs();
     const controller = new AbortController();
     const outer = options.signal;
     const abort = (): void => controller.abort(outer?.reason);

@@ -12,7 +12,8 @@ import { createJsonStore } from './store.js';
 export const NATIVE_MODULES: readonly ToolModule[] = [time, calculator, timers];
 
 export interface NativeOptions {
-  homeZone: string;
+  /** The home zone in force (read at each use: a reload changes it). */
+  homeZone: () => string;
   stateDir: string;
   log: Logger;
   announce: (announcement: Announcement) => void;
@@ -25,7 +26,9 @@ export function registerNativeTools(host: ToolHost, options: NativeOptions): Too
   return NATIVE_MODULES.map((module) => {
     const log = options.log.child(module.toggle);
     const set = module.create({
-      homeZone: options.homeZone,
+      get homeZone() {
+        return options.homeZone();
+      },
       log,
       announce: options.announce,
       store: (name, version) => createJsonStore(options.stateDir, name, log, version),
