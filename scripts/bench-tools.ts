@@ -53,7 +53,7 @@ function coldStartMs(entry: string[]): Promise<number> {
 
 const host = new ToolHost();
 host.register({ name: 'noop', description: 'noop', inputSchema: { type: 'object', properties: { x: { type: 'number' } } }, run: () => textResult('ok') });
-const sets = registerNativeTools(host, { homeZone: 'Europe/Berlin', stateDir: state, log: silentLogger, announce: () => undefined });
+const sets = registerNativeTools(host, { homeZone: () => 'Europe/Berlin', stateDir: state, log: silentLogger, announce: () => undefined });
 for (const set of sets) if (set.tools.some((t) => t.name === 'calculator')) await set.start?.();
 
 const overhead = {

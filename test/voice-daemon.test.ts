@@ -67,6 +67,30 @@ describe('iris daemon: the voice through ALSA', () => {
     }
   });
 
+  it('a reload applies everywhere: a new home zone answers at once, a microphone turned on restarts the voice', async () => {
+    const mic = concatSamples([commandSamples('hey jarvis, what time is it')]);
+    const voiceOff = '[assistant]\ntimezone = "Europe/Berlin"\nfollow_up_s = 0\n[audio]\ninput = ""\noutput = "tofile"\nearcon = false\n';
+    const { vars } = await daemonEnv(voiceOff, mic);
+    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      const config = readFileSync(vars.IRIS_CONFIG, 'utf8');
+      writeFileSync(vars.IRIS_CONFIG, config.replace('Europe/Berlin', 'Asia/Tokyo').replace('input = ""', 'input = "fakemic"'));
+      const restarted = waitForLine(daemon, /config re-read; restarting the voice for audio\.input/);
+      const heard = waitForLine(daemon, /turn 1: answered/); // the microphone, once the voice restarted
+      expect((await iris(['reload'], vars)).code).toBe(0);
+      await restarted;
+      const tokyo = new Intl.DateTimeFormat('en-US', { timeZone: 'Asia/Tokyo', hour: 'numeric', minute: '2-digit' }).format(new Date()).replace(/\s/g, ' ');
+      const answer = (await iris(['ask', 'what time is it'], vars)).stdout;
+      const after = new Intl.DateTimeFormat('en-US', { timeZone: 'Asia/Tokyo', hour: 'numeric', minute: '2-digit' }).format(new Date()).replace(/\s/g, ' ');
+      expect([tokyo, after].some((t) => answer.startsWith(`It's ${t}`))).toBe(true);
+      expect(JSON.parse((await iris(['status', '--json'], vars)).stdout)).toMatchObject({ home_zone: 'Asia/Tokyo' });
+      expect(await heard).toMatch(/"what time is it"/);
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+  });
+
   it('says a due timer aloud, repeated until the limit', async () => {
     const { audio, vars } = await daemonEnv('[audio]\ninput = ""\noutput = "tofile"\nannounce_repeats = 2\nannounce_every_s = 2\n', new Int16Array(0));
     const daemon = startIris(['daemon', '--log-level', 'info'], vars);

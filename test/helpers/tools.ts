@@ -9,7 +9,7 @@ export function nativeHost(stateDir: string, options: { homeZone?: string; now?:
   const announced: Announcement[] = [];
   const host = new ToolHost();
   const sets = registerNativeTools(host, {
-    homeZone: options.homeZone ?? 'Europe/Berlin',
+    homeZone: () => options.homeZone ?? 'Europe/Berlin',
     stateDir,
     log: options.log ?? silentLogger,
     announce: (a) => announced.push(a),
