@@ -374,7 +374,7 @@ export function buildProgram(): Command {
 
   program
     .command('doctor')
-    .description('check the machine: Ollama and the model, MCP servers, the state dir')
+    .description('check the machine: config, microphone, speaker, wake word, speech to text and out, Ollama and the model, MCP servers, the state dir')
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
