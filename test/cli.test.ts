@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { iris, irisWithInput, startIris, waitForLine } from './helpers/cli.js';
+import { iris, irisWithInput, irisWithStdoutClosed, startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
 import { EVERYTHING, FILESYSTEM, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
@@ -149,6 +149,13 @@ describe('iris CLI', () => {
     expect(rows).toContainEqual(expect.objectContaining({ name: 'everything.simulate-research-query', enabled: false }));
   });
 
+  it('ends quietly when the reader of its output has gone (| head -1): no EPIPE, no stack trace', async () => {
+    const { vars } = env('[assistant]\ntimezone = "UTC"\n');
+    const commands = [['tools', 'list'], ['config', 'defaults'], ['--help'], ['ask', 'what time is it'], ['timers', 'list', '--json']];
+    const runs = await Promise.all(commands.map((args) => irisWithStdoutClosed(args, vars)));
+    runs.forEach((run, i) => expect(run, commands[i]?.join(' ')).toEqual({ code: 0, stderr: '' }));
+  });
+
   it('exits 2 on a usage error', async () => {
     const [bad, missing] = await Promise.all([iris(['frobnicate'], {}), iris(['tools', 'call'], {})]);
     expect(bad.code).toBe(2);
@@ -218,6 +225,7 @@ describe('iris daemon', () => {
     expect((await iris(['ask', 'set a tea timer for 10 minutes'], vars)).stdout).toBe('Tea timer set for 10 minutes.\n');
     const status = JSON.parse((await iris(['status', '--json'], vars)).stdout) as Record<string, unknown>;
     expect(status).toMatchObject({ pid: daemon.pid, home_zone: 'UTC', timers: 1, mcp: [] });
+    expect(await irisWithStdoutClosed(['status', '--json'], vars)).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout)).toEqual([expect.objectContaining({ label: 'tea' })]);
     const stopped = new Promise((resolve) => daemon.once('exit', resolve));
     daemon.kill('SIGTERM');

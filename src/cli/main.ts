@@ -322,7 +322,7 @@ export function buildProgram(): Command {
   program
     .command('listen')
     .description('the whole voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out')
-    .requiredOption('--file <wav>', 'the recording (any PCM WAV; converted to 16 kHz mono)')
+    .requiredOption('--file <wav>', 'the recording: a WAV of 8- to 32-bit integer or 32/64-bit float samples (or A-law, µ-law), any rate and channels; converted to 16 kHz mono')
     .option('--out <wav>', 'write the spoken reply here')
     .option('--json', 'print one JSON document')
     .action(async (opts: { file: string; out?: string }, cmd: Command) => {
@@ -365,7 +365,7 @@ export function buildProgram(): Command {
 
   program
     .command('doctor')
-    .description('check the machine: Ollama and the model, MCP servers, the state dir')
+    .description('check the machine: config, microphone, speaker, wake word, speech to text and out, Ollama and the model, MCP servers, the state dir')
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);

@@ -34,6 +34,18 @@ export function irisWithInput(args: string[], env: Record<string, string>, input
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
+/**
+ * Run `iris ARGS` with its stdout a pipe closed before it writes anything, as `| head -1` does
+ * once it has its line: what the command then says on stderr, and its exit code.
+ */
+export function irisWithStdoutClosed(args: string[], env: Record<string, string>): Promise<Omit<Run, 'stdout'>> {
+  const child = startIris(args, env);
+  child.stdout?.destroy();
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+}
+
 /** Resolve when `child`'s stderr has printed a line matching `pattern`. */
 export function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
