@@ -4,7 +4,7 @@
  * reasons go to stderr.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { loadConfig, DEFAULT_CONFIG_PATH } from '../config/load.js';
+import { configFile, loadConfig, DEFAULT_CONFIG_PATH, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel } from '../log.js';
@@ -16,7 +16,7 @@ import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
 import { renderDefaultConfig } from '../config/defaults.js';
-import { writeFile } from 'node:fs/promises';
+import { access, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { createEspeak } from '../pipeline/espeak.js';
@@ -43,16 +43,19 @@ interface Globals {
   logLevel: LogLevel;
 }
 
+const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
 const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
 
-function configPath(globals: Globals): string {
-  return globals.config ?? process.env.IRIS_CONFIG ?? DEFAULT_CONFIG_PATH;
+/** The config file a command reads: `--config`, else `$IRIS_CONFIG`, else the default. */
+function configOf(globals: Globals): ConfigFile {
+  return configFile(globals.config, process.env);
 }
 
+/** The one config check every command runs (`iris config check` too); a problem is exit 78. */
 async function readConfig(globals: Globals): Promise<Config> {
   try {
-    return await loadConfig(configPath(globals));
+    return await loadConfig(configOf(globals));
   } catch (error) {
     if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
     throw error;
@@ -97,12 +100,7 @@ async function open(globals: Globals) {
   const log = createLogger('iris', { level: globals.logLevel });
   const iris = assemble(config, { stateDir: stateDir(), log });
   opened.push(iris);
-  try {
-    await iris.init();
-  } catch (error) {
-    if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
-    throw error;
-  }
+  await iris.init();
   return { config, iris, log };
 }
 
@@ -309,8 +307,10 @@ export function buildProgram(): Command {
     .description('validate the config; print every problem as FILE:LINE: message')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      await readConfig(g);
-      print(`${configPath(g)}: OK`);
+      const config = await readConfig(g);
+      const { path } = configOf(g);
+      if (!(await exists(path))) return print(`${path}: not found, using defaults`);
+      print(`${path}: OK${config.mcp.servers_file === '' ? '' : ` (MCP servers also from ${config.mcp.servers_file})`}`);
     });
 
   program
@@ -379,7 +379,7 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       const { config, iris, log } = await open(g);
-      const checks = await doctor(config, configPath(g), stateDir(), iris, log);
+      const checks = await doctor(config, configOf(g).path, stateDir(), iris, log);
       if (g.json === true) printJson(checks);
       else for (const c of checks) print(`${c.ok ? '✓' : '✗'} ${c.what}: ${c.detail}`);
       if (checks.some((c) => !c.ok)) process.exitCode = EXIT.failed;
@@ -390,8 +390,8 @@ export function buildProgram(): Command {
     .description('the long-running service: listens, talks, runs timers')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const code = await runDaemon({ configPath: configPath(g), stateDir: stateDir(), logLevel: g.logLevel === 'warn' ? 'info' : g.logLevel });
-      if (code !== 0) throw new Exit(code, 'daemon stopped with an error');
+      // A config problem (78) is already in the daemon's log, once; nothing to add.
+      process.exitCode = await runDaemon({ config: configOf(g), stateDir: stateDir(), logLevel: g.logLevel === 'warn' ? 'info' : g.logLevel });
     });
 
   return program;

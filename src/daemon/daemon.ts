@@ -4,7 +4,8 @@
  * the running config kept), and on SIGTERM/SIGINT stops the parts in reverse within a hard
  * deadline.
  */
-import { loadConfig } from '../config/load.js';
+import { resolve } from 'node:path';
+import { loadConfig, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel, type Logger } from '../log.js';
@@ -16,7 +17,8 @@ import { VoiceService, type VoiceServiceOptions } from './voice.js';
 import type { TurnResult } from '../conversation/engine.js';
 
 export interface DaemonOptions {
-  configPath: string;
+  /** The config file: re-read on SIGHUP and `iris reload`, named to `iris status`. */
+  config: ConfigFile;
   stateDir: string;
   /** The control socket's path; default from `socketPath()`. */
   socket?: string;
@@ -50,9 +52,11 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 }
 
 async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<string>): Promise<number> {
+  // Absolute, as `iris status` names it.
+  const configPath = resolve(options.config.path);
   let config: Config;
   try {
-    config = await loadConfig(options.configPath);
+    config = await loadConfig(options.config);
   } catch (error) {
     if (error instanceof ConfigError) {
       for (const problem of error.problems) log.error(problem);
@@ -73,9 +77,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     await iris.start();
   } catch (error) {
     await iris.stop();
-    if (!(error instanceof ConfigError)) throw error;
-    for (const problem of error.problems) log.error(problem);
-    return 78;
+    throw error;
   }
   const started = Date.now();
   const conversations = new Conversations(() => iris.conversation()); // one per `iris ask` client
@@ -84,7 +86,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
   const reload = async (): Promise<void> => {
     try {
-      const next = await loadConfig(options.configPath);
+      const next = await loadConfig(options.config);
       await iris.reconfigure(next);
       config = next;
       log.info('config re-read');
@@ -100,13 +102,13 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     switch (request.cmd) {
       case 'reload':
         await reload();
-        return { reloaded: options.configPath };
+        return { reloaded: configPath };
       case 'status': {
         const timers = (await iris.host.call('list_timers', {})).structuredContent?.timers as unknown[] | undefined;
         return {
           pid: process.pid,
           uptime_s: Math.round((Date.now() - started) / 1000),
-          config: options.configPath,
+          config: configPath,
           state_dir: options.stateDir,
           home_zone: config.assistant.timezone,
           ollama: { url: config.ollama.url, model: config.ollama.model, loaded: await spoken.modelLoaded() },
