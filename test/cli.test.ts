@@ -276,8 +276,10 @@ describe('iris daemon', () => {
     const refused = waitForLine(daemon, /keeping the running one/);
     daemon.kill('SIGHUP');
     await refused;
-    expect((await iris(['ask', 'what is 6 times 7'], vars)).stdout).toBe("That's 42.\n"); // still the old config
-    const reload = await iris(['reload'], vars); // what `systemctl reload iris` runs
+    // Without naming the (now broken) file, as a person's shell does: the daemon answers with its old config.
+    const unnamed = { IRIS_STATE_DIR: vars.IRIS_STATE_DIR, IRIS_SOCKET: vars.IRIS_SOCKET, IRIS_CONFIG: '' };
+    expect((await iris(['ask', 'what is 6 times 7'], unnamed)).stdout).toBe("That's 42.\n");
+    const reload = await iris(['reload'], unnamed); // what `systemctl reload iris` runs
     expect(reload.code).toBe(78);
     expect(reload.stderr).toMatch(/"tools\.calculator" must be a boolean/);
     writeFileSync(vars.IRIS_CONFIG, `${config}[tools]\ncalculator = false\n`);
@@ -361,7 +363,7 @@ describe('the config, the same for every command', () => {
     const missing = join(dir, 'missing');
     const commands = [
       ['config', 'check'], ['ask', 'what time is it'], ['chat'], ['tools', 'list'], ['tools', 'budget'], ['tools', 'call', 'get_current_time'],
-      ['timers', 'list'], ['timers', 'cancel', 'all'], ['doctor'], ['say', 'hi', '--out', join(dir, 'x.wav')],
+      ['timers', 'list'], ['timers', 'cancel', 'all'], ['status'], ['reload'], ['doctor'], ['say', 'hi', '--out', join(dir, 'x.wav')],
       ['listen', '--file', join(dir, 'x.wav')], ['models', 'fetch', 'tiny.en', '--out', join(dir, 'm.bin')], ['daemon'],
     ];
     const flagged = await Promise.all(commands.map((args) => iris([...args, '--config', missing], vars)));
@@ -383,5 +385,37 @@ describe('the config, the same for every command', () => {
     expect(check).toMatchObject({ code: 0, stdout: '/etc/iris/config: not found, using defaults\n' });
     expect(doctor.stdout).toMatch(/^✓ config: \/etc\/iris\/config not found, using defaults$/m);
     expect(doctor.stdout).not.toMatch(/is valid/);
+  });
+
+  it('a command the daemon answers says whose config answered, and still refuses a broken --config', async () => {
+    const { dir, vars } = env('[assistant]\ntimezone = "UTC"\n');
+    const other = join(dir, 'other');
+    writeFileSync(other, '[assistant]\ntimezone = "Asia/Tokyo"\n');
+    const garbage = join(dir, 'garbage');
+    writeFileSync(garbage, '[assistant]\ntimezone = 3\n');
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      const note = `answered by the running daemon with its config ${vars.IRIS_CONFIG}; --config ${other} is not used\n`;
+      const [ask, status, timers, own] = await Promise.all([
+        iris(['ask', '--config', other, 'what time is it'], vars),
+        iris(['status', '--json', '--config', other], vars),
+        iris(['timers', 'list', '--config', other], vars),
+        iris(['ask', '--config', vars.IRIS_CONFIG, 'what time is it'], vars),
+      ]);
+      expect(ask).toMatchObject({ code: 0, stderr: note, stdout: expect.stringMatching(/^It's /) });
+      expect(status).toMatchObject({ code: 0, stderr: note });
+      expect(JSON.parse(status.stdout)).toMatchObject({ config: vars.IRIS_CONFIG, home_zone: 'UTC' });
+      expect(timers).toMatchObject({ code: 0, stderr: note });
+      expect(own).toMatchObject({ code: 0, stderr: '' });
+      const broken = await Promise.all([['ask', 'what time is it'], ['status'], ['timers', 'list'], ['reload']].map((args) => iris([...args, '--config', garbage], vars)));
+      for (const run of broken) {
+        expect(run).toMatchObject({ code: 78, stdout: '', stderr: `${garbage}:2: "assistant.timezone" must be a string, not a number (3)\n` });
+      }
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+    }
   });
 });

@@ -16,8 +16,8 @@ import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
 import { renderDefaultConfig } from '../config/defaults.js';
-import { access, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { access, realpath, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { createEspeak } from '../pipeline/espeak.js';
 import { speakable } from '../conversation/speech.js';
@@ -62,9 +62,36 @@ async function readConfig(globals: Globals): Promise<Config> {
   }
 }
 
-/** Ask the running daemon; `undefined` when none is running (the caller works in-process). */
-async function daemon<T>(body: ControlRequest): Promise<T | undefined> {
+/**
+ * Before a command the daemon answers: it answers with its own config, but a config named
+ * with --config or $IRIS_CONFIG is still checked, so a broken or missing one fails the command
+ * (exit 78) instead of being silently ignored. The default path is the daemon's business.
+ */
+async function checkNamedConfig(globals: Globals): Promise<void> {
+  if (configOf(globals).namedBy !== undefined) await readConfig(globals);
+}
+
+/** After the daemon answered: say so on stderr when the config named here is not the one it runs. */
+async function sayWhichConfig(globals: Globals, daemonConfig: string): Promise<void> {
+  const file = configOf(globals);
+  if (file.namedBy === undefined) return;
+  const real = (path: string): Promise<string> => realpath(path).catch(() => resolve(path));
+  if ((await real(file.path)) === (await real(daemonConfig))) return;
+  const named = file.namedBy === '--config' ? `--config ${file.path}` : `IRIS_CONFIG=${file.path}`;
+  process.stderr.write(`answered by the running daemon with its config ${daemonConfig}; ${named} is not used\n`);
+}
+
+/**
+ * Ask the running daemon; `undefined` when none is running (the caller then works in-process
+ * with its own config). A named config is checked first and, when it is not the daemon's,
+ * named as unused (checkNamedConfig, sayWhichConfig).
+ */
+async function daemon<T>(globals: Globals, body: ControlRequest): Promise<T | undefined> {
+  await checkNamedConfig(globals);
   try {
+    if (configOf(globals).namedBy !== undefined) {
+      await sayWhichConfig(globals, (await request<{ path: string }>(socketPath(), { cmd: 'config' }, 10_000)).path);
+    }
     return await request<T>(socketPath(), body);
   } catch (error) {
     if (error instanceof ControlUnavailable && error.reason === 'not_running') return undefined;
@@ -74,7 +101,7 @@ async function daemon<T>(body: ControlRequest): Promise<T | undefined> {
 
 /** A tool call through the running daemon (the one writer of timers), else in-process. */
 async function callTool(g: Globals, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  const viaDaemon = await daemon<CallToolResult>({ cmd: 'tools.call', name, arguments: args });
+  const viaDaemon = await daemon<CallToolResult>(g, { cmd: 'tools.call', name, arguments: args });
   if (viaDaemon !== undefined) return viaDaemon;
   const { iris } = await open(g);
   return iris.host.call(name, args, { origin: 'typed' });
@@ -82,6 +109,8 @@ async function callTool(g: Globals, name: string, args: Record<string, unknown>)
 
 interface DaemonStatus {
   pid: number;
+  /** The config file it runs (absolute). */
+  config: string;
   uptime_s: number;
   home_zone: string;
   /** `loaded`: whether Ollama has the model in memory now (null: Ollama did not answer). */
@@ -136,7 +165,7 @@ export function buildProgram(): Command {
     .action(async (words: string[], opts: { conversation?: string }, cmd: Command) => {
       const g = globals(cmd);
       const text = words.join(' ');
-      const viaDaemon = await daemon<TurnResult>({ cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
+      const viaDaemon = await daemon<TurnResult>(g, { cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
       if (viaDaemon !== undefined) {
         if (g.json === true) printJson(viaDaemon);
         else print(viaDaemon.reply);
@@ -268,12 +297,16 @@ export function buildProgram(): Command {
   program
     .command('reload')
     .description('make the running daemon re-read its config (what `systemctl reload iris` runs)')
-    .action(async () => {
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      await checkNamedConfig(g);
+      let reloaded: { reloaded: string };
       try {
-        await request(socketPath(), { cmd: 'reload' }, 30_000);
+        reloaded = await request<{ reloaded: string }>(socketPath(), { cmd: 'reload' }, 30_000);
       } catch (error) {
         throw new Exit(error instanceof ControlUnavailable ? EXIT.failed : EXIT.config, messageOf(error));
       }
+      await sayWhichConfig(g, reloaded.reloaded);
     });
 
   program
@@ -282,12 +315,14 @@ export function buildProgram(): Command {
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
+      await checkNamedConfig(g);
       let status: DaemonStatus;
       try {
         status = await request<DaemonStatus>(socketPath(), { cmd: 'status' }, 10_000);
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }
+      await sayWhichConfig(g, status.config);
       if (g.json === true) return printJson(status);
       print(`IRIS is running (pid ${status.pid}, up ${status.uptime_s} s), home zone ${status.home_zone}`);
       const loaded = status.ollama.loaded === null ? 'Ollama not answering' : status.ollama.loaded ? 'loaded' : 'not loaded';

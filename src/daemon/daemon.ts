@@ -17,7 +17,7 @@ import { VoiceService, type VoiceServiceOptions } from './voice.js';
 import type { TurnResult } from '../conversation/engine.js';
 
 export interface DaemonOptions {
-  /** The config file: re-read on SIGHUP and `iris reload`, named to `iris status`. */
+  /** The config file: re-read on SIGHUP and `iris reload`, named to `iris status` and CLI commands. */
   config: ConfigFile;
   stateDir: string;
   /** The control socket's path; default from `socketPath()`. */
@@ -52,7 +52,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 }
 
 async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<string>): Promise<number> {
-  // Absolute, as `iris status` names it.
+  // Absolute, as the daemon's answers name it: a CLI elsewhere compares it with its own.
   const configPath = resolve(options.config.path);
   let config: Config;
   try {
@@ -103,6 +103,8 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
       case 'reload':
         await reload();
         return { reloaded: configPath };
+      case 'config': // which config answers: CLI commands the daemon answers say so
+        return { path: configPath };
       case 'status': {
         const timers = (await iris.host.call('list_timers', {})).structuredContent?.timers as unknown[] | undefined;
         return {
