@@ -18,7 +18,7 @@ export interface NpmOrigin {
 /**
  * Where `file` lives: `$IRIS_MODELS_DIR`, then `models/` beside the running bundle (what the
  * .deb ships), then a checkout's `dist/models` (running from source after `npm run build`),
- * then the npm package it comes from.
+ * then the npm package it comes from (running from source without a build).
  */
 export function bundledFile(file: string, origin?: NpmOrigin): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -29,12 +29,20 @@ export function bundledFile(file: string, origin?: NpmOrigin): string {
     path.join(here, '..', 'dist', 'models', file), // from src/
   ];
   for (const candidate of candidates) if (candidate && existsSync(candidate)) return candidate;
-  if (origin) {
-    try {
-      return path.join(path.dirname(require.resolve(`${origin.package}/package.json`)), origin.dir, file);
-    } catch {
-      // not installed: report the bundle's place
-    }
+  const npmDir = origin && packageDir(origin.package);
+  return npmDir ? path.join(npmDir, origin.dir, file) : path.join(here, 'models', file);
+}
+
+/**
+ * An installed npm package's folder, looked for the way Node looks for packages (each
+ * node_modules from here up, then NODE_PATH) but without asking the package: its `exports`
+ * map may not export package.json (tiktoken's does not: ERR_PACKAGE_PATH_NOT_EXPORTED) or any
+ * entry `require` can name.
+ */
+function packageDir(name: string): string | undefined {
+  for (const modules of require.resolve.paths(name) ?? []) {
+    const dir = path.join(modules, name);
+    if (existsSync(path.join(dir, 'package.json'))) return dir;
   }
-  return path.join(here, 'models', file);
+  return undefined;
 }

@@ -85,8 +85,8 @@ describe('iris CLI', () => {
       + `${vars.IRIS_CONFIG}:4: "tools.time" must be a boolean, not a string ("yes")\n`,
     );
     expect(ask.code).toBe(78);
-    const good = await iris(['config', 'check', '--config', join(tempDir(), 'missing')], {});
-    expect(good.code).toBe(0);
+    const good = env('[tools]\ntime = false\n');
+    expect(await iris(['config', 'check'], good.vars)).toMatchObject({ code: 0, stdout: `${good.vars.IRIS_CONFIG}: OK\n` });
   });
 
   it('tools list and budget show every native tool, its switch and its token cost', async () => {
@@ -284,8 +284,10 @@ describe('iris daemon', () => {
     const refused = waitForLine(daemon, /keeping the running one/);
     daemon.kill('SIGHUP');
     await refused;
-    expect((await iris(['ask', 'what is 6 times 7'], vars)).stdout).toBe("That's 42.\n"); // still the old config
-    const reload = await iris(['reload'], vars); // what `systemctl reload iris` runs
+    // Without naming the (now broken) file, as a person's shell does: the daemon answers with its old config.
+    const unnamed = { IRIS_STATE_DIR: vars.IRIS_STATE_DIR, IRIS_SOCKET: vars.IRIS_SOCKET, IRIS_CONFIG: '' };
+    expect((await iris(['ask', 'what is 6 times 7'], unnamed)).stdout).toBe("That's 42.\n");
+    const reload = await iris(['reload'], unnamed); // what `systemctl reload iris` runs
     expect(reload.code).toBe(78);
     expect(reload.stderr).toMatch(/"tools\.calculator" must be a boolean/);
     writeFileSync(vars.IRIS_CONFIG, `${config}[tools]\ncalculator = false\n`);
@@ -331,5 +333,97 @@ describe('iris daemon', () => {
     const run = await iris(['daemon'], vars);
     expect(run.code).toBe(78);
     expect(run.stderr).toMatch(/config:1: unknown section \[nonsense\]/);
+  });
+});
+
+describe('the config, the same for every command', () => {
+  /** A config whose `[mcp] servers_file` holds `json` (or names a file that is not there). */
+  function withServersFile(json: string | undefined) {
+    const dir = tempDir();
+    const servers = join(dir, 'servers.json');
+    if (json !== undefined) writeFileSync(servers, json);
+    writeFileSync(join(dir, 'config'), `[assistant]\ntimezone = "UTC"\n[mcp]\nservers_file = "${servers}"\n`);
+    return { servers, vars: { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') } };
+  }
+
+  it('config check finds what tools list and doctor refuse in servers_file, in the same words, exit 78', async () => {
+    const cases: [string, string | undefined, RegExp][] = [
+      ['bad JSON', '{\n  "mcpServers": {\n    "x": { "command": "a", }\n', /^SERVERS:3: not valid JSON: /],
+      ['the wrong shape', '{ "servers": {} }', /^SERVERS:1: expected \{"mcpServers": /],
+      ['a missing file', undefined, /^CONFIG:4: "mcp.servers_file": no such file: SERVERS\n$/],
+      ['wrong types', '{ "mcpServers": {\n  "x": { "command": ["a"] }\n} }', /^SERVERS:2: "mcpServers.x.command" must be a string, not an array/],
+    ];
+    for (const [what, json, expected] of cases) {
+      const { servers, vars } = withServersFile(json);
+      const runs = await Promise.all([['config', 'check'], ['tools', 'list'], ['doctor'], ['ask', 'what time is it']].map((args) => iris(args, vars)));
+      const pattern = new RegExp(expected.source.replace('SERVERS', servers).replace('CONFIG', vars.IRIS_CONFIG));
+      for (const run of runs) {
+        expect({ what, code: run.code, stderr: run.stderr }).toEqual({ what, code: 78, stderr: expect.stringMatching(pattern) });
+        expect(run.stderr).toBe(runs[0]?.stderr);
+      }
+    }
+    const { vars } = withServersFile(JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [FILESYSTEM, tempDir()] } } }));
+    expect(await iris(['config', 'check'], vars)).toMatchObject({ code: 0, stdout: expect.stringMatching(/: OK \(MCP servers also from .*servers\.json\)\n$/) });
+  });
+
+  it('a config named by --config or IRIS_CONFIG must exist, for every command; the default may be absent', async () => {
+    const { dir, vars } = env();
+    const missing = join(dir, 'missing');
+    const commands = [
+      ['config', 'check'], ['ask', 'what time is it'], ['chat'], ['tools', 'list'], ['tools', 'budget'], ['tools', 'call', 'get_current_time'],
+      ['timers', 'list'], ['timers', 'cancel', 'all'], ['status'], ['reload'], ['doctor'], ['say', 'hi', '--out', join(dir, 'x.wav')],
+      ['listen', '--file', join(dir, 'x.wav')], ['models', 'fetch', 'tiny.en', '--out', join(dir, 'm.bin')], ['daemon'],
+    ];
+    const flagged = await Promise.all(commands.map((args) => iris([...args, '--config', missing], vars)));
+    for (const [i, run] of flagged.entries()) {
+      // One line; the daemon's is a log line ("error iris: …").
+      expect({ command: commands[i], code: run.code, stderr: run.stderr.replace(/^error iris: /, '') }).toEqual({
+        command: commands[i], code: 78, stderr: `${missing}: no such config file (named by --config)\n`,
+      });
+    }
+    const fromEnv = await iris(['tools', 'list'], { ...vars, IRIS_CONFIG: missing });
+    expect(fromEnv).toMatchObject({ code: 78, stderr: `${missing}: no such config file (named by $IRIS_CONFIG)\n` });
+    expect(existsSync(join(dir, 'm.bin'))).toBe(false);
+  });
+
+  it.skipIf(existsSync('/etc/iris/config'))('without --config or IRIS_CONFIG an absent /etc/iris/config means every default, and says so', async () => {
+    const { vars } = env();
+    const unnamed = { IRIS_STATE_DIR: vars.IRIS_STATE_DIR, IRIS_SOCKET: vars.IRIS_SOCKET, IRIS_CONFIG: '' };
+    const [check, doctor] = await Promise.all([iris(['config', 'check'], unnamed), iris(['doctor'], unnamed)]);
+    expect(check).toMatchObject({ code: 0, stdout: '/etc/iris/config: not found, using defaults\n' });
+    expect(doctor.stdout).toMatch(/^✓ config: \/etc\/iris\/config not found, using defaults$/m);
+    expect(doctor.stdout).not.toMatch(/is valid/);
+  });
+
+  it('a command the daemon answers says whose config answered, and still refuses a broken --config', async () => {
+    const { dir, vars } = env('[assistant]\ntimezone = "UTC"\n');
+    const other = join(dir, 'other');
+    writeFileSync(other, '[assistant]\ntimezone = "Asia/Tokyo"\n');
+    const garbage = join(dir, 'garbage');
+    writeFileSync(garbage, '[assistant]\ntimezone = 3\n');
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      const note = `answered by the running daemon with its config ${vars.IRIS_CONFIG}; --config ${other} is not used\n`;
+      const [ask, status, timers, own] = await Promise.all([
+        iris(['ask', '--config', other, 'what time is it'], vars),
+        iris(['status', '--json', '--config', other], vars),
+        iris(['timers', 'list', '--config', other], vars),
+        iris(['ask', '--config', vars.IRIS_CONFIG, 'what time is it'], vars),
+      ]);
+      expect(ask).toMatchObject({ code: 0, stderr: note, stdout: expect.stringMatching(/^It's /) });
+      expect(status).toMatchObject({ code: 0, stderr: note });
+      expect(JSON.parse(status.stdout)).toMatchObject({ config: vars.IRIS_CONFIG, home_zone: 'UTC' });
+      expect(timers).toMatchObject({ code: 0, stderr: note });
+      expect(own).toMatchObject({ code: 0, stderr: '' });
+      const broken = await Promise.all([['ask', 'what time is it'], ['status'], ['timers', 'list'], ['reload']].map((args) => iris([...args, '--config', garbage], vars)));
+      for (const run of broken) {
+        expect(run).toMatchObject({ code: 78, stdout: '', stderr: `${garbage}:2: "assistant.timezone" must be a string, not a number (3)\n` });
+      }
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+    }
   });
 });

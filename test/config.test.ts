@@ -1,7 +1,7 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, loadMcpServers, parseConfig } from '../src/config/load.js';
+import { configFile, loadConfig, parseConfig } from '../src/config/load.js';
 import { renderDefaultConfig } from '../src/config/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import { tempDir } from './helpers/tmp.js';
@@ -78,26 +78,73 @@ describe('config', () => {
     expect(problems(text)).toEqual(['/etc/iris/config:3: environment variable HOME_TOKEN is not set (used as ${HOME_TOKEN})']);
   });
 
-  it('reads MCP servers from servers_file in the common {"mcpServers"} shape; the config file wins', async () => {
+  it('reads MCP servers from servers_file in the common {"mcpServers"} shape, relative to the config; the config file wins', async () => {
     const dir = tempDir();
-    const file = join(dir, 'servers.json');
-    writeFileSync(file, JSON.stringify({ mcpServers: {
+    writeFileSync(join(dir, 'servers.json'), JSON.stringify({ mcpServers: {
       files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'], env: { TOKEN: '${SECRET}' } },
       home: { type: 'sse', url: 'http://127.0.0.1:8123/sse', headers: { Authorization: 'Bearer x' } },
       old: { command: 'old-server', disabled: true },
       dup: { command: 'from-file' },
     } }));
-    const config = parseConfig(`[mcp]\nservers_file = "${file}"\n[mcp.servers.dup]\ncommand = "from-config"\n`, 'c');
-    const servers = await loadMcpServers(config, { SECRET: 's3' });
+    writeFileSync(join(dir, 'config'), '[mcp]\nservers_file = "servers.json"\n[mcp.servers.dup]\ncommand = "from-config"\n');
+    const config = await loadConfig({ path: join(dir, 'config') }, { SECRET: 's3' });
+    const servers = config.mcp.servers;
     expect(servers.files).toMatchObject({ command: 'npx', env: { TOKEN: 's3' }, enabled: true });
     expect(servers.home).toMatchObject({ url: 'http://127.0.0.1:8123/sse', transport: 'sse', headers: { Authorization: 'Bearer x' } });
     expect(servers.old?.enabled).toBe(false);
     expect(servers.dup?.command).toBe('from-config');
+    expect(config.mcp.servers_file).toBe(join(dir, 'servers.json'));
+  });
 
-    writeFileSync(file, JSON.stringify({ mcpServers: { bad: { args: ['x'] }, worse: { command: 3 } } }));
-    await expect(loadMcpServers(config, {})).rejects.toThrow(/bad: needs exactly one of "command" or "url"[\s\S]*worse: \/command must be string/);
-    writeFileSync(file, '{ nope');
-    await expect(loadMcpServers(config, {})).rejects.toThrow(new RegExp(`^${file}: `));
+  it('reports every problem of servers_file as FILE:LINE, with the config file\'s own', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'config');
+    const servers = join(dir, 'servers.json');
+    const check = async (json: string | undefined, toml = ''): Promise<string[]> => {
+      if (json !== undefined) writeFileSync(servers, json);
+      writeFileSync(config, `${toml}[mcp]\nservers_file = "${servers}"\n`);
+      try {
+        await loadConfig({ path: config }, {});
+      } catch (error) {
+        if (error instanceof ConfigError) return [...error.problems];
+        throw error;
+      }
+      return [];
+    };
+    expect(await check('{\n  "mcpServers": {\n    "a": { "command": "x", }\n  }\n}\n')).toEqual([
+      expect.stringMatching(new RegExp(`^${servers}:3: not valid JSON: `)),
+    ]);
+    expect(await check('{\n  "mcpServers": {\n')).toEqual([expect.stringMatching(new RegExp(`^${servers}:2: not valid JSON: `))]);
+    expect(await check('{\n  "servers": {}\n}\n')).toEqual([`${servers}:1: expected {"mcpServers": {"NAME": {...}, ...}}`]);
+    expect(await check('{\n  "mcpServers": []\n}\n')).toEqual([`${servers}:2: expected {"mcpServers": {"NAME": {...}, ...}}`]);
+    const wrong = [
+      '{ "mcpServers": {', // 1
+      '  "bad": { "args": ["x"] },', // 2
+      '  "worse": {', // 3
+      '    "command": 3,', // 4
+      '    "args": "--stdio",', // 5
+      '    "disabled": "yes",', // 6
+      '    "env": { "TOKEN": "${NOPE}" }', // 7
+      '  },', // 8
+      '  "http": { "url": "ftp://x", "headrs": {} },', // 9
+      '  "on": { "command": "x", "enabled": "yes" }', // 10
+      '} }',
+    ].join('\n');
+    expect(await check(wrong)).toEqual([
+      `${servers}:2: "mcpServers.bad" needs exactly one of "command" (stdio) or "url" (HTTP)`,
+      `${servers}:4: "mcpServers.worse.command" must be a string, not a number (3)`,
+      `${servers}:5: "mcpServers.worse.args" must be an array, not a string ("--stdio")`,
+      `${servers}:6: "mcpServers.worse.disabled" must be a boolean, not a string ("yes")`,
+      `${servers}:7: environment variable NOPE is not set (used as \${NOPE})`,
+      expect.stringMatching(new RegExp(`^${servers}:9: unknown key "headrs" in "mcpServers.http" \\(known: command, args, `)),
+      `${servers}:9: "mcpServers.http.url" = "ftp://x" is not an http:// or https:// URL`,
+      `${servers}:10: "mcpServers.on.enabled" must be a boolean, not a string ("yes")`,
+    ]);
+    rmSync(servers);
+    expect(await check(undefined, '[tools]\ntime = "yes"\n')).toEqual([
+      `${config}:2: "tools.time" must be a boolean, not a string ("yes")`,
+      `${config}:4: "mcp.servers_file": no such file: ${servers}`,
+    ]);
   });
 
   it('ships a default file that is valid as it is and with every key uncommented', () => {
@@ -109,10 +156,16 @@ describe('config', () => {
     expect(parseConfig(uncommented, 'c')).toEqual(defaults);
   });
 
-  it('treats a missing file as all defaults, and reads a real one', async () => {
+  it('treats a missing default file as all defaults, a missing named one as an error, and reads a real one', async () => {
     const dir = tempDir();
-    expect((await loadConfig(join(dir, 'none'))).tools.time).toBe(true);
+    const none = join(dir, 'none');
+    expect(configFile(undefined, {})).toEqual({ path: '/etc/iris/config' });
+    expect(configFile(undefined, { IRIS_CONFIG: none })).toEqual({ path: none, namedBy: 'IRIS_CONFIG' });
+    expect(configFile(none, { IRIS_CONFIG: 'x' })).toEqual({ path: none, namedBy: '--config' });
+    expect((await loadConfig({ path: none })).tools.time).toBe(true);
+    await expect(loadConfig({ path: none, namedBy: '--config' })).rejects.toThrow(`${none}: no such config file (named by --config)`);
+    await expect(loadConfig({ path: none, namedBy: 'IRIS_CONFIG' })).rejects.toThrow(`${none}: no such config file (named by $IRIS_CONFIG)`);
     writeFileSync(join(dir, 'config'), '[assistant]\ntimezone = "Asia/Tokyo"\n');
-    expect((await loadConfig(join(dir, 'config'))).assistant.timezone).toBe('Asia/Tokyo');
+    expect((await loadConfig({ path: join(dir, 'config'), namedBy: '--config' })).assistant.timezone).toBe('Asia/Tokyo');
   });
 });

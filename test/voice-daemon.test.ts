@@ -125,11 +125,12 @@ describe('iris daemon: the voice through ALSA', () => {
 });
 
 describe('iris listen', () => {
-  /** `iris listen --json` on `file` with no config and no daemon; its report, and the reply WAV. */
+  /** `iris listen --json` on `file` with an empty config (every default) and no daemon; its report, and the reply WAV. */
   async function listen(file: string): Promise<{ report: Record<string, unknown>; out: string }> {
     const dir = tempDir();
     const out = join(dir, 'reply.wav');
-    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    writeFileSync(join(dir, 'config'), ''); // a named config must exist
+    const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
     const run = await iris(['listen', '--file', file, '--out', out, '--json'], vars);
     expect(run.code).toBe(0);
     return { report: JSON.parse(run.stdout) as Record<string, unknown>, out };

@@ -41,7 +41,7 @@ async function readBundled(file: string, origin?: NpmOrigin): Promise<Buffer> {
   try {
     return await readFile(where);
   } catch (error) {
-    throw new TokenizerError('tokenizer_missing', `the tokenizer's ${file} is missing (${where}): run npm run build, or reinstall iris`, { cause: error });
+    throw new TokenizerError('tokenizer_missing', `the tokenizer's ${file} is missing (${where}): in a checkout run npm install, else reinstall iris`, { cause: error });
   }
 }
 

@@ -24,7 +24,7 @@ export interface Check {
 }
 
 export async function doctor(config: Config, configPath: string, stateDir: string, iris: Iris, log: Logger): Promise<Check[]> {
-  const checks: Check[] = [{ ok: true, what: 'config', detail: `${configPath} is valid` }];
+  const checks: Check[] = [await configCheck(config, configPath)];
   checks.push(await stateDirCheck(stateDir));
   checks.push(await ollamaCheck(config));
   checks.push(await speechOutCheck(config));
@@ -40,6 +40,14 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
     checks.push({ ok, what: `MCP server ${server.name}`, detail });
   }
   return checks;
+}
+
+/** The config was loaded (a broken one stops the command before this); say what was read. */
+async function configCheck(config: Config, path: string): Promise<Check> {
+  const found = await access(path).then(() => true, () => false);
+  if (!found) return { ok: true, what: 'config', detail: `${path} not found, using defaults` };
+  const servers = config.mcp.servers_file === '' ? '' : ` (MCP servers also from ${config.mcp.servers_file})`;
+  return { ok: true, what: 'config', detail: `${path} is valid${servers}` };
 }
 
 async function stateDirCheck(dir: string): Promise<Check> {

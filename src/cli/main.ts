@@ -4,7 +4,7 @@
  * reasons go to stderr.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { loadConfig, DEFAULT_CONFIG_PATH } from '../config/load.js';
+import { configFile, loadConfig, DEFAULT_CONFIG_PATH, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel } from '../log.js';
@@ -16,8 +16,8 @@ import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat } from './chat.js';
 import { renderDefaultConfig } from '../config/defaults.js';
-import { writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { access, realpath, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { createEspeak } from '../pipeline/espeak.js';
 import { speakable } from '../conversation/speech.js';
@@ -41,25 +41,55 @@ interface Globals {
   logLevel: LogLevel;
 }
 
+const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
 const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
 
-function configPath(globals: Globals): string {
-  return globals.config ?? process.env.IRIS_CONFIG ?? DEFAULT_CONFIG_PATH;
+/** The config file a command reads: `--config`, else `$IRIS_CONFIG`, else the default. */
+function configOf(globals: Globals): ConfigFile {
+  return configFile(globals.config, process.env);
 }
 
+/** The one config check every command runs (`iris config check` too); a problem is exit 78. */
 async function readConfig(globals: Globals): Promise<Config> {
   try {
-    return await loadConfig(configPath(globals));
+    return await loadConfig(configOf(globals));
   } catch (error) {
     if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
     throw error;
   }
 }
 
-/** Ask the running daemon; `undefined` when none is running (the caller works in-process). */
-async function daemon<C extends ControlCommand>(body: RequestOf<C>): Promise<ControlResults[C] | undefined> {
+/**
+ * Before a command the daemon answers: it answers with its own config, but a config named
+ * with --config or $IRIS_CONFIG is still checked, so a broken or missing one fails the command
+ * (exit 78) instead of being silently ignored. The default path is the daemon's business.
+ */
+async function checkNamedConfig(globals: Globals): Promise<void> {
+  if (configOf(globals).namedBy !== undefined) await readConfig(globals);
+}
+
+/** After the daemon answered: say so on stderr when the config named here is not the one it runs. */
+async function sayWhichConfig(globals: Globals, daemonConfig: string): Promise<void> {
+  const file = configOf(globals);
+  if (file.namedBy === undefined) return;
+  const real = (path: string): Promise<string> => realpath(path).catch(() => resolve(path));
+  if ((await real(file.path)) === (await real(daemonConfig))) return;
+  const named = file.namedBy === '--config' ? `--config ${file.path}` : `IRIS_CONFIG=${file.path}`;
+  process.stderr.write(`answered by the running daemon with its config ${daemonConfig}; ${named} is not used\n`);
+}
+
+/**
+ * Ask the running daemon; `undefined` when none is running (the caller then works in-process
+ * with its own config). A named config is checked first and, when it is not the daemon's,
+ * named as unused (checkNamedConfig, sayWhichConfig).
+ */
+async function daemon<C extends ControlCommand>(globals: Globals, body: RequestOf<C>): Promise<ControlResults[C] | undefined> {
+  await checkNamedConfig(globals);
   try {
+    if (configOf(globals).namedBy !== undefined) {
+      await sayWhichConfig(globals, (await request(socketPath(), { cmd: 'config' }, 10_000)).path);
+    }
     return await request(socketPath(), body);
   } catch (error) {
     if (error instanceof ControlUnavailable && error.reason === 'not_running') return undefined;
@@ -73,7 +103,7 @@ async function daemon<C extends ControlCommand>(body: RequestOf<C>): Promise<Con
  * confirmation a tool may ask for.
  */
 async function callTool(g: Globals, name: string, args: unknown): Promise<CallToolResult> {
-  const viaDaemon = await daemon({ cmd: 'tools.call', name, arguments: args });
+  const viaDaemon = await daemon(g, { cmd: 'tools.call', name, arguments: args });
   if (viaDaemon !== undefined) return viaDaemon;
   const { iris } = await open(g);
   return iris.host.call(name, args, { origin: 'typed' });
@@ -88,12 +118,7 @@ async function open(globals: Globals) {
   const log = createLogger('iris', { level: globals.logLevel });
   const iris = assemble(config, { stateDir: stateDir(), log });
   opened.push(iris);
-  try {
-    await iris.init();
-  } catch (error) {
-    if (error instanceof ConfigError) throw new Exit(EXIT.config, error.message);
-    throw error;
-  }
+  await iris.init();
   return { config, iris, log };
 }
 
@@ -129,7 +154,7 @@ export function buildProgram(): Command {
     .action(async (words: string[], opts: { conversation?: string }, cmd: Command) => {
       const g = globals(cmd);
       const text = words.join(' ');
-      const viaDaemon = await daemon({ cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
+      const viaDaemon = await daemon(g, { cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
       if (viaDaemon !== undefined) {
         if (g.json === true) printJson(viaDaemon);
         else print(viaDaemon.reply);
@@ -261,12 +286,16 @@ export function buildProgram(): Command {
   program
     .command('reload')
     .description('make the running daemon re-read its config (what `systemctl reload iris` runs)')
-    .action(async () => {
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      await checkNamedConfig(g);
+      let reloaded: { reloaded: string };
       try {
-        await request(socketPath(), { cmd: 'reload' }, 30_000);
+        reloaded = await request(socketPath(), { cmd: 'reload' }, 30_000);
       } catch (error) {
         throw new Exit(error instanceof ControlUnavailable ? EXIT.failed : EXIT.config, messageOf(error));
       }
+      await sayWhichConfig(g, reloaded.reloaded);
     });
 
   program
@@ -275,12 +304,14 @@ export function buildProgram(): Command {
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
+      await checkNamedConfig(g);
       let status: DaemonStatus;
       try {
         status = await request(socketPath(), { cmd: 'status' }, 10_000);
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }
+      await sayWhichConfig(g, status.config);
       if (g.json === true) return printJson(status);
       print(`IRIS is running (pid ${status.pid}, up ${status.uptime_s} s), home zone ${status.home_zone}`);
       const loaded = status.ollama.loaded === null ? 'Ollama not answering' : status.ollama.loaded ? 'loaded' : 'not loaded';
@@ -300,8 +331,10 @@ export function buildProgram(): Command {
     .description('validate the config; print every problem as FILE:LINE: message')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      await readConfig(g);
-      print(`${configPath(g)}: OK`);
+      const config = await readConfig(g);
+      const { path } = configOf(g);
+      if (!(await exists(path))) return print(`${path}: not found, using defaults`);
+      print(`${path}: OK${config.mcp.servers_file === '' ? '' : ` (MCP servers also from ${config.mcp.servers_file})`}`);
     });
 
   program
@@ -370,7 +403,7 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       const { config, iris, log } = await open(g);
-      const checks = await doctor(config, configPath(g), stateDir(), iris, log);
+      const checks = await doctor(config, configOf(g).path, stateDir(), iris, log);
       if (g.json === true) printJson(checks);
       else for (const c of checks) print(`${c.ok ? '✓' : '✗'} ${c.what}: ${c.detail}`);
       if (checks.some((c) => !c.ok)) process.exitCode = EXIT.failed;
@@ -381,8 +414,8 @@ export function buildProgram(): Command {
     .description('the long-running service: listens, talks, runs timers')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const code = await runDaemon({ configPath: configPath(g), stateDir: stateDir(), logLevel: g.logLevel === 'warn' ? 'info' : g.logLevel });
-      if (code !== 0) throw new Exit(code, 'daemon stopped with an error');
+      // A config problem (78) is already in the daemon's log, once; nothing to add.
+      process.exitCode = await runDaemon({ config: configOf(g), stateDir: stateDir(), logLevel: g.logLevel === 'warn' ? 'info' : g.logLevel });
     });
 
   return program;

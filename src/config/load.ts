@@ -1,16 +1,33 @@
 /**
- * One pure loader: TOML text in, a frozen `Config` out, or a `ConfigError` that lists every
- * problem as `FILE:LINE: message`. `loadConfig` only adds reading the file.
+ * The one config loader, run by every command that reads a config, `iris config check`
+ * included: TOML text in, a frozen `Config` out, or a `ConfigError` that lists every problem
+ * as `FILE:LINE: message` — in the config file and in the `[mcp] servers_file` it names.
+ * `parseConfig` is the pure TOML half; `loadConfig` adds reading the files.
  */
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { IANAZone } from 'luxon';
 import { getStaticTOMLValue, parseTOML } from 'toml-eslint-parser';
 import type { AST } from 'toml-eslint-parser';
-import { ConfigError } from '../errors.js';
-import { configSchema, type Config, type McpServerConfig } from './schema.js';
+import { ConfigError, messageOf } from '../errors.js';
+import { configSchema, mcpServerSchema, type Config, type McpServerConfig } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/iris/config';
+
+/** The config file a command reads, and who named it. */
+export interface ConfigFile {
+  path: string;
+  /** How the path was given; absent for the default path. A named file must exist. */
+  namedBy?: '--config' | 'IRIS_CONFIG';
+}
+
+/** `--config`, else `$IRIS_CONFIG`, else the default path. */
+export function configFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): ConfigFile {
+  if (flag !== undefined) return { path: flag, namedBy: '--config' };
+  if (env.IRIS_CONFIG) return { path: env.IRIS_CONFIG, namedBy: 'IRIS_CONFIG' };
+  return { path: DEFAULT_CONFIG_PATH };
+}
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
 ajv.addFormat('iana-zone', (zone: string) => zone === '' || IANAZone.isValidZone(zone));
@@ -23,55 +40,105 @@ ajv.addFormat('http-url', (url: string) => {
   }
 });
 const validate = ajv.compile(configSchema);
-const validateServer = ajv.compile(configSchema.properties.mcp.properties.servers.additionalProperties);
+const validateServer = ajv.compile<McpServerConfig>(mcpServerSchema);
 
 /** The system's IANA zone, as Node sees it (TZ, /etc/localtime). */
 export function systemTimeZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
-/** Read and validate a config file; a missing file means every default. */
-export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
-  let text = '';
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new ConfigError([`${path}: cannot read: ${(error as Error).message}`]);
-    }
-  }
-  return parseConfig(text, path, env);
+/** A problem at a line of the file being checked. */
+interface Problem {
+  line: number;
+  message: string;
 }
 
-/** Parse TOML text into a validated, defaulted, frozen config. Pure. */
+/** Problems as `FILE:LINE: message`, in line order. */
+function located(file: string, problems: readonly Problem[]): string[] {
+  return [...problems].sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.message}`);
+}
+
+/**
+ * Read and check a config file and the `[mcp] servers_file` it names; every problem of both
+ * is reported at once. A named file (`--config`, `$IRIS_CONFIG`) must exist; the default one
+ * missing means every default. The servers file's servers join `mcp.servers` (the config
+ * file's own win a name clash); a relative `servers_file` is relative to the config file.
+ */
+export async function loadConfig(file: ConfigFile, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
+  const toml = checkToml(await readConfigText(file), env);
+  const problems = located(file.path, toml.problems);
+  const config = toml.data as MutableConfig | undefined;
+  const serversFile = typeof config?.mcp?.servers_file === 'string' ? config.mcp.servers_file : '';
+  let fromFile: Record<string, McpServerConfig> = {};
+  if (serversFile !== '') {
+    const where = path.resolve(path.dirname(file.path), serversFile);
+    const at = `${file.path}:${toml.lineOf('/mcp/servers_file')}: "mcp.servers_file"`;
+    let text: string | undefined;
+    try {
+      text = await readFile(where, 'utf8');
+    } catch (error) {
+      const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+      problems.push(missing ? `${at}: no such file: ${where}` : `${at}: cannot read ${where}: ${messageOf(error)}`);
+    }
+    if (text !== undefined) {
+      const checked = checkServersFile(text, where, env);
+      problems.push(...checked.problems);
+      fromFile = checked.servers;
+    }
+    if (config?.mcp) config.mcp.servers_file = where;
+  }
+  if (problems.length > 0 || config === undefined) throw new ConfigError(problems);
+  config.mcp.servers = { ...fromFile, ...config.mcp.servers };
+  return finish(config);
+}
+
+/** The file's text; '' for a default file that is not there. */
+async function readConfigText(file: ConfigFile): Promise<string> {
+  try {
+    return await readFile(file.path, 'utf8');
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+    if (missing && file.namedBy === undefined) return '';
+    const named = file.namedBy === '--config' ? '--config' : '$IRIS_CONFIG';
+    throw new ConfigError([missing ? `${file.path}: no such config file (named by ${named})` : `${file.path}: cannot read: ${messageOf(error)}`]);
+  }
+}
+
+/** Parse TOML text into a validated, defaulted, frozen config. Pure; `servers_file` is not read. */
 export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = {}): Config {
+  const { data, problems } = checkToml(text, env);
+  if (problems.length > 0 || data === undefined) throw new ConfigError(located(file, problems));
+  return finish(data as MutableConfig);
+}
+
+type MutableConfig = Config & { assistant: { timezone: string }; mcp: { servers_file: string; servers: Record<string, McpServerConfig> } };
+
+function finish(config: MutableConfig): Config {
+  if (config.assistant.timezone === '') config.assistant.timezone = systemTimeZone();
+  return deepFreeze(config);
+}
+
+/**
+ * TOML checked against the schema: the data with its defaults filled in (absent when the
+ * TOML itself does not parse), every problem with its line, and each key's line.
+ */
+function checkToml(text: string, env: NodeJS.ProcessEnv): { data?: unknown; problems: Problem[]; lineOf: (pointer: string) => number } {
   let ast: AST.TOMLProgram;
   try {
     ast = parseTOML(text);
   } catch (error) {
     const { lineNumber, message } = error as { lineNumber?: number; message: string };
-    throw new ConfigError([`${file}:${lineNumber ?? 1}: ${message}`]);
+    return { problems: [{ line: lineNumber ?? 1, message }], lineOf: () => 1 };
   }
-  const lines = keyLines(ast);
-  const lineOf = (pointer: string): number => {
-    for (let p = pointer; ; p = p.slice(0, p.lastIndexOf('/'))) {
-      const line = lines.get(p);
-      if (line !== undefined || p === '') return line ?? 1;
-    }
-  };
-  const problems: { line: number; message: string }[] = [];
+  const lineOf = nearestLine(keyLines(ast));
+  const problems: Problem[] = [];
   const data = substituteEnv(getStaticTOMLValue(ast), '', env, (pointer, message) =>
     problems.push({ line: lineOf(pointer), message }),
   );
   if (!validate(data)) {
-    for (const error of validate.errors ?? []) {
-      const pointer = error.keyword === 'additionalProperties'
-        ? `${error.instancePath}/${String(error.params.additionalProperty)}`
-        : error.instancePath;
-      problems.push({ line: lineOf(pointer), message: describe(error, data) });
-    }
+    for (const error of validate.errors ?? []) problems.push({ line: lineOf(errorPointer(error)), message: describe(error, data) });
   }
-  const config = data as Config & { assistant: { timezone: string } };
+  const config = data as Config;
   for (const [name, server] of Object.entries(config.mcp?.servers ?? {})) {
     if ((server.command === undefined) === (server.url === undefined)) {
       problems.push({
@@ -80,54 +147,126 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
       });
     }
   }
-  if (problems.length > 0) {
-    problems.sort((a, b) => a.line - b.line);
-    throw new ConfigError(problems.map((p) => `${file}:${p.line}: ${p.message}`));
-  }
-  if (config.assistant.timezone === '') config.assistant.timezone = systemTimeZone();
-  return deepFreeze(config);
+  return { data, problems, lineOf };
 }
 
 /**
- * MCP servers from `[mcp] servers_file`, a JSON file in the common `{"mcpServers": {...}}`
- * shape (Claude Desktop, ollmcp): stdio `{command, args, env, cwd, disabled}` or HTTP
- * `{url, type, headers}`. Servers in the config file win over ones with the same name here.
+ * `[mcp] servers_file`: JSON in the common `{"mcpServers": {...}}` shape (Claude Desktop,
+ * ollmcp), stdio `{command, args, env, cwd, disabled}` or HTTP `{url, type, headers}`, each
+ * checked against the same server schema as an `[mcp.servers.NAME]` table. Pure.
  */
-export async function loadMcpServers(config: Config, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, McpServerConfig>> {
-  const file = config.mcp.servers_file;
-  if (file === '') return { ...config.mcp.servers };
+function checkServersFile(text: string, file: string, env: NodeJS.ProcessEnv): { servers: Record<string, McpServerConfig>; problems: string[] } {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await readFile(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError([`${file}: ${(error as Error).message}`]);
+    return { servers: {}, problems: located(file, [{ line: jsonErrorLine(text, error), message: `not valid JSON: ${messageOf(error)}` }]) };
   }
-  const servers = (parsed as { mcpServers?: unknown }).mcpServers;
-  if (servers === null || typeof servers !== 'object' || Array.isArray(servers)) {
-    throw new ConfigError([`${file}: expected {"mcpServers": {"name": {...}}}`]);
+  const lineOf = nearestLine(jsonKeyLines(text));
+  const servers = isTable(parsed) ? parsed.mcpServers : undefined;
+  if (!isTable(servers)) {
+    return { servers: {}, problems: located(file, [{ line: lineOf('/mcpServers'), message: 'expected {"mcpServers": {"NAME": {...}, ...}}' }]) };
   }
-  const problems: string[] = [];
+  const problems: Problem[] = [];
   const out: Record<string, McpServerConfig> = {};
-  for (const [name, raw] of Object.entries(servers as Record<string, Record<string, unknown>>)) {
-    const { disabled, type, ...rest } = raw ?? {};
-    const candidate: Record<string, unknown> = { ...rest, enabled: disabled !== true };
+  for (const [name, raw] of Object.entries(servers)) {
+    const at = `/mcpServers/${escapePointer(name)}`;
+    const scope: Scope = { schema: mcpServerSchema, key: ['mcpServers', name], table: (key) => `"${key}"` };
+    if (!isTable(raw)) {
+      problems.push({ line: lineOf(at), message: `"mcpServers.${name}" must be an object, not ${describeType(raw)}` });
+      continue;
+    }
+    const { disabled, type, ...rest } = raw;
+    if (disabled !== undefined && typeof disabled !== 'boolean') {
+      problems.push({ line: lineOf(`${at}/disabled`), message: `"mcpServers.${name}.disabled" must be a boolean, not ${describeType(disabled)} (${JSON.stringify(disabled)})` });
+    }
+    // `disabled` is the common shape's switch; IRIS's own `enabled` is checked like any key.
+    const candidate: Record<string, unknown> = disabled === undefined ? { ...rest } : { ...rest, enabled: disabled !== true };
     if (typeof type === 'string' && rest.url !== undefined) candidate.transport = /sse/i.test(type) ? 'sse' : 'streamable-http';
-    const substituted = substituteEnv(candidate, '', env, (_p, message) => problems.push(`${file}: ${name}: ${message}`));
-    if (!validateServer(substituted)) {
-      for (const error of validateServer.errors ?? []) problems.push(`${file}: ${name}: ${error.instancePath || 'server'} ${error.message ?? 'is invalid'}`);
-    } else if (((substituted as McpServerConfig).command === undefined) === ((substituted as McpServerConfig).url === undefined)) {
-      problems.push(`${file}: ${name}: needs exactly one of "command" or "url"`);
-    } else out[name] = substituted as McpServerConfig;
+    const server = substituteEnv(candidate, at, env, (pointer, message) => problems.push({ line: lineOf(pointer), message }));
+    if (!validateServer(server)) {
+      for (const error of validateServer.errors ?? []) problems.push({ line: lineOf(`${at}${errorPointer(error)}`), message: describe(error, server, scope) });
+    } else if ((server.command === undefined) === (server.url === undefined)) {
+      problems.push({ line: lineOf(at), message: `"mcpServers.${name}" needs exactly one of "command" (stdio) or "url" (HTTP)` });
+    } else out[name] = server;
   }
-  if (problems.length > 0) throw new ConfigError(problems);
-  return { ...out, ...config.mcp.servers };
+  return { servers: out, problems: located(file, problems) };
+}
+
+function isTable(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** A pointer's line, or its nearest parent's that has one (a defaulted key has none). */
+function nearestLine(lines: ReadonlyMap<string, number>): (pointer: string) => number {
+  return (pointer) => {
+    for (let p = pointer; ; p = p.slice(0, p.lastIndexOf('/'))) {
+      const line = lines.get(p);
+      if (line !== undefined || p === '') return line ?? 1;
+    }
+  };
+}
+
+/** Where an ajv error points: the unknown key itself for `additionalProperties`. */
+function errorPointer(error: ErrorObject): string {
+  return error.keyword === 'additionalProperties'
+    ? `${error.instancePath}/${escapePointer(String(error.params.additionalProperty))}`
+    : error.instancePath;
+}
+
+function escapePointer(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * The line of a JSON syntax error. Node names the offset ("at position 12"; Node 18 none at the
+ * end of input); an error at the end is on the last line with text, not after it.
+ */
+function jsonErrorLine(text: string, error: unknown): number {
+  const end = text.trimEnd().length;
+  const position = Number(/at position (\d+)/.exec(messageOf(error))?.[1] ?? end);
+  return text.slice(0, Math.min(position, end)).split('\n').length;
+}
+
+/** Every key's and element's line in valid JSON text, by JSON pointer (JSON.parse keeps none). */
+function jsonKeyLines(text: string): Map<string, number> {
+  const lines = new Map<string, number>();
+  // Strings, brackets and bare scalars; commas and colons carry nothing and are skipped.
+  const tokens = [...text.matchAll(/"(?:[^"\\]|\\.)*"|[{}[\]]|[^\s{}[\],:"]+/g)];
+  let at = 0;
+  let line = 1;
+  let counted = 0;
+  const lineAt = (index: number): number => {
+    for (; counted < index; counted++) if (text[counted] === '\n') line++;
+    return line;
+  };
+  const next = (): RegExpMatchArray => {
+    const token = tokens[at++];
+    if (token === undefined) throw new Error('unexpected end of JSON'); // JSON.parse accepted the text first
+    return token;
+  };
+  const peek = (): string | undefined => tokens[at]?.[0];
+  const value = (pointer: string): void => {
+    const open = next()[0];
+    if (open !== '{' && open !== '[') return;
+    const close = open === '{' ? '}' : ']';
+    for (let i = 0; peek() !== close; i++) {
+      const start = open === '{' ? next() : tokens[at];
+      const key = open === '{' ? escapePointer(JSON.parse(start?.[0] ?? '""') as string) : String(i);
+      if (!lines.has(`${pointer}/${key}`)) lines.set(`${pointer}/${key}`, lineAt(start?.index ?? 0));
+      value(`${pointer}/${key}`);
+    }
+    next();
+  };
+  value('');
+  return lines;
 }
 
 /** Every key's line, by JSON pointer (`/ollama/url`), tables included. */
 function keyLines(ast: AST.TOMLProgram): Map<string, number> {
   const lines = new Map<string, number>();
   const pointer = (path: readonly (string | number)[]): string =>
-    path.map((k) => `/${String(k).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+    path.map((k) => `/${escapePointer(String(k))}`).join('');
   const visitValue = (path: (string | number)[], node: AST.TOMLContentNode): void => {
     if (node.type === 'TOMLInlineTable') node.body.forEach((kv) => visitKeyValue(path, kv));
     if (node.type === 'TOMLArray') {
@@ -181,19 +320,33 @@ function substituteEnv(
   return value;
 }
 
-/** One ajv error in the words of the config file. */
-function describe(error: ErrorObject, data: unknown): string {
+/** Where an ajv error happened: the schema checked, the key path to it, how a table is named. */
+interface Scope {
+  schema: SchemaNode;
+  key: readonly string[];
+  table: (key: string) => string;
+}
+
+interface SchemaNode {
+  properties?: Record<string, unknown>;
+  additionalProperties?: unknown;
+}
+
+const CONFIG_SCOPE: Scope = { schema: configSchema, key: [], table: (key) => `[${key}]` };
+
+/** One ajv error in the words of the file it is about. */
+function describe(error: ErrorObject, data: unknown, scope: Scope = CONFIG_SCOPE): string {
   const path = error.instancePath.split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
-  const key = path.join('.');
+  const key = [...scope.key, ...path].join('.');
   const value = path.reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], data);
   const shown = JSON.stringify(value);
   switch (error.keyword) {
     case 'additionalProperties': {
       const extra = String(error.params.additionalProperty);
-      const known = Object.keys(schemaAt(path)).join(', ');
-      return path.length === 0
+      const known = Object.keys(schemaAt(scope.schema, path)).join(', ');
+      return key === ''
         ? `unknown section [${extra}] (known: ${known})`
-        : `unknown key "${extra}" in [${key}] (known: ${known})`;
+        : `unknown key "${extra}" in ${scope.table(key)} (known: ${known})`;
     }
     case 'type':
       return `"${key}" must be ${article(String(error.params.type))}, not ${describeType(value)} (${shown})`;
@@ -208,8 +361,8 @@ function describe(error: ErrorObject, data: unknown): string {
   }
 }
 
-function schemaAt(path: readonly string[]): Record<string, unknown> {
-  let node: { properties?: Record<string, unknown>; additionalProperties?: unknown } = configSchema;
+function schemaAt(root: SchemaNode, path: readonly string[]): Record<string, unknown> {
+  let node = root;
   for (const key of path) {
     const next = node.properties?.[key] ?? node.additionalProperties;
     if (typeof next !== 'object' || next === null) return {};

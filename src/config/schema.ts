@@ -259,3 +259,5 @@ export const configSchema = {
 /** The validated config, every default filled in, deeply frozen. */
 export type Config = FromSchema<typeof configSchema>;
 export type McpServerConfig = FromSchema<typeof mcpServer>;
+/** One `[mcp.servers.NAME]` table; also each entry of `[mcp] servers_file`. */
+export const mcpServerSchema = mcpServer;

@@ -5,7 +5,6 @@
  * order (timers, MCP pre-warm), `stop()` undoes it in reverse.
  */
 import { loadTokenizer } from '../budget/tokenizer.js';
-import { loadMcpServers } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { ChatBackend } from '../conversation/backend.js';
 import { Conversation, type ConversationOptions } from '../conversation/engine.js';
@@ -52,7 +51,8 @@ const PROXY_TIMEOUT_MS = 300_000;
 export function assemble(config: Config, options: AssembleOptions): Iris {
   const log = options.log;
   let current = config;
-  const hasServers = (c: Config) => Object.values(c.mcp.servers).some((s) => s.enabled !== false) || c.mcp.servers_file !== '';
+  // loadConfig has put the servers of `[mcp] servers_file` into `mcp.servers`.
+  const hasServers = (c: Config) => Object.values(c.mcp.servers).some((s) => s.enabled !== false);
   const toggles = (c: Config) => (toggle: string) =>
     toggle === 'mcp' ? hasServers(c) : (c.tools as Record<string, unknown>)[toggle] !== false;
   const host = new ToolHost({
@@ -86,7 +86,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   registerMetaTools();
   const started: ToolSet[] = [];
   let backend = options.backend ?? createOllamaBackend(config.ollama.url);
-  const configureServers = async (c: Config): Promise<void> => servers.configure(await loadMcpServers(c));
+  const configureServers = (c: Config): Promise<void> => servers.configure(c.mcp.servers);
 
   return {
     get config() {

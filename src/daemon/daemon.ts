@@ -4,7 +4,8 @@
  * the running config kept), and on SIGTERM/SIGINT stops the parts in reverse within a hard
  * deadline.
  */
-import { loadConfig } from '../config/load.js';
+import { resolve } from 'node:path';
+import { loadConfig, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
 import { createLogger, type LogLevel, type Logger } from '../log.js';
@@ -17,7 +18,8 @@ import { VoiceService, type VoiceServiceOptions } from './voice.js';
 import type { TurnResult } from '../conversation/engine.js';
 
 export interface DaemonOptions {
-  configPath: string;
+  /** The config file: re-read on SIGHUP and `iris reload`, named to `iris status` and CLI commands. */
+  config: ConfigFile;
   stateDir: string;
   /** The control socket's path; default from `socketPath()`. */
   socket?: string;
@@ -72,9 +74,11 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 }
 
 async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<string>): Promise<number> {
+  // Absolute, as the daemon's answers name it: a CLI elsewhere compares it with its own.
+  const configPath = resolve(options.config.path);
   let config: Config;
   try {
-    config = await loadConfig(options.configPath);
+    config = await loadConfig(options.config);
   } catch (error) {
     if (error instanceof ConfigError) {
       for (const problem of error.problems) log.error(problem);
@@ -95,9 +99,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     await iris.start();
   } catch (error) {
     await iris.stop();
-    if (!(error instanceof ConfigError)) throw error;
-    for (const problem of error.problems) log.error(problem);
-    return 78;
+    throw error;
   }
   const started = Date.now();
   const conversations = new Conversations(() => iris.conversation()); // one per `iris ask` client
@@ -107,7 +109,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const reload = async (): Promise<void> => {
     let next: Config;
     try {
-      next = await loadConfig(options.configPath);
+      next = await loadConfig(options.config);
     } catch (error) {
       const problems = error instanceof ConfigError ? error.problems : [messageOf(error)];
       for (const problem of problems) log.error(problem);
@@ -128,7 +130,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     return {
       pid: process.pid,
       uptime_s: Math.round((Date.now() - started) / 1000),
-      config: options.configPath,
+      config: configPath,
       state_dir: options.stateDir,
       home_zone: iris.config.assistant.timezone,
       ollama: { url: iris.config.ollama.url, model: iris.config.ollama.model, loaded: await spoken.modelLoaded() },
@@ -142,7 +144,9 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     switch (request.cmd) {
       case 'reload':
         await reload();
-        return { reloaded: options.configPath };
+        return { reloaded: configPath };
+      case 'config': // which config answers: CLI commands the daemon answers say so
+        return { path: configPath };
       case 'status':
         return status();
       case 'ask': {

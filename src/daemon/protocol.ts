@@ -10,6 +10,8 @@ import type { VoiceStatus } from './voice.js';
 export type ControlRequest =
   | { cmd: 'status' }
   | { cmd: 'reload' }
+  /** The daemon's config file (absolute): commands say which config answered them. */
+  | { cmd: 'config' }
   /** `conversation`: continue that client's conversation; without it, a new one. */
   | { cmd: 'ask'; text: string; conversation?: string }
   /** `iris tools call` and `iris timers`: the person's own command (no confirmation asked). */
@@ -35,6 +37,7 @@ export interface DaemonStatus {
 export interface ControlResults {
   status: DaemonStatus;
   reload: { reloaded: string };
+  config: { path: string };
   ask: TurnResult & { conversation: string };
   'tools.call': CallToolResult;
 }
@@ -57,6 +60,7 @@ export function parseRequest(line: string): ControlRequest | string {
   switch (request.cmd) {
     case 'status':
     case 'reload':
+    case 'config':
       return { cmd: request.cmd };
     case 'ask':
       if (typeof request.text !== 'string' || request.text.trim() === '') return 'bad request: "ask" needs a "text"';
