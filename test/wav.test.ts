@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeWav, WavError } from '../src/pipeline/wav.js';
 import { iris } from './helpers/cli.js';
 import { commandWav } from './helpers/speech.js';
-import { tempDir } from './helpers/tmp.js';
+import { emptyConfig, tempDir } from './helpers/tmp.js';
 
 /** One second of a 440 Hz sine at half scale in channel 1, silence in the others, made by sox. */
 function sine(dir: string, encoding: string[], rate: number, channels: number): string {
@@ -130,7 +130,7 @@ describe('iris listen --file', () => {
     const dir = tempDir();
     const file = join(dir, 'request-24bit-stereo.wav');
     execFileSync('sox', ['-D', commandWav('hey jarvis, what time is it'), '-r', '44100', '-c', '2', '-b', '24', file]);
-    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const vars = { IRIS_CONFIG: emptyConfig(dir), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
     const run = await iris(['listen', '--file', file, '--json'], vars);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -141,7 +141,7 @@ describe('iris listen --file', () => {
     const dir = tempDir();
     const file = join(dir, 'notes.wav');
     writeFileSync(file, 'not audio\n');
-    const vars = { IRIS_CONFIG: join(dir, 'none'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const vars = { IRIS_CONFIG: emptyConfig(dir), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
     const run = await iris(['listen', '--file', file], vars);
     expect(run).toMatchObject({ code: 1, stdout: '' });
     expect(run.stderr).toMatch(new RegExp(`^${file} is not a WAV file[^\\n]*\\n$`));
