@@ -67,7 +67,9 @@ export async function answerLocally(
   const how = REPLIES[found.intent.name] ?? {};
   const result = await host.call(tool, found.args, signal === undefined ? { origin } : { signal, origin });
   if (result.pending !== undefined) return { reply: result.pending.question, tool_calls: [], pending: result.pending };
-  if (result.isError === true && how.errorMeansNoMatch === true) return undefined;
+  // A request the tool could not read may be the model's to answer; a tool that broke (the
+  // state dir not writable) is said as it is, not handed to the model to guess around.
+  if (result.isError === true && how.errorMeansNoMatch === true && result.failed !== true) return undefined;
   const reply = result.isError === true || how.reply === undefined ? resultText(result) : how.reply(result);
   return { reply, tool_calls: [toolCallRecord(tool, found.args, result)] };
 }

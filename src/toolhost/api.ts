@@ -46,6 +46,8 @@ export interface CallToolResult {
 /** What the tool host answers: a result, or (not run yet) the call waiting for a yes. */
 export interface HostResult extends CallToolResult {
   pending?: PendingCall;
+  /** The tool broke (threw, timed out), as opposed to refusing a request it could not read. */
+  failed?: true;
 }
 
 export interface CallContext {

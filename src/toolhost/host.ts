@@ -188,7 +188,7 @@ export class ToolHost {
     return { ...errorResult(`Not run yet: ${label} needs the user's yes, and IRIS is asking them. Do not call it again; wait for the user.`), pending };
   }
 
-  async #run(entry: Entry, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+  async #run(entry: Entry, args: Record<string, unknown>, options: CallOptions): Promise<HostResult> {
     const { tool } = entry;
     const timeoutMs = options.timeoutMs ?? entry.timeoutMs ?? this.#timeoutMs();
     const controller = new AbortController();
@@ -197,9 +197,9 @@ export class ToolHost {
     if (outer?.aborted) return errorResult(`${tool.name} was cancelled.`);
     outer?.addEventListener('abort', abort, { once: true });
     let timer: NodeJS.Timeout | undefined;
-    const stopped = new Promise<CallToolResult>((resolve) => {
+    const stopped = new Promise<HostResult>((resolve) => {
       timer = setTimeout(() => {
-        resolve(errorResult(`${tool.name} timed out after ${timeoutMs / 1000} s.`));
+        resolve({ ...errorResult(`${tool.name} timed out after ${timeoutMs / 1000} s.`), failed: true });
         controller.abort(new Error('timeout'));
       }, timeoutMs);
       controller.signal.addEventListener('abort', () => resolve(errorResult(`${tool.name} was cancelled.`)), {
@@ -212,7 +212,7 @@ export class ToolHost {
     } catch (error) {
       if (isAbortError(error) || controller.signal.aborted) return errorResult(`${tool.name} was cancelled.`);
       this.#log.warn(`${tool.name} failed: ${messageOf(error)}`);
-      return errorResult(`${tool.name} failed: ${messageOf(error)}`);
+      return { ...errorResult(`${tool.name} failed: ${messageOf(error)}`), failed: true };
     } finally {
       clearTimeout(timer);
       outer?.removeEventListener('abort', abort);
