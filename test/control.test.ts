@@ -64,7 +64,7 @@ describe('the control socket', () => {
     const second = client(path);
     await Promise.all([connected(first.socket), connected(second.socket)]);
     const third = client(path);
-    expect(JSON.parse(await third.said)).toEqual({ ok: false, error: 'IRIS is serving 2 connections already; try again' });
+    expect(JSON.parse(await third.said)).toEqual({ ok: false, error: 'IRIS is serving 2 connections already; try again', busy: true });
     first.socket.destroy();
     await first.said;
     await expect(request(path, { cmd: 'reload' })).resolves.toEqual({ reloaded: 'x' });

@@ -74,7 +74,7 @@ describe('ToolHost', () => {
       throw new Error('disk on fire');
     }));
     host.register(tool('bad', () => ({}) as never));
-    expect(await host.call('boom', {})).toEqual(errorResult('boom failed: disk on fire'));
+    expect(await host.call('boom', {})).toEqual({ ...errorResult('boom failed: disk on fire'), failed: true }); // broke, as opposed to refusing bad input
     expect(await host.call('bad', {})).toEqual(errorResult('the tool returned no content.'));
   });
 
@@ -88,7 +88,7 @@ describe('ToolHost', () => {
     }));
     const pending = host.call('hang', {});
     await vi.advanceTimersByTimeAsync(5_000);
-    expect(await pending).toEqual(errorResult('hang timed out after 5 s.'));
+    expect(await pending).toEqual({ ...errorResult('hang timed out after 5 s.'), failed: true });
     expect(seen?.aborted).toBe(true);
   });
 

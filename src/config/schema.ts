@@ -166,6 +166,19 @@ export const configSchema = {
         },
       },
     },
+    wyoming: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        listen: {
+          type: 'string',
+          pattern: '^(tcp://(\\[[0-9a-fA-F:]+\\]|[^:/\\s]+):[0-9]{1,5})?$',
+          default: '',
+          description: 'Serve Wyoming to Home Assistant (handle, asr, tts, wake) here, e.g. "tcp://127.0.0.1:10700"; empty: off. Other hosts need the unit\'s IPAddressAllow (README.Debian).',
+        },
+      },
+    },
     audio: {
       type: 'object',
       additionalProperties: false,

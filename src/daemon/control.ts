@@ -34,7 +34,7 @@ const IDLE_MS = 30_000;
 const MAX_CONNECTIONS = 64;
 /** Pending connections the kernel queues (capped by net.core.somaxconn); clients also retry EAGAIN. */
 const BACKLOG = 1024;
-/** Times a connect the kernel refused with EAGAIN (its queue was full) is tried again. */
+/** Times a request is sent again when the kernel's queue was full (EAGAIN) or the daemon busy. */
 const CONNECT_RETRIES = 20;
 
 /** `$IRIS_SOCKET`, else `$RUNTIME_DIRECTORY/control.sock` (systemd), else /run/iris/control.sock. */
@@ -61,7 +61,7 @@ export async function serveControl(path: string, handle: ControlHandler, log: Lo
   const server: Server = createServer({ allowHalfOpen: true }, (socket) => {
     socket.on('error', (error) => log.debug(`control client: ${messageOf(error)}`));
     if (connections.size >= maxConnections) {
-      hangUp(socket, { ok: false, error: `IRIS is serving ${maxConnections} connections already; try again` });
+      hangUp(socket, { ok: false, error: `IRIS is serving ${maxConnections} connections already; try again`, busy: true });
       return;
     }
     connections.set(socket, new Connection(socket, handle, stopping.signal, idleMs));
@@ -176,7 +176,8 @@ export async function request<C extends Command>(path: string, body: RequestOf<C
     try {
       return await requestOnce<C>(path, body, timeoutMs);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || attempt >= CONNECT_RETRIES) throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== 'EAGAIN' && code !== 'EBUSY') || attempt >= CONNECT_RETRIES) throw error;
       await sleep(10 + Math.random() * 20 * (attempt + 1)); // a burst of clients: back off and try again
     }
   }
@@ -213,7 +214,7 @@ function requestOnce<C extends Command>(path: string, body: RequestOf<C>, timeou
           return;
         }
         if (reply.ok) resolve(reply.result);
-        else reject(new Error(reply.error));
+        else reject(Object.assign(new Error(reply.error), reply.busy === true ? { code: 'EBUSY' } : {}));
       });
     });
     socket.on('close', () => settle(() => reject(new Error('the daemon closed the connection without answering (did it stop?)'))));

@@ -13,6 +13,8 @@ import { assemble, type Iris } from './assemble.js';
 import { serveControl, socketPath } from './control.js';
 import type { Command, ControlRequest, ControlResults, DaemonStatus } from './protocol.js';
 import { Conversations } from './conversations.js';
+import { serveWyoming } from '../wyoming/server.js';
+import { irisServices } from '../wyoming/services.js';
 import { createNotifier } from './notify.js';
 import { VoiceService, type VoiceServiceOptions } from './voice.js';
 import type { TurnResult } from '../conversation/engine.js';
@@ -37,7 +39,7 @@ export interface DaemonOptions {
  * which act only when the daemon starts.
  */
 const VOICE_SETTINGS = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
-const START_ONLY_SETTINGS = ['daemon.socket_group', 'mcp.preload'];
+const START_ONLY_SETTINGS = ['daemon.socket_group', 'mcp.preload', 'wyoming.listen'];
 
 /** Which of `paths` (a section, or section.key) differ between two configs. */
 export function changedKeys(before: Config, after: Config, paths: readonly string[]): string[] {
@@ -164,6 +166,14 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   } catch (error) {
     log.error(`no control socket at ${path} (${messageOf(error)}); iris status and iris ask cannot reach this daemon`);
   }
+  let closeWyoming: () => Promise<void> = () => Promise.resolve();
+  if (iris.config.wyoming.listen !== '') {
+    try {
+      closeWyoming = (await serveWyoming(iris.config.wyoming.listen, irisServices(() => iris.config, conversations, log.child('wyoming')), log.child('wyoming'))).close;
+    } catch (error) {
+      log.error(`no Wyoming server at ${iris.config.wyoming.listen} (${messageOf(error)}); Home Assistant cannot reach IRIS`);
+    }
+  }
   const notifier = createNotifier(process.env, log);
   log.info(`ready: home zone ${iris.config.assistant.timezone}, state in ${options.stateDir}`);
   const heard = voice.status;
@@ -184,6 +194,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   deadline.unref();
   try {
     await closeControl();
+    await closeWyoming();
     await voice.stop();
     await iris.stop();
   } finally {

@@ -42,7 +42,8 @@ export interface ControlResults {
   'tools.call': CallToolResult;
 }
 
-export type ControlReply<C extends Command = Command> = { ok: true; result: ControlResults[C] } | { ok: false; error: string };
+/** `busy`: refused for now (too many connections); the same request may be sent again. */
+export type ControlReply<C extends Command = Command> = { ok: true; result: ControlResults[C] } | { ok: false; error: string; busy?: true };
 
 /** The request of one command. */
 export type RequestOf<C extends Command> = Extract<ControlRequest, { cmd: C }>;

@@ -1,0 +1,53 @@
+/**
+ * What IRIS offers Home Assistant over Wyoming, built from the config in force: the
+ * conversation engine (one conversation per HA `conversation_id`), the configured speech to
+ * text, voice and wake word. The speech engines are made on first use, so a server that only
+ * handles transcripts costs no models.
+ */
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import { createEspeak } from '../pipeline/espeak.js';
+import type { SpeechToText } from '../pipeline/stt.js';
+import { createOpenWakeWord, wakeWordName } from '../pipeline/wakeword.js';
+import type { Conversations } from '../daemon/conversations.js';
+import { chooseStt } from '../daemon/voice.js';
+import type { WyomingServices } from './server.js';
+
+const ATTRIBUTION = { name: 'IRIS', url: '' };
+
+export function irisServices(config: () => Config, conversations: Conversations, log: Logger): WyomingServices {
+  let stt: Promise<SpeechToText> | undefined;
+  const artifact = (name: string, description: string) => ({ name, description, attribution: ATTRIBUTION, installed: true, version: '1' });
+  return {
+    info() {
+      const c = config();
+      const wake = wakeWordName(c.assistant.wake_word);
+      return {
+        handle: [{ ...artifact('iris', 'IRIS: local tools, timers and reminders, MCP tools, Ollama'), models: [{ ...artifact('iris', 'IRIS conversation'), languages: ['en'] }], supports_handled_streaming: false }],
+        asr: [{ ...artifact('iris-stt', 'IRIS speech to text'), models: [{ ...artifact(c.stt.engine, `IRIS speech to text (${c.stt.engine})`), languages: ['en'] }], supports_transcript_streaming: false }],
+        tts: [{ ...artifact('iris-tts', 'IRIS voice'), voices: [{ ...artifact(c.tts.voice, `espeak-ng ${c.tts.voice}`), languages: ['en'] }], supports_synthesize_streaming: true }],
+        wake: [{ ...artifact('iris-wake', 'IRIS wake word (openWakeWord)'), models: [{ ...artifact(wake, wake.replace(/_/g, ' ')), languages: ['en'], phrase: wake.replace(/_/g, ' ') }] }],
+      };
+    },
+    async handle(text, conversationId, signal) {
+      let opened;
+      try {
+        opened = conversations.open(conversationId === undefined ? undefined : `ha:${conversationId}`);
+      } catch {
+        opened = conversations.open(); // an id IRIS does not take: a conversation of its own
+      }
+      return (await opened.conversation.turn(text, signal).result).reply;
+    },
+    async stt() {
+      stt ??= (async () => {
+        const { stt: engine, reason } = chooseStt(config(), log);
+        log.info(`wyoming speech to text: ${reason}`);
+        await engine.start?.();
+        return engine;
+      })();
+      return { stt: await stt, minConfidence: config().stt.min_confidence };
+    },
+    tts: () => createEspeak({ voice: config().tts.voice, rateWpm: config().tts.rate_wpm }),
+    wake: () => createOpenWakeWord({ model: config().assistant.wake_word, threshold: config().assistant.wake_threshold }),
+  };
+}

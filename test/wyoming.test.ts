@@ -1,0 +1,131 @@
+// IRIS's Wyoming services, driven by the `wyoming` 1.9 library Home Assistant uses (from
+// ../shared/testkit, installed here), and by hostile raw sockets.
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { existsSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Conversations } from '../src/daemon/conversations.js';
+import { createLogger } from '../src/log.js';
+import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
+import { serveWyoming, type WyomingOptions } from '../src/wyoming/server.js';
+import { irisServices } from '../src/wyoming/services.js';
+import { withDouble, type Setup } from './helpers/conversation.js';
+import { commandWav } from './helpers/speech.js';
+
+const execFileAsync = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const KIT = `${ROOT}.cache/wyoming-testkit`;
+const HA_PYTHON = `${KIT}/ha/bin/python`;
+const CLIENT = fileURLToPath(new URL('fixtures/wyoming-ha-client.py', import.meta.url));
+
+let setup: Setup | undefined;
+let close: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await close?.();
+  await setup?.iris.stop();
+  await setup?.double.close();
+  setup = undefined;
+  close = undefined;
+});
+
+beforeAll(() => {
+  if (!existsSync(HA_PYTHON)) execFileSync('bash', [`${ROOT}../shared/testkit/wyoming/install.sh`, KIT], { stdio: 'ignore' });
+}, 300_000);
+
+async function serve(options: WyomingOptions = {}): Promise<{ port: number; s: Setup; logs: string[] }> {
+  const s = await withDouble();
+  setup = s;
+  const logs: string[] = [];
+  const log = createLogger('wyoming', { level: 'debug', write: (line) => logs.push(line) });
+  const services = irisServices(() => s.iris.config, new Conversations(() => s.iris.conversation()), log);
+  const server = await serveWyoming('tcp://127.0.0.1:0', services, log, options);
+  close = server.close;
+  return { port: server.port, s, logs };
+}
+
+describe('Home Assistant (the wyoming 1.9 library) against IRIS', () => {
+  it('describe, handle with memory per conversation, synthesize (also streamed), transcribe, detect', async () => {
+    const { port, s } = await serve();
+    // Async: the server answers from this very process.
+    const run = await execFileAsync(HA_PYTHON, [CLIENT, String(port), commandWav('what time is it'), commandWav('hey jarvis')], { encoding: 'utf8', timeout: 120_000 });
+    expect(run.stderr).toBe('');
+    const replies = Object.fromEntries(run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { request: string }).map((r, i) => [`${r.request}#${i}`, r]));
+    const byRequest = (name: string) => Object.entries(replies).filter(([k]) => k.startsWith(`${name}#`)).map(([, v]) => v as Record<string, unknown>);
+    expect(byRequest('describe')[0]).toEqual({ request: 'describe', handle: ['iris'], asr: ['iris-stt'], tts: ['en-us'], wake: ['hey jarvis'], streaming_tts: true });
+    expect(byRequest('handle')).toEqual([
+      { request: 'handle', type: 'handled', text: "That's 42.", context: { conversation_id: '01JDTEST' } },
+      { request: 'handle', type: 'handled', text: 'Tea timer set for 3 minutes.', context: { conversation_id: '01JDTEST' } },
+    ]);
+    expect((await s.iris.host.call('list_timers', {})).structuredContent?.timers).toEqual([expect.objectContaining({ label: 'tea' })]);
+    expect(byRequest('synthesize')[0]).toMatchObject({ format: { rate: 22050, width: 2, channels: 1 }, sentences: 1, bytes: expect.any(Number) });
+    expect(byRequest('synthesize')[0]?.bytes).toBeGreaterThan(20_000);
+    expect(byRequest('synthesize-streaming')[0]).toMatchObject({ sentences: 2 });
+    expect(byRequest('transcribe')[0]).toEqual({ request: 'transcribe', type: 'transcript', text: 'what time is it' });
+    expect(byRequest('detect')[0]).toEqual({ request: 'detect', type: 'detection', name: 'hey_jarvis' });
+    expect(byRequest('detect-silence')[0]).toEqual({ request: 'detect-silence', type: 'not-detected', not_detected: true });
+  }, 120_000);
+});
+
+/** A raw peer: what it is sent, and everything until the server closes the connection. */
+function peer(port: number): { socket: Socket; events: Promise<WyomingEvent[]> } {
+  const socket = connect(port, '127.0.0.1');
+  const reader = new EventReader();
+  const events: WyomingEvent[] = [];
+  socket.on('data', (chunk: Buffer) => events.push(...reader.push(chunk)));
+  socket.on('error', () => undefined);
+  return { socket, events: new Promise((resolve) => socket.on('close', () => resolve(events))) };
+}
+
+async function describeWorks(port: number): Promise<boolean> {
+  const { socket, events } = peer(port);
+  socket.write(encodeEvent('describe'));
+  const got = await new Promise<boolean>((resolve) => {
+    const reader = new EventReader();
+    socket.on('data', (chunk: Buffer) => resolve(reader.push(chunk).some((e) => e.type === 'info')));
+  });
+  socket.destroy();
+  await events;
+  return got;
+}
+
+describe('bad peers', () => {
+  it.each([
+    ['a header that is not JSON', Buffer.from('this is not json\n'), /not JSON/],
+    ['a 100 MB payload', Buffer.from('{"type":"audio-chunk","payload_length":104857600}\n'), /over the limit/],
+    ['a data_length that is not a length', Buffer.from('{"type":"describe","data_length":-5}\n'), /not a length/],
+    ['a header line with no end', Buffer.alloc(70 * 1024, 0x61), /longer than/],
+  ])('%s: an error event, that connection closed, the server serves on', async (_what, bytes, why) => {
+    const { port } = await serve();
+    const { socket, events } = peer(port);
+    socket.write(bytes);
+    const got = await events;
+    expect(got.map((e) => e.type)).toEqual(['error']);
+    expect(String(got[0]?.data.text)).toMatch(why);
+    expect(await describeWorks(port)).toBe(true);
+  });
+
+  it('a data_length that lies (promises more than it sends) is closed when it idles', async () => {
+    const { port } = await serve({ idleMs: 200 });
+    const { socket, events } = peer(port);
+    socket.write('{"type":"transcript","data_length":500}\n{"text": "hi"}');
+    expect(await events).toEqual([]);
+    expect(await describeWorks(port)).toBe(true);
+  });
+
+  it('a peer that stops reading is dropped; 100 connections at once: the cap refuses the rest plainly', async () => {
+    const { port, logs } = await serve({ maxUnreadBytes: 16 * 1024, maxConnections: 8 });
+    const { socket } = peer(port);
+    socket.pause(); // never reads: the kernel's buffers fill, then IRIS's
+    for (let i = 0; i < 100; i++) socket.write(encodeEvent('synthesize', { text: `Sentence number ${i} is quite a long one to say out loud.` }));
+    await expect.poll(() => logs.some((l) => /stopped reading; dropped/.test(l)), { timeout: 30_000 }).toBe(true);
+    socket.destroy();
+    const many = Array.from({ length: 100 }, () => peer(port));
+    const refused = await Promise.all(many.slice(8).map(async ({ events: e }) => (await e)[0]?.data.code));
+    expect(refused.every((code) => code === 'busy')).toBe(true);
+    for (const { socket: s2 } of many) s2.destroy();
+    await Promise.all(many.map((m) => m.events));
+    expect(await describeWorks(port)).toBe(true);
+  }, 60_000);
+});
