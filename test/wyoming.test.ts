@@ -13,6 +13,11 @@ import { serveWyoming, type WyomingOptions } from '../src/wyoming/server.js';
 import { irisServices } from '../src/wyoming/services.js';
 import { withDouble, type Setup } from './helpers/conversation.js';
 import { commandWav } from './helpers/speech.js';
+import { startIris, waitForLine } from './helpers/cli.js';
+import { closedPort } from './helpers/net.js';
+import { tempDir } from './helpers/tmp.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const execFileAsync = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -128,4 +133,22 @@ describe('bad peers', () => {
     await Promise.all(many.map((m) => m.events));
     expect(await describeWorks(port)).toBe(true);
   }, 60_000);
+});
+
+describe('the daemon', () => {
+  it('serves Wyoming when [wyoming] listen is set, and stops cleanly', async () => {
+    const port = await closedPort();
+    const dir = tempDir();
+    writeFileSync(join(dir, 'config'), `[assistant]\ntimezone = "UTC"\n[audio]\ninput = ""\n[wyoming]\nlisten = "tcp://127.0.0.1:${port}"\n`);
+    const daemon = startIris(['daemon'], { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') });
+    try {
+      await Promise.all([waitForLine(daemon, /ready:/), waitForLine(daemon, new RegExp(`wyoming services on tcp://127\\.0\\.0\\.1:${port}`))]);
+      expect(await describeWorks(port)).toBe(true);
+      const exited = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      daemon.kill('SIGKILL');
+    }
+  });
 });
