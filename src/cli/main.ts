@@ -19,7 +19,7 @@ import { renderDefaultConfig } from '../config/defaults.js';
 import { access, realpath, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
-import { createEspeak } from '../pipeline/espeak.js';
+import { createTextToSpeech } from '../pipeline/tts.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
@@ -344,7 +344,7 @@ export function buildProgram(): Command {
     .requiredOption('--out <wav>', 'the WAV file to write')
     .action(async (words: string[], opts: { out: string }, cmd: Command) => {
       const config = await readConfig(globals(cmd));
-      const tts = createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm });
+      const tts = createTextToSpeech(config);
       try {
         await writeFile(opts.out, await tts.synthesize(speakable(words.join(' '))));
       } catch (error) {

@@ -11,14 +11,13 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
-import { createEspeak } from '../pipeline/espeak.js';
 import { aplaySink, earcon } from '../pipeline/playback.js';
 import { sameMeaning } from '../intents/match.js';
 import { prefixState } from '../intents/prefix.js';
 import { RIVALS } from '../intents/sentences.js';
 import { createPocketsphinx } from '../pipeline/pocketsphinx.js';
 import type { SpeechToText } from '../pipeline/stt.js';
-import type { TextToSpeech } from '../pipeline/tts.js';
+import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
 import { createSileroVad, type VoiceActivity } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceLoopOptions } from '../pipeline/voice.js';
 import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
@@ -67,7 +66,7 @@ export async function createVoiceParts(config: Config, log: Logger): Promise<Voi
     createSileroVad(),
   ]);
   const { stt, reason } = chooseStt(config, log);
-  const tts = createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm });
+  const tts = createTextToSpeech(config);
   return { wake, vad, stt, tts, sttReason: reason };
 }
 
@@ -138,7 +137,7 @@ export class VoiceService<R> {
     } catch (error) {
       this.#status = { state: 'failed', detail: messageOf(error) };
       this.#log.error(`voice off: ${messageOf(error)}`);
-      this.#announcer = new Announcer({ sink, tts: createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm }), isIdle: () => true, config: this.#o.config, log: this.#log.child('announce') });
+      this.#announcer = new Announcer({ sink, tts: createTextToSpeech(config), isIdle: () => true, config: this.#o.config, log: this.#log.child('announce') });
       return;
     }
     const parts = this.#parts;

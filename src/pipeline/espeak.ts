@@ -6,7 +6,6 @@
  */
 import { runChild } from './child.js';
 import { IrisError } from '../errors.js';
-import type { TextToSpeech } from './tts.js';
 import { patchStreamedHeader } from './wav.js';
 
 export interface EspeakOptions {
@@ -25,7 +24,8 @@ export class SpeechError extends IrisError {
   override name = 'SpeechError' as const;
 }
 
-export function createEspeak(options: EspeakOptions): TextToSpeech {
+/** An engine for tts.ts's `TextToSpeech` (the seam imports engines, not the other way). */
+export function createEspeak(options: EspeakOptions): { synthesize(text: string, signal?: AbortSignal): Promise<Buffer> } {
   return {
     async synthesize(text, signal) {
       const args = ['-v', options.voice, '-s', String(Math.round(options.rateWpm)), '--stdout'];

@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { createEspeak } from '../pipeline/espeak.js';
+import { createTextToSpeech } from '../pipeline/tts.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import { createOpenWakeWord, wakeWordName } from '../pipeline/wakeword.js';
 import type { Conversations } from '../daemon/conversations.js';
@@ -47,7 +47,7 @@ export function irisServices(config: () => Config, conversations: Conversations,
       })();
       return { stt: await stt, minConfidence: config().stt.min_confidence };
     },
-    tts: () => createEspeak({ voice: config().tts.voice, rateWpm: config().tts.rate_wpm }),
+    tts: () => createTextToSpeech(config()),
     wake: () => createOpenWakeWord({ model: config().assistant.wake_word, threshold: config().assistant.wake_threshold }),
   };
 }
