@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 # The tests run the voice path (espeak-ng, sox, ALSA, pocketsphinx), speak commands in flite's
-# and festival's voices too (voices the code was not tuned on), check the unit, and build
-# whisper.cpp (cmake, g++).
+# and festival's voices too (voices the code was not tuned on), check the unit, build
+# whisper.cpp (cmake, g++), and make Piper-shaped voices (python3-onnx).
 ensure_node "$IRIS_VOICE_NEEDS
 flite flite
 text2wave festival
@@ -17,7 +17,8 @@ text2wave festival
 systemd-analyze systemd
 cmake cmake
 g++ g++
-make make"
+make make
+/usr/lib/python3/dist-packages/onnx python3-onnx"
 ensure_modules
 npm run --silent typecheck
 npm run --silent lint

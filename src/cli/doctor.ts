@@ -8,7 +8,7 @@ import { ChatError } from '../conversation/backend.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
 import type { Iris } from '../daemon/assemble.js';
 import { messageOf } from '../errors.js';
-import { createEspeak } from '../pipeline/espeak.js';
+import { createTextToSpeech } from '../pipeline/tts.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { chooseStt } from '../daemon/voice.js';
@@ -62,8 +62,12 @@ async function stateDirCheck(dir: string): Promise<Check> {
 
 async function speechOutCheck(config: Config): Promise<Check> {
   try {
-    const wav = await createEspeak({ voice: config.tts.voice, rateWpm: config.tts.rate_wpm }).synthesize('ok');
-    return { ok: true, what: 'speech out', detail: `espeak-ng voice ${config.tts.voice} (${wav.length} bytes for "ok")` };
+    const tts = createTextToSpeech(config);
+    const wav = await tts.synthesize('ok');
+    const voice = (await tts.describe?.()) ?? config.tts.voice;
+    // A Piper voice that could not be loaded still speaks (espeak-ng), but not as configured.
+    const fellBack = config.tts.engine === 'piper' && !voice.startsWith('Piper');
+    return { ok: !fellBack, what: 'speech out', detail: `${voice} (${wav.length} bytes for "ok")` };
   } catch (error) {
     return { ok: false, what: 'speech out', detail: messageOf(error) };
   }

@@ -241,8 +241,9 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        engine: { type: 'string', enum: ['espeak-ng'], default: 'espeak-ng', description: 'Text to speech.' },
-        voice: { type: 'string', default: 'en-us', description: 'espeak-ng voice.' },
+        engine: { type: 'string', enum: ['espeak-ng', 'piper'], default: 'espeak-ng', description: 'Text to speech: espeak-ng, or a Piper neural voice (falls back to espeak-ng when the voice cannot be loaded).' },
+        voice: { type: 'string', default: 'en-us', description: 'espeak-ng: a voice name ("en-us"); piper: the voice\'s .onnx file (its .onnx.json beside it).' },
+        speaker: { type: 'string', default: '', description: 'Piper voices with several speakers: a name or number; empty: the voice\'s default.' },
         rate_wpm: { type: 'number', minimum: 80, maximum: 450, default: 175, description: 'Speaking rate, words per minute.' },
       },
     },

@@ -66,7 +66,7 @@ export async function createVoiceParts(config: Config, log: Logger): Promise<Voi
     createSileroVad(),
   ]);
   const { stt, reason } = chooseStt(config, log);
-  const tts = createTextToSpeech(config);
+  const tts = createTextToSpeech(config, log);
   return { wake, vad, stt, tts, sttReason: reason };
 }
 

@@ -1,7 +1,7 @@
 /**
  * pocketsphinx as the speech-to-text that needs no download (apt libpocketsphinx3 and
  * pocketsphinx-en-us): the only engine with a real English model on a fresh Debian install.
- * Called through its C library with koffi (a maintained FFI package; the only file that
+ * Called through its C library with koffi (a maintained FFI package; it and phonemes.ts the only files that
  * imports it), not one CLI run per utterance: audio is decoded as it arrives, the decoder and
  * its acoustic model stay loaded, and its cepstral mean adapts to the microphone across
  * utterances (the CLI starts cold every time: "ten minutes" came out as "two minute").
