@@ -78,10 +78,10 @@ describe('the control socket', () => {
     expect(JSON.parse(await said)).toEqual({ ok: true, result: { reloaded: 'x' } });
   });
 
-  it('serves a burst of 2,000 parallel clients without refusing one', async () => {
+  it('serves a burst of 500 parallel clients without refusing one', async () => {
     const { path } = await serve();
-    const replies = await Promise.all(Array.from({ length: 2000 }, () => request(path, { cmd: 'reload' })));
-    expect(replies.filter((r) => r.reloaded === 'x')).toHaveLength(2000);
+    const replies = await Promise.all(Array.from({ length: 500 }, () => request(path, { cmd: 'reload' })));
+    expect(replies.filter((r) => r.reloaded === 'x')).toHaveLength(500);
   });
 
   it('answers bad requests plainly', async () => {

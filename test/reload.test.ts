@@ -116,7 +116,7 @@ const VOICE = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.fol
 /** Applied by reconfiguring the MCP servers (mcp.test.ts covers them). */
 const MCP = ['mcp.servers', 'mcp.servers_file', 'mcp.connect_timeout_s'];
 /** Act only at start; the README's reload table says so. */
-const START_ONLY = ['daemon.socket_group', 'mcp.preload'];
+const START_ONLY = ['daemon.socket_group', 'mcp.preload', 'wyoming.listen'];
 
 describe('a reload reaches every part', () => {
   it('every key of the schema is reloadable, a voice setting, or start-only', () => {

@@ -35,7 +35,7 @@ const MAX_CONNECTIONS = 64;
 /** Pending connections the kernel queues (capped by net.core.somaxconn); clients also retry EAGAIN. */
 const BACKLOG = 1024;
 /** Times a request is sent again when the kernel's queue was full (EAGAIN) or the daemon busy. */
-const CONNECT_RETRIES = 20;
+const CONNECT_RETRIES = 30;
 
 /** `$IRIS_SOCKET`, else `$RUNTIME_DIRECTORY/control.sock` (systemd), else /run/iris/control.sock. */
 export function socketPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -178,7 +178,7 @@ export async function request<C extends Command>(path: string, body: RequestOf<C
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if ((code !== 'EAGAIN' && code !== 'EBUSY') || attempt >= CONNECT_RETRIES) throw error;
-      await sleep(10 + Math.random() * 20 * (attempt + 1)); // a burst of clients: back off and try again
+      await sleep(10 + Math.random() * 20 * Math.min(attempt + 1, 10)); // a burst of clients: back off and try again
     }
   }
 }

@@ -5,9 +5,9 @@ import { ToolHost } from '../../src/toolhost/host.js';
 import { registerNativeTools } from '../../src/toolhost/native.js';
 
 /** A tool host with the native tools, announcements collected, clock injectable. */
-export function nativeHost(stateDir: string, options: { homeZone?: string; now?: () => number; log?: Logger } = {}) {
+export function nativeHost(stateDir: string, options: { homeZone?: string; now?: () => number; log?: Logger; timeoutMs?: number } = {}) {
   const announced: Announcement[] = [];
-  const host = new ToolHost();
+  const host = new ToolHost(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
   const sets = registerNativeTools(host, {
     homeZone: () => options.homeZone ?? 'Europe/Berlin',
     stateDir,
