@@ -2,7 +2,10 @@
 // test/fixtures/make-piper-voice.py (python3-onnx): phonemes as Piper makes them, the ids the
 // model is given (read back from what it says), speakers, speed, a broken voice, barge-in.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +14,9 @@ import { phonemize } from '../src/pipeline/phonemes.js';
 import { createPiper } from '../src/pipeline/piper.js';
 import { createTextToSpeech } from '../src/pipeline/tts.js';
 import { wavInfo } from '../src/pipeline/wav.js';
-import { tempDir } from './helpers/tmp.js';
+import { fetchPiperVoice, PIPER_VOICES, piperVoicePath, type PiperVoiceEntry } from '../src/pipeline/voices.js';
+import { iris } from './helpers/cli.js';
+import { emptyConfig, tempDir } from './helpers/tmp.js';
 
 const MAKE = fileURLToPath(new URL('fixtures/make-piper-voice.py', import.meta.url));
 let dir = '';
@@ -102,5 +107,53 @@ describe('a Piper voice', () => {
     const money = blocks(await tts.synthesize('$5.'));
     const words = blocks(await tts.synthesize('5 dollars.'));
     expect(money).toEqual(words);
+  });
+});
+
+describe('fetching a Piper voice', () => {
+  /** A local server with the layout of the voices repository, serving what `files` holds. */
+  async function mirror(files: Record<string, Buffer>): Promise<{ base: string; close: () => Promise<void> }> {
+    const server = createServer((req, res) => {
+      const body = files[req.url ?? ''];
+      if (body === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { 'Content-Length': body.length }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return { base: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  }
+  const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+  it('installs both files when their SHA-256 match, and the voice then speaks by name', async () => {
+    const onnx = readFileSync(voice(1));
+    const json = readFileSync(`${voice(1)}.json`);
+    const entry: PiperVoiceEntry = { revision: 'v1', path: 'en/en_US/test/medium/en_US-test-medium', onnx: { bytes: onnx.length, sha256: sha256(onnx) }, json: { bytes: json.length, sha256: sha256(json) }, licence: 'test data' };
+    const served = await mirror({ [`/v1/${entry.path}.onnx`]: onnx, [`/v1/${entry.path}.onnx.json`]: json });
+    try {
+      const models = tempDir();
+      const fetched = await fetchPiperVoice('en_US-test-medium', models, { base: served.base, voices: { 'en_US-test-medium': entry } });
+      expect(fetched.map((f) => f.path)).toEqual([join(models, 'piper', 'en_US-test-medium.onnx.json'), join(models, 'piper', 'en_US-test-medium.onnx')]);
+      expect(piperVoicePath('en_US-lessac-medium', models)).toBe(join(models, 'piper', 'en_US-lessac-medium.onnx'));
+      expect(piperVoicePath('/srv/voices/x.onnx', models)).toBe('/srv/voices/x.onnx');
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('iris models fetch piper:NAME shows the licence first and installs nothing when a checksum does not match', async () => {
+    const entry = PIPER_VOICES['en_US-lessac-medium'];
+    if (entry === undefined) throw new Error('manifest lacks en_US-lessac-medium');
+    const json = readFileSync(`${voice(1)}.json`); // not the real file: its SHA-256 differs
+    const served = await mirror({ [`/${entry.revision}/${entry.path}.onnx.json`]: json, [`/${entry.revision}/${entry.path}.onnx`]: readFileSync(voice(1)) });
+    try {
+      const models = tempDir();
+      const run = await iris(['models', 'fetch', 'piper:en_US-lessac-medium', '--out', models], { IRIS_CONFIG: emptyConfig(tempDir()), IRIS_PIPER_MIRROR: served.base });
+      expect(run.stdout).toMatch(/^en_US-lessac-medium: licence of its training data: Blizzard 2013 \(Lessac\) data: non-commercial use only/);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/has SHA-256 [0-9a-f]{64}, expected efe19c41[0-9a-f]+; nothing was installed/);
+      expect(existsSync(join(models, 'piper')) ? readdirSync(join(models, 'piper')) : []).toEqual([]);
+    } finally {
+      await served.close();
+    }
   });
 });

@@ -19,6 +19,7 @@ import { renderDefaultConfig } from '../config/defaults.js';
 import { access, realpath, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
+import { fetchPiperVoice, PIPER_VOICES } from '../pipeline/voices.js';
 import { createTextToSpeech } from '../pipeline/tts.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
@@ -343,13 +344,15 @@ export function buildProgram(): Command {
     .argument('<text...>', 'what to say')
     .requiredOption('--out <wav>', 'the WAV file to write')
     .action(async (words: string[], opts: { out: string }, cmd: Command) => {
-      const config = await readConfig(globals(cmd));
-      const tts = createTextToSpeech(config);
+      const g = globals(cmd);
+      const config = await readConfig(g);
+      const tts = createTextToSpeech(config, createLogger('iris', { level: g.logLevel }));
       try {
         await writeFile(opts.out, await tts.synthesize(speakable(words.join(' '))));
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }
+      print(`${opts.out}: ${(await tts.describe?.()) ?? config.tts.voice}`);
     });
 
   program
@@ -375,12 +378,26 @@ export function buildProgram(): Command {
   const models = program.command('models').description('speech models');
   models
     .command('fetch')
-    .description(`download a whisper.cpp model and check its SHA-256 (${Object.keys(KNOWN_MODELS).join(', ')}, or a URL with --sha256)`)
-    .argument('<name-or-url>', 'a known model name or an https URL')
+    .description(`download a model and check its SHA-256: whisper.cpp (${Object.keys(KNOWN_MODELS).join(', ')}, or a URL with --sha256) or a Piper voice (${Object.keys(PIPER_VOICES).map((v) => `piper:${v}`).join(', ')}; its licence is shown first)`)
+    .argument('<name-or-url>', 'a known model name, piper:VOICE, or an https URL')
     .option('--sha256 <hex>', 'the published SHA-256 (required for a URL)')
-    .option('--out <path>', 'where to put it (default: the directory of [stt] model)')
+    .option('--out <path>', 'where to put it (default: the directory of [stt] model; for a Piper voice, the directory its piper/ folder goes in)')
     .action(async (what: string, opts: { sha256?: string; out?: string }, cmd: Command) => {
       const config = await readConfig(globals(cmd));
+      if (what.startsWith('piper:')) {
+        const name = what.slice('piper:'.length);
+        const entry = PIPER_VOICES[name];
+        if (entry === undefined) throw new Exit(EXIT.usage, `no Piper voice "${name}" in IRIS's manifest (${Object.keys(PIPER_VOICES).join(', ')})`);
+        print(`${name}: licence of its training data: ${entry.licence}`);
+        try {
+          const fetched = await fetchPiperVoice(name, opts.out ?? dirname(config.stt.model));
+          for (const f of fetched) print(`${f.path}: ${f.bytes} bytes, SHA-256 ${f.sha256} verified`);
+          print(`to use it, set in the config: [tts] engine = "piper" and voice = "${name}", then: iris reload`);
+        } catch (error) {
+          throw new Exit(EXIT.failed, messageOf(error));
+        }
+        return;
+      }
       const known = (KNOWN_MODELS as Record<string, { url: string; sha256: string } | undefined>)[what];
       const url = known?.url ?? what;
       const sha256 = opts.sha256 ?? known?.sha256;

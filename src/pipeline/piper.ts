@@ -49,7 +49,6 @@ export async function createPiper(options: PiperOptions): Promise<{ synthesize(t
   const { noise_scale = 0.667, length_scale = 1, noise_w = 0.8 } = voice.inference ?? {};
   const scales = new Float32Array([noise_scale, length_scale * (175 / (options.rateWpm ?? 175)), noise_w]);
   const map = voice.phoneme_id_map;
-  const id = (symbol: string): number[] => map[symbol] ?? [];
 
   return {
     rate: voice.audio.sample_rate,
@@ -57,8 +56,7 @@ export async function createPiper(options: PiperOptions): Promise<{ synthesize(t
       const parts: Int16Array[] = [];
       for (const sentence of await phonemize(text, voice.espeak.voice)) {
         if (signal?.aborted) throw signal.reason;
-        // BOS and a pad, each phoneme and a pad, EOS; unknown phonemes are dropped, as Piper does.
-        const ids = [...id('^'), ...id('_'), ...sentence.flatMap((p) => { const known = id(p); return known.length > 0 ? [...known, ...id('_')] : []; }), ...id('$')];
+        const ids = phonemeIds(sentence, map);
         const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
           input: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
           input_lengths: new ort.Tensor('int64', BigInt64Array.from([BigInt(ids.length)]), [1]),
@@ -79,6 +77,12 @@ export async function createPiper(options: PiperOptions): Promise<{ synthesize(t
       return encodeWav(samples, { rate: voice.audio.sample_rate, width: 2, channels: 1 });
     },
   };
+}
+
+/** A sentence's ids: BOS and a pad, each phoneme and a pad, EOS; unknown phonemes are dropped, as Piper does. */
+export function phonemeIds(sentence: readonly string[], map: Readonly<Record<string, number[]>>): number[] {
+  const id = (symbol: string): number[] => map[symbol] ?? [];
+  return [...id('^'), ...id('_'), ...sentence.flatMap((p) => { const known = id(p); return known.length > 0 ? [...known, ...id('_')] : []; }), ...id('$')];
 }
 
 async function readVoice(path: string): Promise<VoiceConfig> {

@@ -3,12 +3,14 @@
  * engine (espeak.ts spawns espeak-ng, piper.ts runs a Piper voice); `createTextToSpeech` is the
  * one place an engine is chosen, and every engine is given text written for the ear (ear.ts).
  */
+import { dirname } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { forTheEar } from './ear.js';
 import { createEspeak } from './espeak.js';
 import { createPiper } from './piper.js';
+import { piperVoicePath } from './voices.js';
 
 export interface TextToSpeech {
   /** A complete WAV file (RIFF header with its format) for `text`. */
@@ -21,11 +23,13 @@ export interface TextToSpeech {
  * The configured voice. A Piper voice that cannot be loaded falls back to espeak-ng (said once
  * in the log); what either is given to say is rewritten for the ear first.
  */
-export function createTextToSpeech(config: Pick<Config, 'tts'>, log?: Logger): TextToSpeech {
+export function createTextToSpeech(config: Pick<Config, 'tts'> & Partial<Pick<Config, 'stt'>>, log?: Logger): TextToSpeech {
+  // A voice fetched by name (`iris models fetch piper:NAME`) sits in the models dir, beside [stt] model.
+  const model = piperVoicePath(config.tts.voice, dirname(config.stt?.model ?? '/var/lib/iris/models/none'));
   const espeak = createEspeak({ voice: config.tts.engine === 'piper' ? 'en-us' : config.tts.voice, rateWpm: config.tts.rate_wpm });
   const piper = config.tts.engine !== 'piper'
     ? Promise.resolve(undefined)
-    : createPiper({ model: config.tts.voice, speaker: config.tts.speaker, rateWpm: config.tts.rate_wpm }).catch((error: unknown) => {
+    : createPiper({ model, speaker: config.tts.speaker, rateWpm: config.tts.rate_wpm }).catch((error: unknown) => {
       log?.warn(`Piper voice unavailable (${messageOf(error)}); speaking with espeak-ng`);
       return undefined;
     });
