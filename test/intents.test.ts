@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { matchIntent, normalise, sameMeaning } from '../src/intents/match.js';
 import { INTENTS } from '../src/intents/sentences.js';
 import { parseTemplate, TemplateError, toJsgf, toRegex } from '../src/intents/template.js';
+import { prefixState } from '../src/intents/prefix.js';
 import { commandGrammar } from '../src/pipeline/grammar.js';
 import { PHRASINGS } from './fixtures/phrasings.js';
 
@@ -77,6 +78,20 @@ describe('the matcher', () => {
     expect(await matchIntent('ok, what time is it', only('yes'))).toBeUndefined();
     expect(await matchIntent('do it later', only('yes'))).toBeUndefined();
     expect((await matchIntent('never mind', only('no')))?.intent.name).toBe('no');
+  });
+});
+
+describe('where a partial transcript stands (ending a turn early)', () => {
+  it.each([
+    ['remind me in an hour to call mom', true, false],
+    ['set a timer for two minutes', true, false],
+    ['what is six times eight', true, false], // "… hundred" after a pause is no way on
+    ['what is one hundred divided by four', true, false],
+    ['what time is it', true, true], // "… in tokyo" may follow
+    ['what is six times twenty', true, true], // "… five" may follow: one number
+    ['set a timer for fifteen', false, true],
+  ])('%s: complete %s, extendable %s', (text, complete, extendable) => {
+    expect(prefixState(text)).toEqual({ complete, extendable });
   });
 });
 

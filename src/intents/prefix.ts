@@ -4,8 +4,9 @@
  * nothing can extend ("remind me in an hour to call mom"); "what time is it" may still get
  * "in Tokyo" and "set a timer for ten" its unit, so those wait for the full silence.
  * Afterthoughts are not counted as a way on: "… minutes" + "and thirty seconds", "… four" +
- * "point five" after a pause are rare, and counting them would make nearly every timer and
- * sum wait the full silence (the trade-off is in the README).
+ * "point five", "… eight" + "hundred" after a pause are rare (nobody pauses inside a number),
+ * and counting them would make nearly every timer and sum wait the full silence (the
+ * trade-off is in the README).
  * Walks the same template trees the grammar is written from, over the recogniser's words.
  */
 import { spokenSentences, spokenSlot } from './spoken.js';
@@ -47,7 +48,7 @@ function advance(node: Node, words: readonly string[], from: Set<number>, more: 
 }
 
 /** Words that may open an afterthought on a whole command: not counted as a way on. */
-const AFTERTHOUGHTS = new Set(['and', 'point']);
+const AFTERTHOUGHTS = new Set(['and', 'point', 'hundred']);
 
 
 /** Where `text` (the recogniser's words, wake phrase already stripped) stands. */
