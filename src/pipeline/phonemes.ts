@@ -5,6 +5,7 @@
  * process: no fork per sentence.
  */
 import { IrisError } from '../errors.js';
+import { loadNative } from './ffi.js';
 
 export class PhonemeError extends IrisError {
   override name = 'PhonemeError' as const;
@@ -30,18 +31,8 @@ export async function phonemize(text: string, voice: string): Promise<string[][]
 }
 
 async function load(): Promise<Phonemize> {
-  let koffi: typeof import('koffi');
-  try {
-    koffi = (await import('koffi')).default;
-  } catch (cause) {
-    throw new PhonemeError('phonemes_missing', `the FFI package koffi cannot be loaded: ${String(cause)}`, { cause });
-  }
-  let lib: ReturnType<typeof koffi.load>;
-  try {
-    lib = koffi.load('libespeak-ng.so.1');
-  } catch (cause) {
-    throw new PhonemeError('phonemes_missing', 'libespeak-ng is missing (apt install libespeak-ng1)', { cause });
-  }
+  const { koffi, libs: [lib] } = await loadNative(['libespeak-ng.so.1'], (message, cause) => new PhonemeError('phonemes_missing', message, { cause }), 'libespeak-ng is missing (apt install libespeak-ng1)');
+  if (lib === undefined) throw new PhonemeError('phonemes_missing', 'libespeak-ng is missing (apt install libespeak-ng1)');
   const initialize = lib.func('int espeak_Initialize(int output, int buflength, const char *path, int options)');
   const setVoice = lib.func('int espeak_SetVoiceByName(const char *name)');
   const toPhonemes = lib.func('const char *espeak_TextToPhonemes(_Inout_ void **textptr, int textmode, int phonememode)');

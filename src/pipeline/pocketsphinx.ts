@@ -1,8 +1,8 @@
 /**
  * pocketsphinx as the speech-to-text that needs no download (apt libpocketsphinx3 and
  * pocketsphinx-en-us): the only engine with a real English model on a fresh Debian install.
- * Called through its C library with koffi (a maintained FFI package; it and phonemes.ts the only files that
- * imports it), not one CLI run per utterance: audio is decoded as it arrives, the decoder and
+ * Called through its C library with koffi (a maintained FFI package, loaded by ffi.ts), not
+ * one CLI run per utterance: audio is decoded as it arrives, the decoder and
  * its acoustic model stay loaded, and its cepstral mean adapts to the microphone across
  * utterances (the CLI starts cold every time: "ten minutes" came out as "two minute").
  *
@@ -13,6 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { loadNative } from './ffi.js';
 import { commandGrammar, grammarWords } from './grammar.js';
 import { SttError, type SpeechToText, type SttStream, type Transcript } from './stt.js';
 
@@ -187,20 +188,8 @@ interface Library {
 }
 
 async function loadLibrary(file: string): Promise<Library> {
-  let koffi: typeof import('koffi');
-  try {
-    koffi = (await import('koffi')).default;
-  } catch (cause) {
-    throw new SttError('stt_missing', `the FFI package koffi cannot be loaded: ${String(cause)}`, { cause });
-  }
-  let ps: ReturnType<typeof koffi.load>;
-  let sb: ReturnType<typeof koffi.load>;
-  try {
-    ps = koffi.load(file);
-    sb = koffi.load(file.replace('pocketsphinx', 'sphinxbase'));
-  } catch (cause) {
-    throw new SttError('stt_missing', MISSING, { cause });
-  }
+  const { libs: [ps, sb] } = await loadNative([file, file.replace('pocketsphinx', 'sphinxbase')], (message, cause) => new SttError('stt_missing', message, { cause }), MISSING);
+  if (ps === undefined || sb === undefined) throw new SttError('stt_missing', MISSING);
   const parse = sb.func('void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)');
   const args = ps.func('void *ps_args()');
   const init = ps.func('void *ps_init(void *config)');
