@@ -114,7 +114,7 @@ const PROBES: Record<string, [value: string | number | boolean, seen: (s: Setup)
 /** Read at use by the voice: a change restarts it (daemon.ts; seen in voice-daemon.test.ts). */
 const VOICE = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
 /** Applied by reconfiguring the MCP servers (mcp.test.ts covers them). */
-const MCP = ['mcp.servers', 'mcp.servers_file', 'mcp.connect_timeout_s'];
+const MCP = ['mcp.servers', 'mcp.servers_file', 'mcp.connect_timeout_s', 'mcp.health_interval_s']; // the interval: read at each round
 /** Act only at start; the README's reload table says so. */
 const START_ONLY = ['daemon.socket_group', 'mcp.preload', 'wyoming.listen'];
 

@@ -24,6 +24,7 @@ import { createTextToSpeech } from '../pipeline/tts.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
+import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import { doctor } from './doctor.js';
 import { describe, listen, type ListenReport } from './listen.js';
 
@@ -110,6 +111,11 @@ async function callTool(g: Globals, name: string, args: unknown): Promise<CallTo
   return iris.host.call(name, args, { origin: 'typed' });
 }
 
+/** One server as `iris status` and `iris mcp list` print it. */
+function serverLine(s: ServerStatus): string {
+  return `${s.name}: ${s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools, ${s.health.state}${s.reason ? ` (${s.reason})` : ''}`;
+}
+
 /** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
 const opened: Iris[] = [];
 
@@ -186,6 +192,42 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const { iris } = await open(globals(cmd));
       await chat(iris.conversation());
+    });
+
+  const mcp = program.command('mcp').description('the MCP servers in the config, and their health');
+  /** The servers as the running daemon sees them, else connected and pinged once here. */
+  const mcpStatus = async (g: Globals): Promise<ServerStatus[]> => {
+    const status = await daemon(g, { cmd: 'status' });
+    if (status !== undefined) return status.mcp;
+    const { iris } = await open(g);
+    await iris.mcp.servers.startAll(); // connected, not just listed from the cache
+    await iris.mcp.servers.checkHealth();
+    return iris.mcp.servers.status();
+  };
+  mcp
+    .command('list')
+    .description('each configured server: state, transport, tools, health')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const servers = await mcpStatus(g);
+      if (g.json === true) return printJson(servers.map(({ health: _health, ...rest }) => rest));
+      if (servers.length === 0) print('no MCP servers configured ([mcp.servers.NAME] or [mcp] servers_file)');
+      for (const s of servers) print(serverLine(s));
+    });
+  mcp
+    .command('health')
+    .description('each server\'s health: state, response time, success rate, errors, last success, uptime')
+    .option('--json', 'print one JSON document')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const servers = await mcpStatus(g);
+      if (g.json === true) return printJson(servers.map((s) => ({ name: s.name, server_state: s.state, ...s.health })));
+      for (const s of servers) {
+        const h = s.health;
+        print(`${s.name}: ${h.state}; response ${h.response_ms ?? '–'} ms, success ${h.success_rate === null ? '–' : `${Math.round(h.success_rate * 100)} %`}, ${h.errors} errors, last success ${h.last_success ?? 'never'}, up ${h.uptime_s} s${h.last_error ? ` (last error: ${h.last_error})` : ''}`);
+      }
+      if (servers.some((s) => s.health.state === 'unhealthy')) process.exitCode = EXIT.failed;
     });
 
   const tools = program.command('tools').description('the tools the model can reach');
@@ -318,7 +360,7 @@ export function buildProgram(): Command {
       const loaded = status.ollama.loaded === null ? 'Ollama not answering' : status.ollama.loaded ? 'loaded' : 'not loaded';
       print(`model: ${status.ollama.model} at ${status.ollama.url} (${loaded})`);
       print(`timers and reminders: ${status.timers}`);
-      for (const s of status.mcp) print(`MCP ${s.name}: ${s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools${s.reason ? ` (${s.reason})` : ''}`);
+      for (const s of status.mcp) print(`MCP ${serverLine(s)}`);
       print(`voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`);
     });
 

@@ -259,6 +259,12 @@ export const configSchema = {
           default: 5,
           description: 'Limit for starting and initialising one server (seconds).',
         },
+        health_interval_s: {
+          type: 'number',
+          minimum: 1,
+          default: 30,
+          description: 'Ping each running server this often for its health (iris mcp health, iris status).',
+        },
         servers_file: {
           type: 'string',
           default: '',

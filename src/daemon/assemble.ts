@@ -122,6 +122,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
         started.push(set);
       }
       await configureServers(current);
+      servers.startHealthChecks(() => current.mcp.health_interval_s * 1000);
       if (current.mcp.preload) {
         // Pre-warm in the background: a slow server must not delay readiness.
         servers.startAll().catch((error: unknown) => mcpLog.error(`pre-warm: ${messageOf(error)}`));

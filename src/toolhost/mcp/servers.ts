@@ -11,6 +11,7 @@ import { isAbortError, messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { errorResult, type CallToolResult, type JsonStore } from '../api.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
+import { Health, type HealthReport } from './health.js';
 
 export type ServerState = 'stopped' | 'starting' | 'up' | 'restarting' | 'down' | 'disabled';
 
@@ -23,6 +24,7 @@ export interface ServerStatus {
   tools: number;
   /** A running stdio server's process. */
   pid?: number;
+  health: HealthReport;
 }
 
 interface ToolCache {
@@ -42,6 +44,7 @@ interface Server {
   failures: number;
   upSince: number;
   restart?: NodeJS.Timeout;
+  health: Health;
 }
 
 export interface McpServersOptions {
@@ -75,6 +78,7 @@ export class McpServers {
   #cache: ToolCache = { version: 1, servers: {} };
   #cacheLoaded = false;
   #running = false;
+  #healthTimer: NodeJS.Timeout | undefined;
   /** Called when any server's tool list changes (the proxy rebuilds its index). */
   onChange: () => void = () => undefined;
 
@@ -101,7 +105,7 @@ export class McpServers {
       const cached = this.#cache.servers[name];
       const server: Server = {
         name, config, fingerprint: print, state: config.enabled === false ? 'disabled' : 'stopped',
-        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0,
+        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0, health: new Health(),
       };
       this.#servers.set(name, server);
     }
@@ -126,7 +130,7 @@ export class McpServers {
 
   status(): ServerStatus[] {
     return [...this.#servers.values()].map((s) => {
-      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length };
+      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length, health: s.health.report(s.connection !== undefined, s.upSince) };
       if (s.reason !== undefined) status.reason = s.reason;
       if (s.connection !== undefined) status.transport = s.connection.transport;
       if (s.connection?.pid !== undefined) status.pid = s.connection.pid;
@@ -168,11 +172,15 @@ export class McpServers {
     if (connection === undefined) {
       return errorResult(`The ${name} tools are offline right now${server.reason ? ` (${server.reason})` : ''}.`);
     }
+    const started = performance.now();
     try {
-      return await connection.callTool(tool, args, { timeoutMs: (server.config.timeout_s ?? 30) * 1000, ...(signal ? { signal } : {}) });
+      const result = await connection.callTool(tool, args, { timeoutMs: (server.config.timeout_s ?? 30) * 1000, ...(signal ? { signal } : {}) });
+      server.health.record(true, performance.now() - started);
+      return result;
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason ?? error;
       const text = messageOf(error);
+      server.health.record(false, performance.now() - started, text);
       if (/-32001|timed out/i.test(text)) return errorResult(`${name}.${tool} timed out after ${server.config.timeout_s ?? 30} s.`);
       if (/-32000|Connection closed|Not connected|fetch failed/i.test(text)) {
         return errorResult(`The ${name} tools went offline during the call (${text}).`);
@@ -181,7 +189,38 @@ export class McpServers {
     }
   }
 
+  /**
+   * Ping every connected server every `intervalMs()` (read at each round, so a reload changes
+   * it): its health has a response time and a success rate even when nobody calls its tools.
+   */
+  startHealthChecks(intervalMs: () => number): void {
+    clearTimeout(this.#healthTimer);
+    const round = async (): Promise<void> => {
+      await this.checkHealth();
+      this.#healthTimer = setTimeout(() => void round(), intervalMs());
+      this.#healthTimer.unref();
+    };
+    this.#healthTimer = setTimeout(() => void round(), intervalMs());
+    this.#healthTimer.unref();
+  }
+
+  /** Ping every connected server once, now. */
+  async checkHealth(): Promise<void> {
+    await Promise.all([...this.#servers.values()].map(async (server) => {
+      const connection = server.connection;
+      if (connection === undefined) return;
+      const started = performance.now();
+      try {
+        await connection.ping(5_000);
+        server.health.record(true, performance.now() - started);
+      } catch (error) {
+        server.health.record(false, performance.now() - started, `ping: ${messageOf(error)}`);
+      }
+    }));
+  }
+
   async stop(): Promise<void> {
+    clearTimeout(this.#healthTimer);
     this.#running = false;
     await Promise.all([...this.#servers.values()].map((s) => this.#shutdown(s, 'stopped')));
   }
