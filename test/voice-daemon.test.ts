@@ -8,6 +8,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { concatSamples } from '../src/pipeline/audio.js';
+import { forTheEar } from '../src/pipeline/ear.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { virtualAudio } from './helpers/alsa.js';
@@ -144,8 +145,8 @@ describe('iris listen', () => {
     const { length, rms: level } = soxStat(out);
     expect(length).toBeGreaterThan(1);
     expect(level).toBeGreaterThan(0.02);
-    // The WAV is that reply spoken, sample for sample (espeak-ng is deterministic).
-    const spoken = await createEspeak({ voice: 'en-us', rateWpm: 175 }).synthesize(report.reply as string);
+    // The WAV is that reply spoken, sample for sample (espeak-ng is deterministic), as written for the ear ("3:04" → "3 oh 4").
+    const spoken = await createEspeak({ voice: 'en-us', rateWpm: 175 }).synthesize(forTheEar(report.reply as string));
     expect(decodeWav(readFileSync(out))).toEqual(decodeWav(spoken));
   });
 
