@@ -7,6 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { IrisError } from '../errors.js';
+import { concatSamples } from './audio.js';
 import { encodeWav } from './wav.js';
 import { phonemize } from './phonemes.js';
 
@@ -68,13 +69,7 @@ export async function createPiper(options: PiperOptions): Promise<{ synthesize(t
         parts.push(toInt16(output.data as Float32Array));
       }
       if (signal?.aborted) throw signal.reason;
-      const samples = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-      let at = 0;
-      for (const part of parts) {
-        samples.set(part, at);
-        at += part.length;
-      }
-      return encodeWav(samples, { rate: voice.audio.sample_rate, width: 2, channels: 1 });
+      return encodeWav(concatSamples(parts), { rate: voice.audio.sample_rate, width: 2, channels: 1 });
     },
   };
 }

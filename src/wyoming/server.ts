@@ -31,8 +31,10 @@ export interface WyomingServices {
   /** Speech to text, and the confidence a transcript needs. */
   stt(): Promise<{ stt: SpeechToText; minConfidence: number }>;
   tts(): TextToSpeech;
-  /** A fresh detector for one `detect` request. */
-  wake(): Promise<WakeWordDetector>;
+  /** A detector for one `detect` request, reset; `release` when the request is over. */
+  wake(): Promise<{ detector: WakeWordDetector; release: () => void }>;
+  /** Free what the services started (a whisper-server). */
+  stop?(): Promise<void>;
 }
 
 export interface WyomingOptions {
@@ -89,6 +91,7 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
       await closed;
+      await services.stop?.();
     },
   };
 }
@@ -98,7 +101,7 @@ class Session {
   readonly #reader = new EventReader();
   #queue: Promise<void> = Promise.resolve();
   /** What the audio that follows is for. */
-  #audioFor: { kind: 'transcribe'; chunks: Int16Array[]; samples: number } | { kind: 'detect'; detector: Promise<WakeWordDetector>; heard: string | undefined; atS: number } | undefined;
+  #audioFor: { kind: 'transcribe'; chunks: Int16Array[]; samples: number } | { kind: 'detect'; detector: Promise<{ detector: WakeWordDetector; release: () => void }>; heard: string | undefined; atS: number } | undefined;
   /** Set between `synthesize-start` and `synthesize-stop`. */
   #streaming: SentenceStream | undefined;
 
@@ -139,9 +142,12 @@ class Session {
       case 'transcribe':
         this.#audioFor = { kind: 'transcribe', chunks: [], samples: 0 };
         return;
-      case 'detect':
-        this.#audioFor = { kind: 'detect', detector: this.services.wake(), heard: undefined, atS: 0 };
+      case 'detect': {
+        const detector = this.services.wake();
+        detector.catch(() => undefined); // awaited with the audio; never an unhandled rejection
+        this.#audioFor = { kind: 'detect', detector, heard: undefined, atS: 0 };
         return;
+      }
       case 'audio-start':
         return;
       case 'audio-chunk':
@@ -181,7 +187,7 @@ class Session {
       return;
     }
     if (target.heard !== undefined) return;
-    const detector = await target.detector;
+    const { detector } = await target.detector;
     for (let i = 0; i < samples.length; i += FRAME_SAMPLES) {
       const frame = samples.subarray(i, i + FRAME_SAMPLES);
       const hit = await detector.process({ ...SPEECH_FORMAT, samples: frame, atS: target.atS });
@@ -197,6 +203,7 @@ class Session {
     const target = this.#audioFor;
     this.#audioFor = undefined;
     if (target?.kind === 'detect') {
+      (await target.detector).release();
       if (target.heard === undefined) await this.#send('not-detected');
       return;
     }

@@ -6,9 +6,9 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { createTextToSpeech } from '../pipeline/tts.js';
+import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
 import type { SpeechToText } from '../pipeline/stt.js';
-import { createOpenWakeWord, wakeWordName } from '../pipeline/wakeword.js';
+import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
 import type { Conversations } from '../daemon/conversations.js';
 import { chooseStt } from '../daemon/voice.js';
 import type { WyomingServices } from './server.js';
@@ -17,6 +17,8 @@ const ATTRIBUTION = { name: 'IRIS', url: '' };
 
 export function irisServices(config: () => Config, conversations: Conversations, log: Logger): WyomingServices {
   let stt: Promise<SpeechToText> | undefined;
+  let tts: { key: string; engine: TextToSpeech } | undefined;
+  let detectors: { key: string; detector: WakeWordDetector }[] = [];
   const artifact = (name: string, description: string) => ({ name, description, attribution: ATTRIBUTION, installed: true, version: '1' });
   return {
     info() {
@@ -47,7 +49,27 @@ export function irisServices(config: () => Config, conversations: Conversations,
       })();
       return { stt: await stt, minConfidence: config().stt.min_confidence };
     },
-    tts: () => createTextToSpeech(config()),
-    wake: () => createOpenWakeWord({ model: config().assistant.wake_word, threshold: config().assistant.wake_threshold }),
+    // One voice for every request (a Piper voice loads its model once), remade only when [tts] changes.
+    tts() {
+      const key = JSON.stringify(config().tts);
+      if (tts?.key !== key) tts = { key, engine: createTextToSpeech(config(), log) };
+      return tts.engine;
+    },
+    // Detectors hold their audio: one per request in flight, kept for the next instead of
+    // loading the models again each time.
+    async wake() {
+      const key = `${config().assistant.wake_word} ${config().assistant.wake_threshold}`;
+      const idle = detectors.filter((d) => d.key === key);
+      const kept = idle.pop();
+      detectors = detectors.filter((d) => d !== kept);
+      const detector = kept?.detector ?? await createOpenWakeWord({ model: config().assistant.wake_word, threshold: config().assistant.wake_threshold });
+      detector.reset();
+      return { detector, release: () => void detectors.push({ key, detector }) };
+    },
+    async stop() {
+      const engine = await stt;
+      stt = undefined;
+      await engine?.stop?.();
+    },
   };
 }
