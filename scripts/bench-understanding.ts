@@ -29,6 +29,7 @@ import { samplesSource } from '../src/pipeline/capture.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
+import type { VoiceEvent } from '../src/pipeline/events.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
@@ -104,8 +105,12 @@ interface Row {
   endpointDelayS?: number;
   /** How the endpointer decided: "done" (full silence) or "complete" (a whole command). */
   endpoint?: string;
-  /** ms: from the decision to the first reply audio (wall clock). */
+  /** ms: from the decision to the first reply audio, as it would be in real time: the clips
+   * are fed faster than real time, so scoring begun at a pause (a settle) counts from where
+   * in the audio it began, and only what is left of it after the decision is waited for. */
   firstAudioMs?: number;
+  /** Whether the words were scored during the pause: "used", or "voided" by more speech. */
+  settle?: 'used' | 'voided';
   sttCpuMs: number;
 }
 
@@ -140,12 +145,38 @@ const stt: SpeechToText = {
     const start = cpuUs();
     const s = await (inner.stream as NonNullable<SpeechToText['stream']>)(prime);
     sttCpuUs += cpuUs() - start;
-    return { push: counted((x: Int16Array) => s.push(x)), partial: () => s.partial(), end: async () => { const t = cpuUs(); const r = await s.end(); sttCpuUs += cpuUs() - t; return r; }, cancel: () => s.cancel() };
+    const timed = async <T>(work: () => Promise<T>): Promise<T> => {
+      const t = cpuUs();
+      const r = await work();
+      sttCpuUs += cpuUs() - t;
+      return r;
+    };
+    return {
+      push: counted((x: Int16Array) => s.push(x)), partial: () => s.partial(), cancel: () => s.cancel(),
+      end: () => timed(() => s.end()),
+      ...(s.settle ? { settle: () => timed(() => (s.settle as NonNullable<typeof s.settle>)()) } : {}),
+    };
   },
 };
 const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
 const state = join(CACHE, `state-${process.pid}`);
 const { host } = nativeHost(state);
+
+/**
+ * From the endpointer's decision (audio time `endAtS`, wall `eosMs`) to the first audio (wall
+ * `firstMs`), as in real time. A settle that began `atS` into the audio and took W ms of wall
+ * clock is ready at `atS` + W in real time; the reply then waits for the later of that and the
+ * decision, plus what came after both.
+ */
+function realTimeFirstAudioMs(events: readonly VoiceEvent[], endAtS: number, eosMs: number, firstMs: number): number {
+  const last = (type: VoiceEvent['type']) => [...events].reverse().find((e) => e.type === type);
+  const start = last('settle-start');
+  const end = last('settle-end');
+  const voided = start !== undefined && events.some((e) => e.type === 'settle-void' && e.atMs > start.atMs);
+  if (!start || !end || voided || typeof start.data?.atS !== 'number') return firstMs - eosMs;
+  const readyAtS = start.data.atS + (end.atMs - start.atMs) / 1000;
+  return Math.max(0, readyAtS - endAtS) * 1000 + (firstMs - Math.max(eosMs, end.atMs));
+}
 
 async function runClip(samples: Int16Array, lastWordEndS: number | undefined): Promise<Omit<Row, 'part' | 'synth' | 'voice' | 'level' | 'layout' | 'spoken' | 'expected'>> {
   const conversation = new Conversation({
@@ -176,7 +207,8 @@ async function runClip(samples: Int16Array, lastWordEndS: number | undefined): P
     details: Object.fromEntries(Object.entries(stt1).filter((e): e is [string, number] => typeof e[1] === 'number')),
     ...(endAtS !== undefined && lastWordEndS !== undefined ? { endpointDelayS: round(endAtS - lastWordEndS, 3) } : {}),
     ...(typeof eos?.data?.state === 'string' ? { endpoint: eos.data.state } : {}),
-    ...(eos && first ? { firstAudioMs: round(first.atMs - eos.atMs, 1) } : {}),
+    ...(eos && first && endAtS !== undefined ? { firstAudioMs: round(realTimeFirstAudioMs(run?.events ?? [], endAtS, eos.atMs, first.atMs), 1) } : {}),
+    ...(run?.events.some((e) => e.type === 'settle-start') ? { settle: run.events.some((e) => e.type === 'settle-void') ? 'voided' as const : 'used' as const } : {}),
     sttCpuMs: round(sttCpuUs / 1000, 1),
   };
 }
@@ -313,6 +345,7 @@ const figures = {
   wait_last_word_to_first_audio_ms: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { p50: round(percentile(waits(p), 0.5), 0), p95: round(percentile(waits(p), 0.95), 0), n: waits(p).length }])),
   cut_off: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { commands: rows.filter((r) => r.part === p && r.expected !== '' && r.wake).length, cut_off: cutOff(p).length, hesitant: rows.filter((r) => r.part === p && r.layout === 'hesitant').length }])),
   early_endpoints: rows.filter((r) => r.endpoint === 'complete').length,
+  settles: { used: rows.filter((r) => r.settle === 'used').length, voided: rows.filter((r) => r.settle === 'voided').length },
   model_vs_local_first_audio_ms: {
     model_p50: round(percentile(modelFirstAudio, 0.5), 0), local_p50: round(percentile(localFirstAudio, 0.5), 0), model_runs: modelFirstAudio.length, model_loads_at_wake: double.loads.length,
   },

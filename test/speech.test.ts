@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk } from '../src/pipeline/audio.js';
+import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk } from '../src/pipeline/audio.js';
 import { Endpointer } from '../src/pipeline/endpointer.js';
 import { createPocketsphinx, DEFAULT_DICTIONARY, grammarAndDictionary } from '../src/pipeline/pocketsphinx.js';
 import { createSileroVad, type VoiceActivity } from '../src/pipeline/vad.js';
@@ -189,6 +189,29 @@ describe('speech to text: pocketsphinx with the command grammar', () => {
       const heard = await stt.transcribe(decodeWav(readFileSync(file)));
       expect(heard.confidence, `${file} heard as "${heard.text}"`).toBeLessThan(minimum);
     }
+  });
+
+  it('scores the words at a pause, and decodes on when the person goes on', async () => {
+    const head = commandSamples('what time is it', { padS: [0.3, 0.15] });
+    const tail = commandSamples('in tokyo', { padS: [0, 0.5] });
+    const stream = await stt.stream!();
+    stream.push(head);
+    const early = await stream.settle!();
+    expect(early.text).toBe('what time is it');
+    expect(stream.partial()).toBe(early.text);
+    // More speech voids the settle: the whole utterance is decoded again, the pause included.
+    stream.push(tail);
+    const whole = await stream.end();
+    const plain = await stt.transcribe(concatSamples([head, tail]));
+    expect(whole.text).toBe('what time is it in tokyo');
+    expect(whole.text).toBe(plain.text);
+    // Nothing pushed after a settle: the end is the settle's transcript, worked out once.
+    const again = await stt.stream!();
+    again.push(concatSamples([head, tail]));
+    const settled = again.settle!();
+    expect(await again.end()).toBe(await settled);
+    // The decoders are free for the next utterance.
+    expect((await stt.transcribe(commandSamples('hey jarvis, what time is it in tokyo'))).text).toMatch(/what time is it in tokyo$/);
   });
 
   it('returns nothing for silence, and stops when cancelled', async () => {

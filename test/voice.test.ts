@@ -149,13 +149,14 @@ describe('the voice loop', () => {
       // Endpointing is under test here, not confidence: every transcript is acted on.
       const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), minConfidence: 0, commandState: prefixState, onEvent: (e) => events.push(e) });
       await loop.run(scriptedSource(parts), new AbortController().signal, true);
-      return { asked, end: events.find((e) => e.type === 'end_of_speech-end')?.data };
+      return { asked, end: events.find((e) => e.type === 'end_of_speech-end')?.data, settled: events.filter((e) => e.type.startsWith('settle-')).map((e) => e.type) };
     };
     // Nothing can follow "… to call mom": the turn ends at the short pause, not the full silence.
     const whole = speechSamples('hey jarvis, remind me in an hour to call mom', { padS: [0.5, 1.5] });
     const quick = await ended([whole]);
     expect(quick.asked).toEqual(['remind me in an hour to call mom']);
     expect(quick.end?.state).toBe('complete');
+    expect(quick.settled).toEqual(['settle-start', 'settle-end']); // scored during the pause
     // A pause of 0.5 s inside: "what time is it" could be whole, but "in tokyo" may follow; it
     // does. "set a timer for ten" is not whole: the unit after the pause is kept.
     const hesitant = (command: string) => makeClip({ wake: 'hey jarvis', command, voice: { synth: 'espeak', name: 'en-us' }, layout: 'hesitant', noise: 'clean' }, clipDir());
@@ -164,7 +165,52 @@ describe('the voice loop', () => {
       const heard = await ended([decodeWav(readFileSync(clip.wav))]);
       expect(heard.asked[0]).toMatch(command === 'set a timer for ten … minutes' ? /^set a timer for ten minutes?$/ : /^what time is it in tokyo$/);
       expect(heard.end?.atS).toBeGreaterThan(clip.lastWordEndS); // not before the last word
+      expect(heard.settled).not.toContain('settle-void'); // the pause inside was never taken for the end
     }
+  });
+
+  it('scores a whole command while the pause runs, and hears on when the person goes on', async () => {
+    // A VAD that calls any non-zero frame speech, and a recogniser that records what it got:
+    // where the pause begins and ends is then exact.
+    const byLevel: VoiceActivity = {
+      reset: () => undefined,
+      process: (chunk) => Promise.resolve(Array.from({ length: chunk.samples.length / 512 }, (_, i) => {
+        const isSpeech = chunk.samples.subarray(i * 512, (i + 1) * 512).some((x) => x !== 0);
+        return { seconds: 0.032, isSpeech, probability: isSpeech ? 1 : 0 };
+      })),
+    };
+    let pushed = 0;
+    const settles: number[] = [];
+    const words = 'remind me in an hour to call mom';
+    const recorder: typeof stt = {
+      name: 'recorder',
+      transcribe: () => Promise.reject(new Error('streams only')),
+      stream: () => Promise.resolve({
+        push: (samples) => void (pushed += samples.length),
+        partial: () => words,
+        settle: () => (settles.push(pushed), Promise.resolve({ text: words, confidence: 1 })),
+        end: () => Promise.resolve({ text: words, confidence: 1 }),
+        cancel: () => undefined,
+      }),
+    };
+    const speech = (seconds: number) => Int16Array.from({ length: seconds * 16_000 }, (_, i) => (i % 2 ? 900 : -900));
+    const events: VoiceEvent[] = [];
+    const { asked, respond } = replies('Done.');
+    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), vad: byLevel, stt: recorder, commandState: prefixState, onEvent: (e) => events.push(e) });
+    // 0.15 s of silence: scoring starts (at 0.1 s) and is voided; 1 s: it is used.
+    const [run] = await loop.run(scriptedSource([commandSamples('hey jarvis', { padS: [0.5, 0] }), speech(1.2), silence(0.15), speech(0.6), silence(1)]), new AbortController().signal, true);
+    expect(run!.outcome).toBe('answered');
+    expect(asked).toEqual([words]);
+    const types = events.map((e) => e.type).filter((t) => t.startsWith('settle-') || t === 'end_of_speech-end');
+    expect(types).toEqual(['settle-start', 'settle-end', 'settle-void', 'settle-start', 'settle-end', 'end_of_speech-end']);
+    expect(events.find((e) => e.type === 'end_of_speech-end')?.data?.state).toBe('complete');
+    // The audio held back during the first settle reached the recogniser: at the second
+    // settle it had everything up to the second pause.
+    expect(settles).toHaveLength(2);
+    expect(settles[1]! - settles[0]!).toBeGreaterThanOrEqual((0.15 + 0.6) * 16_000);
+    const second = events.filter((e) => e.type === 'settle-start')[1]!.data!.atS as number;
+    const end = events.find((e) => e.type === 'end_of_speech-end')!.data!.atS as number;
+    expect(end - second).toBeGreaterThan(0.05); // scored before the pause ended the turn
   });
 
   it('after not catching a command it listens again without the wake word', async () => {

@@ -14,6 +14,10 @@ export type VoiceEventType =
   | 'first-token'
   | 'first-audio'
   | 'barge-in'
+  /** Scoring the words at a pause (`atS`: where in the audio), done, or voided by more speech. */
+  | 'settle-start'
+  | 'settle-end'
+  | 'settle-void'
   | 'error';
 
 export interface VoiceEvent {

@@ -342,49 +342,100 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         lib.setSearch(decoder, decoder === phones ? 'phones' : 'iris');
       }
     }
-    decoders.forEach((d) => lib.startUtt(d));
-    const stretches = PERTURBATIONS.map((factor) => new Stretch(factor));
-    let open = true;
-    const heard: Int16Array[] = [];
-    /** End the utterance; `keep` holds the lock for the rival check. */
-    const close = (keep = false) => {
-      if (!open) return;
-      open = false;
-      decoders.forEach((d) => lib.endUtt(d));
-      if (!keep) release();
-    };
     const [main, ...perturbed] = grammars;
+    /** Everything heard, for the rival check and for decoding again after a settle. */
+    const heard: Int16Array[] = [];
+    let stretches: Stretch[] = [];
+    const feed = (samples: Int16Array) => {
+      for (let i = 0; i < samples.length; i += BLOCK) {
+        const block = samples.subarray(i, i + BLOCK);
+        lib.processRaw(main, block);
+        lib.processRaw(phones, block);
+        perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+      }
+    };
+    const begin = () => {
+      decoders.forEach((d) => lib.startUtt(d));
+      stretches = PERTURBATIONS.map((factor) => new Stretch(factor));
+    };
+    begin();
+    /** `decoding`: in an utterance; `settled`: ended at a pause, `snapshot` its transcript;
+     * `done`: ended or cancelled. */
+    let state: 'decoding' | 'settled' | 'done' = 'decoding';
+    let snapshot: { text: string; transcript: Promise<Transcript> } | undefined;
+    /** Audio arrived after the settle: the snapshot is void once its scoring is over. */
+    let stale = false;
+
+    /** End the utterance in every decoder and score it. The decoders are not touched after
+     * the synchronous part, but the lock is held until `end` or `cancel`. */
+    const score = (): { text: string; transcript: Promise<Transcript> } => {
+      decoders.forEach((d) => lib.endUtt(d));
+      const text = (lib.hyp(main) ?? '').trim().toLowerCase();
+      const { fit, lost } = measureFit(lib.segments(main), lib.segments(phones));
+      const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
+      const rest = async (): Promise<Transcript> => {
+        let agreeing = 0;
+        for (const other of others) if (await agree(text, other)) agreeing += 1;
+        const measures: Measures = { fit, lost, agreeing, margin: Infinity };
+        // The rival check costs a decode per word checked: only when the rest leaves a chance.
+        if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
+        const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
+        const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
+        return { text, confidence, details: { fit: Number.isFinite(fit) ? fit : 999, lost, agreeing, margin } };
+      };
+      return { text, transcript: rest() };
+    };
+    /** Speech went on after a settle: decode everything heard again, in a new utterance. */
+    const resume = async () => {
+      await snapshot?.transcript.catch(() => undefined);
+      if (state !== 'settled' || !stale) return;
+      state = 'decoding';
+      stale = false;
+      snapshot = undefined;
+      begin();
+      heard.forEach(feed);
+    };
+    const finish = () => {
+      const was = state;
+      state = 'done';
+      if (was === 'decoding') decoders.forEach((d) => lib.endUtt(d));
+      void (snapshot?.transcript.catch(() => undefined) ?? Promise.resolve()).then(release);
+    };
     return {
       push(samples) {
-        if (!open) return;
+        if (state === 'done') return;
         heard.push(samples.slice());
-        for (let i = 0; i < samples.length; i += BLOCK) {
-          const block = samples.subarray(i, i + BLOCK);
-          lib.processRaw(main, block);
-          lib.processRaw(phones, block);
-          perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+        if (state === 'decoding') feed(samples);
+        else if (!stale) {
+          stale = true;
+          void resume();
         }
       },
-      partial: () => (open ? (lib.hyp(main) ?? '') : ''),
+      partial: () => (state === 'decoding' ? (lib.hyp(main) ?? '') : (snapshot?.text ?? '')),
+      settle(): Promise<Transcript> {
+        if (state === 'done') return Promise.reject(new SttError('stt_failed', 'the utterance was already ended'));
+        if (state === 'decoding') {
+          state = 'settled';
+          snapshot = score();
+        }
+        return (snapshot as { transcript: Promise<Transcript> }).transcript;
+      },
       async end(): Promise<Transcript> {
-        if (!open) throw new SttError('stt_failed', 'the utterance was already ended');
-        close(true);
-        const text = (lib.hyp(main) ?? '').trim().toLowerCase();
+        if (state === 'done') throw new SttError('stt_failed', 'the utterance was already ended');
         try {
-          const { fit, lost } = measureFit(lib.segments(main), lib.segments(phones));
-          let agreeing = 0;
-          for (const d of perturbed) if (await agree(text, (lib.hyp(d) ?? '').trim().toLowerCase())) agreeing += 1;
-          const measures: Measures = { fit, lost, agreeing, margin: Infinity };
-          // The rival check costs a decode per word checked: only when the rest leaves a chance.
-          if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
-          const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
-          const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
-          return { text, confidence, details: { fit: Number.isFinite(fit) ? fit : 999, lost, agreeing, margin } };
+          if (stale) await resume();
+          if (state === 'decoding') {
+            state = 'settled';
+            snapshot = score();
+          }
+          return await (snapshot as { transcript: Promise<Transcript> }).transcript;
         } finally {
-          release();
+          finish();
         }
       },
-      cancel: () => close(),
+      cancel: () => {
+        if (state !== 'done') finish();
+      },
     };
   };
 

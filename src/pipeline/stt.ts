@@ -38,6 +38,13 @@ export interface SttStream {
   partial(): string;
   /** No more audio: the scored transcript. */
   end(): Promise<Transcript>;
+  /**
+   * The scored transcript as if the audio ended here, worked out while the person pauses, so
+   * it is ready when the pause ends the turn. The stream stays open: audio pushed after it
+   * voids it (the recogniser decodes the whole utterance again), and `end` with nothing pushed
+   * since returns it.
+   */
+  settle?(): Promise<Transcript>;
   /** Drop the utterance (idempotent; also fine after `end`). */
   cancel(): void;
 }

@@ -96,9 +96,18 @@ interface Command {
   wake?: Detection;
   /** The recogniser decoding as the audio arrives, when the engine can. */
   stream?: SttStream;
+  /** The words being scored at a pause (`stream.settle`), and the audio since. */
+  settle?: { held: Int16Array[] };
 }
 
 const NOT_UNDERSTOOD = "Sorry, I didn't catch that.";
+/**
+ * How far into `completePauseS` a whole command's words start being scored (the rival decodes
+ * take 30–200 ms): half way, so the transcript is mostly ready when the pause ends the turn,
+ * and a brief gap inside a word (under half the pause) rarely starts a scoring that more speech
+ * then voids (the recogniser must decode the utterance again).
+ */
+const SETTLE_AT = 0.5;
 
 export class VoiceLoop<R> {
   readonly #o: VoiceLoopOptions<R>;
@@ -182,9 +191,13 @@ export class VoiceLoop<R> {
         }
         if (!command) continue;
         command.chunks.push(chunk.samples);
-        command.stream?.push(chunk.samples);
-        for (const frame of await this.#o.vad.process(chunk)) command.endpointer.process(frame.seconds, frame.isSpeech);
-        this.#endEarly(command);
+        // After a settle the audio waits: silence would void it, and the pause may end the turn.
+        if (command.settle) command.settle.held.push(chunk.samples);
+        else command.stream?.push(chunk.samples);
+        const frames = await this.#o.vad.process(chunk);
+        for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
+        if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
+        this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
         const state = command.endpointer.state;
         if (state === 'waiting' || state === 'speaking') continue;
         const done = command;
@@ -296,13 +309,30 @@ export class VoiceLoop<R> {
    * `completePauseS`; anything else ("what time is it" … "in Tokyo", "set a timer for ten" …
    * "minutes") waits for the endpointer's full silence.
    */
-  #endEarly(command: Command): void {
+  #endEarly(command: Command, atS: number): void {
     const { endpointer, stream } = command;
     const judge = this.#o.commandState;
     if (endpointer.state !== 'speaking' || stream === undefined || judge === undefined) return;
-    if (endpointer.silenceS < (this.#o.completePauseS ?? 0.2)) return;
+    const pauseS = this.#o.completePauseS ?? 0.2;
+    if (endpointer.silenceS < pauseS * SETTLE_AT) return;
     const words = judge(stripWakeWord(stream.partial(), command.wake?.word));
-    if (words.complete && !words.extendable) endpointer.complete();
+    if (!words.complete || words.extendable) return;
+    if (!command.settle && stream.settle) {
+      // Score the words now, while the pause runs on: the transcript is then ready when the
+      // pause ends the turn, instead of being worked out after it.
+      this.#emit(command.run, 'settle-start', { atS });
+      command.settle = { held: [] };
+      stream.settle().then(() => this.#emit(command.run, 'settle-end'), () => undefined);
+    }
+    if (endpointer.silenceS >= pauseS) endpointer.complete();
+  }
+
+  /** Speech went on after a settle: the recogniser gets the held audio and decodes on. */
+  #unsettle(command: Command): void {
+    const held = command.settle?.held ?? [];
+    delete command.settle;
+    this.#emit(command.run, 'settle-void');
+    for (const samples of held) command.stream?.push(samples);
   }
 
   /**
