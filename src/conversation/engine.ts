@@ -110,7 +110,7 @@ export class Conversation {
     }
 
     // What the person typed acts at once; what was heard is confirmed first where the tool asks.
-    const local = await answerLocally(text, host, signal, match, input.confidence === undefined ? 'typed' : 'spoken');
+    const local = await answerLocally(text, host, signal, match, (input.heard ?? input.confidence !== undefined) ? 'spoken' : 'typed');
     if (local?.pending !== undefined) this.#pending = { call: local.pending };
     if (local !== undefined) return this.#localReply(user, local.reply, local.tool_calls, out, started);
 

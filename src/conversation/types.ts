@@ -54,6 +54,9 @@ export interface ConversationOptions {
 export interface TurnInput {
   /** 0–1, for spoken text; typed text has none. */
   confidence?: number;
+  /** The words were heard, not typed; default: when they come with a confidence. Another
+   * recogniser's words (Home Assistant's) are heard, though with no confidence. */
+  heard?: boolean;
 }
 
 /** A call waiting for the person's yes, and (when the model asked for it) the round to resume. */

@@ -38,7 +38,9 @@ export function irisServices(config: () => Config, conversations: Conversations,
       } catch {
         opened = conversations.open(); // an id IRIS does not take: a conversation of its own
       }
-      return (await opened.conversation.turn(text, signal).result).reply;
+      // Home Assistant's transcripts were heard (by its speech to text, or typed in its Assist
+      // box: IRIS cannot tell), so a tool that asks first asks here too.
+      return (await opened.conversation.turn(text, signal, { heard: true }).result).reply;
     },
     async stt() {
       stt ??= (async () => {
