@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
 import { McpProxy } from '../toolhost/mcp/proxy.js';
+import { httpAuth } from '../toolhost/mcp/oauth.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
 import { createJsonStore } from '../toolhost/store.js';
@@ -71,6 +72,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     cache: createJsonStore(options.stateDir, 'mcp-tools', mcpLog, 1),
     connectTimeoutMs: config.mcp.connect_timeout_s * 1000,
     ...(options.mcpBackoffMs === undefined ? {} : { backoffMs: options.mcpBackoffMs }),
+    auth: (name, server) => httpAuth(name, server, { stateDir: options.stateDir, log: mcpLog, timeoutMs: current.mcp.connect_timeout_s * 1000 }),
   });
   const proxy = new McpProxy(servers);
   const registerMetaTools = (): void => {
