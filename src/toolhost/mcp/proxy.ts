@@ -77,7 +77,7 @@ export class McpProxy {
       const categories = Object.fromEntries(catalogue.map((s) => [s.name, {
         overview: s.config.description ?? overview(s.tools),
         tools: s.tools.length,
-        ...(s.state === 'up' || s.state === 'starting' || s.state === 'stopped' ? {} : { state: 'offline' }),
+        ...(s.state === 'up' || s.state === 'starting' || s.state === 'stopped' ? {} : { state: s.state === 'needs-sign-in' ? 'needs sign-in' : 'offline' }),
       }]));
       return textResult(JSON.stringify({ categories }));
     }
@@ -150,6 +150,7 @@ export class McpProxy {
     if (found.length === 1 && found[0] !== undefined) return found[0];
     if (found.length > 1) return `"${path}" matches ${found.map((e) => `${e.server}.${e.tool.name}`).join(', ')}; use the full tool_path.`;
     const offline = this.#servers.status().find((s) => fold(s.name) === fold(path.split('.')[0] ?? '') && s.state !== 'up');
+    if (offline?.state === 'needs-sign-in' && offline.reason !== undefined) return offline.reason; // "… run iris mcp login NAME"
     if (offline !== undefined && offline.tools === 0) {
       return `The ${offline.name} tools are offline right now${offline.reason === undefined ? '' : ` (${offline.reason})`}.`;
     }
