@@ -25,16 +25,24 @@ interface Doc {
 
 let as: AuthServer;
 let calendar: McpResource;
+let locked: AuthServer;
+let lockedCalendar: McpResource;
+/** The pre-registered client's exact redirect port. */
+let redirectPort: number;
+/** Every token IRIS was given: none may appear in what any command printed. */
+const tokens = new Set<string>();
 /** Everything any `iris` printed: searched for token strings at the end. */
 const seen: string[] = [];
 
 beforeAll(async () => {
-  as = await startAuthServer();
+  redirectPort = await closedPort();
+  as = await startAuthServer({ redirectUris: [`http://127.0.0.1:${redirectPort}/callback`] });
   calendar = await startMcpResource(as.issuer);
+  locked = await startAuthServer({ registration: 'locked' });
+  lockedCalendar = await startMcpResource(locked.issuer);
 });
 afterAll(async () => {
-  await calendar.stop();
-  await as.stop();
+  await Promise.all([calendar.stop(), as.stop(), lockedCalendar.stop(), locked.stop()]);
 });
 
 function setup(servers: string, extra = '') {
@@ -43,7 +51,9 @@ function setup(servers: string, extra = '') {
   const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };
   const doc = (name: string): Doc | undefined => {
     const path = join(vars.IRIS_STATE_DIR, 'mcp-auth', `${name}.json`);
-    return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Doc) : undefined;
+    const stored = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Doc) : undefined;
+    for (const t of [stored?.tokens?.access_token, stored?.tokens?.refresh_token]) if (t !== undefined) tokens.add(t);
+    return stored;
   };
   const run = async (args: string[]): Promise<Run> => {
     const result = await iris(args, vars);
@@ -114,4 +124,129 @@ describe('iris mcp login', () => {
       seen.push(daemonLog);
     }
   }, 30_000);
+
+  it('signs in with a pre-registered client and a pasted address; refreshes before expiry and when the token is refused; a revoked grant means sign in again', async () => {
+    const { vars, doc, run } = setup(server('calendar', calendar.url, `client_id = "${PRE_REGISTERED.client_id}"\nclient_secret = "${PRE_REGISTERED.client_secret}"\nredirect_port = ${redirectPort}`));
+    const login = await startLogin(vars, ['calendar', '--no-browser']);
+    const asked = new URL(login.url).searchParams;
+    expect(Object.fromEntries(asked)).toMatchObject({
+      client_id: PRE_REGISTERED.client_id, redirect_uri: `http://127.0.0.1:${redirectPort}/callback`, response_type: 'code',
+      code_challenge_method: 'S256', resource: calendar.url, scope: 'calendar.read', state: expect.stringMatching(/^[\w-]{43}$/),
+    });
+    login.child.stdin?.write(`${await browse(login.url)}\n`); // pasted: the browser is elsewhere
+    const result = await login.done;
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toMatch(/^To sign in to calendar, open this address in a browser:\nhttp:\/\/127\.0\.0\.1:\d+\/auth\?.*\nThen paste here the address the browser ends on/);
+    expect(result.stdout).toContain(`calendar: signed in at ${as.issuer}; 2 tools\n`);
+    const first = doc('calendar');
+    expect(first?.client).toBeUndefined(); // the configured client is used, not stored
+    expect(first?.tokens?.refresh_token).toBeDefined();
+    expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
+
+    // Near its expiry, the access token is refreshed before it is used: the server never refuses it.
+    const path = join(vars.IRIS_STATE_DIR, 'mcp-auth', 'calendar.json');
+    writeFileSync(path, JSON.stringify({ ...first, expires_at: Date.now() + 1_000 }));
+    const refusedBefore = calendar.unauthorized;
+    expect(await run(['tools', 'call', 'calendar.whoami', '--log-level', 'info'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
+    const second = doc('calendar');
+    expect(second?.tokens?.access_token).not.toBe(first?.tokens?.access_token);
+    expect(second?.expires_at).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(calendar.unauthorized).toBe(refusedBefore);
+
+    // The server stops taking the access token (as when it expires there): one 401, a refresh, the call goes through.
+    await revokeAccessToken(as, second?.tokens?.access_token ?? '');
+    expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
+    const third = doc('calendar');
+    expect(third?.tokens?.access_token).not.toBe(second?.tokens?.access_token);
+    expect(calendar.unauthorized).toBe(refusedBefore + 1);
+
+    // The person revokes IRIS's access: the tools say how to sign in again, and so does the list.
+    await revokeGrant(as, third?.tokens?.access_token ?? '');
+    expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 1, stdout: `${SENTENCE}\n` });
+    expect(doc('calendar')?.tokens).toBeUndefined();
+    expect((await run(['mcp', 'list'])).stdout).toMatch(/^calendar: needs sign-in/);
+    expect(JSON.parse((await run(['mcp', 'list', '--json'])).stdout)).toEqual([expect.objectContaining({ name: 'calendar', state: 'needs-sign-in', reason: SENTENCE })]);
+    const health = await run(['mcp', 'health']);
+    expect(health).toMatchObject({ code: 1, stdout: `calendar: needs sign-in (${SENTENCE})\n` });
+  }, 30_000);
+
+  it('refuses a redirect with a wrong state or a wrong iss, and stores no token', async () => {
+    for (const [param, value, error] of [['state', 'forged', /its state does not match/], ['iss', 'http://127.0.0.1:1', /names the issuer http:\/\/127\.0\.0\.1:1, not http:\/\/127\.0\.0\.1:\d+ \(RFC 9207/]] as const) {
+      const { vars, doc } = setup(server('calendar', calendar.url));
+      const login = await startLogin(vars, ['calendar']);
+      const redirect = new URL(await browse(login.url));
+      redirect.searchParams.set(param, value);
+      login.child.stdin?.write(`${redirect.href}\n`);
+      const result = await login.done;
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(new RegExp(`^calendar: sign-in failed: .*${error.source}.*\\n$`));
+      expect(doc('calendar')?.tokens).toBeUndefined();
+    }
+  }, 30_000);
+
+  it('signs in with the client-credentials grant, without a person', async () => {
+    const { run } = setup(server('machine', calendar.url, `grant = "client_credentials"\nclient_id = "${MACHINE.client_id}"\nclient_secret = "${MACHINE.client_secret}"\nissuer = "${as.issuer}"\nscope = "calendar.read"`));
+    expect(await run(['tools', 'call', 'machine.whoami'])).toMatchObject({ code: 0, stdout: `signed in as ${MACHINE.client_id} with calendar.read\n` });
+    expect(await run(['mcp', 'login', 'machine'])).toMatchObject({ code: 0, stdout: 'machine: signed in with client credentials; 2 tools\n' });
+  }, 30_000);
+});
+
+describe('sign-in that cannot work', () => {
+  it('refuses hostile or missing metadata and a refused registration with one clear line, storing nothing', async () => {
+    const meta = (issuer: string, extra: Record<string, unknown> = {}) => ({
+      issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, registration_endpoint: `${issuer}/reg`,
+      response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], ...extra,
+    });
+    const hostile = await startStaticServer((origin) => {
+      const routes: Record<string, unknown> = {};
+      const add = (name: string, metadata: unknown) => {
+        routes[`/${name}/mcp`] = 'html-401';
+        routes[`/.well-known/oauth-protected-resource/${name}/mcp`] = { resource: `${origin}/${name}/mcp`, authorization_servers: [`${origin}/${name}`] };
+        routes[`/.well-known/oauth-authorization-server/${name}`] = metadata;
+      };
+      add('nopkce', { ...meta(`${origin}/nopkce`), code_challenge_methods_supported: undefined });
+      add('wrongissuer', meta(`${origin}/someone-else`));
+      add('plainhttp', meta(`${origin}/plainhttp`, { token_endpoint: 'http://as.example.com/token' }));
+      add('huge', 'huge');
+      add('slow', 'slow');
+      routes['/nometa/mcp'] = 'html-401';
+      return routes;
+    });
+    try {
+      const names = ['nopkce', 'wrongissuer', 'plainhttp', 'huge', 'slow', 'nometa'];
+      const { run, doc } = setup([...names.map((n) => server(n, `${hostile.origin}/${n}/mcp`)), server('locked', lockedCalendar.url)].join('\n'));
+      const expected: Record<string, RegExp> = {
+        nopkce: /does not advertise PKCE with S256 \(code_challenge_methods_supported\), which the MCP specification requires; refused$/,
+        wrongissuer: /the metadata of http:\/\/127\.0\.0\.1:\d+\/wrongissuer names another issuer, http:\/\/127\.0\.0\.1:\d+\/someone-else; refused$/,
+        plainhttp: /the token endpoint http:\/\/as\.example\.com\/token is not HTTPS; refused \(plain HTTP only on loopback\)$/,
+        huge: /answered with more than 256 KiB; refused$/,
+        slow: /did not answer within 2 s$/,
+        nometa: /^nometa: sign-in failed: nometa asks for credentials but it publishes no OAuth metadata \(no protected-resource metadata, no authorization server metadata at http:\/\/127\.0\.0\.1:\d+\/\); it cannot be signed in to$/,
+        locked: /^locked: sign-in failed: locked: the authorization server does not let IRIS register itself \(.*\); ask its administrator for a client and set \[mcp\.servers\.locked\.oauth\] client_id \(and client_secret\)$/,
+      };
+      for (const [name, error] of Object.entries(expected)) {
+        const result = await run(['mcp', 'login', name]);
+        expect(result.code, name).toBe(1);
+        expect(result.stdout, name).toBe('');
+        expect(result.stderr.split('\n'), name).toHaveLength(2); // one line
+        expect(result.stderr.trim(), name).toMatch(error);
+        expect(doc(name)?.tokens, name).toBeUndefined();
+      }
+      // The daemon side: a 401 with no way to sign in is one log line, no HTML, and the tools say why.
+      const call = await run(['tools', 'call', 'nometa.anything', '--log-level', 'info']);
+      expect(call.code).toBe(1);
+      const lines = call.stderr.split('\n').filter((l) => l.includes('nometa'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/nometa: the server asks for credentials \(HTTP 401\) but it publishes no OAuth metadata .*; set an Authorization header in \[mcp\.servers\.nometa\] headers/);
+      expect(call.stdout + call.stderr).not.toMatch(/<html|<p>|Unauthorized\. Please/);
+    } finally {
+      await hostile.stop();
+    }
+  }, 40_000);
+
+  it('never prints or logs a token', () => {
+    expect(tokens.size).toBeGreaterThan(4);
+    const everything = seen.join('\n');
+    for (const token of tokens) expect(everything.includes(token)).toBe(false);
+  });
 });

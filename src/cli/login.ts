@@ -89,8 +89,11 @@ export async function login(o: LoginOptions): Promise<string> {
     });
     const scope = [...new Set([challenge.scope, doc.scope_needed, doc.tokens?.scope].flatMap((s) => s?.split(' ') ?? []).filter((s) => s !== ''))].join(' ');
     const options = { serverUrl, fetchFn, ...(scope === '' ? {} : { scope }), ...(challenge.resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: challenge.resourceMetadataUrl }) };
-    const started = await auth(provider, options).catch((error: unknown) => {
-      throw registrationRefused(name, error) ?? error;
+    const registered = (await provider.clientInformation()) !== undefined;
+    const started = await auth(provider, options).catch(async (error: unknown) => {
+      // No client before, none after: registering IRIS was refused or is not offered.
+      if (!registered && (await provider.clientInformation()) === undefined && !(error instanceof SignInError)) throw registrationRefused(name, error);
+      throw error;
     });
     if (started !== 'REDIRECT' || !shown) throw new SignInError('refused', `${name}: the authorization server did not start a sign-in`);
 
@@ -144,9 +147,8 @@ async function check(o: LoginOptions, signedIn: string): Promise<string> {
 }
 
 /** DCR refused or impossible: say what to configure instead. */
-function registrationRefused(name: string, error: unknown): SignInError | undefined {
+function registrationRefused(name: string, error: unknown): SignInError {
   const text = messageOf(error).split('\n')[0] ?? '';
-  if (!/registration|register/i.test(text) && (error as Error).name !== 'InvalidClientMetadataError') return undefined;
   return new SignInError('refused', `${name}: the authorization server does not let IRIS register itself (${text}); ask its administrator for a client and set [mcp.servers.${name}.oauth] client_id (and client_secret)`);
 }
 

@@ -91,7 +91,7 @@ export function boundedFetch(timeoutMs: number): FetchLike {
       const response = await fetch(input, { ...init, signal });
       const chunks: Uint8Array[] = [];
       let size = 0;
-      const reader = response.body?.getReader();
+      const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined;
       for (let chunk = await reader?.read(); chunk !== undefined && !chunk.done; chunk = await reader?.read()) {
         size += chunk.value.byteLength;
         if (size > MAX_AUTH_BODY_BYTES) {
