@@ -184,6 +184,24 @@ describe('iris mcp login', () => {
     }
   }, 30_000);
 
+  it('steps up: a tool that needs more scope asks for a new sign-in, which asks for that scope', async () => {
+    const { vars, doc, run } = setup(server('calendar', calendar.url));
+    const signIn = async (): Promise<URL> => {
+      const login = await startLogin(vars, ['calendar']);
+      login.child.stdin?.write(`${await browse(login.url)}\n`);
+      const done = await login.done;
+      expect(done.stderr).toBe("");
+      expect(done.code).toBe(0);
+      return new URL(login.url);
+    };
+    expect((await signIn()).searchParams.get('scope')).toBe('calendar.read');
+    expect(await run(['tools', 'call', 'calendar.add_event'])).toMatchObject({ code: 1, stdout: `${SENTENCE}\n` });
+    expect(doc('calendar')?.scope_needed).toBe('calendar.read calendar.write');
+    expect((await signIn()).searchParams.get('scope')).toBe('calendar.read calendar.write');
+    expect(await run(['tools', 'call', 'calendar.add_event'])).toMatchObject({ code: 0, stdout: 'event added\n' });
+    expect(doc('calendar')?.scope_needed).toBeUndefined();
+  }, 30_000);
+
   it('signs in with the client-credentials grant, without a person', async () => {
     const { run } = setup(server('machine', calendar.url, `grant = "client_credentials"\nclient_id = "${MACHINE.client_id}"\nclient_secret = "${MACHINE.client_secret}"\nissuer = "${as.issuer}"\nscope = "calendar.read"`));
     expect(await run(['tools', 'call', 'machine.whoami'])).toMatchObject({ code: 0, stdout: `signed in as ${MACHINE.client_id} with calendar.read\n` });
@@ -232,6 +250,12 @@ describe('sign-in that cannot work', () => {
         expect(result.stderr.trim(), name).toMatch(error);
         expect(doc(name)?.tokens, name).toBeUndefined();
       }
+      // A static Authorization header the server refuses: one line, no body, no restarts.
+      const wrong = setup(`[mcp.servers.static]\nurl = "${calendar.url}"\nheaders = { Authorization = "Bearer not-a-token" }\n`);
+      const refused = await wrong.run(['tools', 'call', 'static.whoami', '--log-level', 'info']);
+      expect(refused.stdout).toMatch(/^The static tools are offline right now \(the server refused IRIS's credentials \(HTTP 401 Unauthorized\); check the Authorization header/);
+      expect(refused.stderr.split('\n').filter((l) => l.includes('static'))).toEqual([expect.stringMatching(/static: the server refused IRIS's credentials \(HTTP 401 Unauthorized\)/)]);
+
       // The daemon side: a 401 with no way to sign in is one log line, no HTML, and the tools say why.
       const call = await run(['tools', 'call', 'nometa.anything', '--log-level', 'info']);
       expect(call.code).toBe(1);

@@ -78,16 +78,15 @@ export async function login(o: LoginOptions): Promise<string> {
         },
       },
     });
-    const doc = await provider.load();
-    await store.update((current) => {
-      const next = { ...(current ?? doc), version: 1 as const, discovery, redirect_url: redirect.url };
-      // A registration for another redirect would be refused by an exact-match server: register again.
-      if (next.client !== undefined && !('redirect_uris' in next.client && next.client.redirect_uris.includes(redirect.url)) && server.oauth?.client_id === undefined && server.oauth?.client_metadata_url === undefined) {
-        delete next.client;
-      }
-      return { value: next, result: undefined };
+    const { result: scope } = await store.update((current) => {
+      const next = { ...current, version: 1 as const, discovery, redirect_url: redirect.url };
+      const wanted = [...new Set([challenge.scope, next.scope_needed, next.tokens?.scope].flatMap((s) => s?.split(' ') ?? []).filter((s) => s !== ''))];
+      // A registration for another redirect or fewer scopes would be refused: register again.
+      const client = next.client as { redirect_uris?: string[]; scope?: string } | undefined;
+      const fits = client?.redirect_uris?.includes(redirect.url) === true && (client.scope === undefined || wanted.every((s) => client.scope?.split(' ').includes(s)));
+      if (!fits && server.oauth?.client_id === undefined && server.oauth?.client_metadata_url === undefined) delete next.client;
+      return { value: next, result: wanted.join(' ') };
     });
-    const scope = [...new Set([challenge.scope, doc.scope_needed, doc.tokens?.scope].flatMap((s) => s?.split(' ') ?? []).filter((s) => s !== ''))].join(' ');
     const options = { serverUrl, fetchFn, ...(scope === '' ? {} : { scope }), ...(challenge.resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: challenge.resourceMetadataUrl }) };
     const registered = (await provider.clientInformation()) !== undefined;
     const started = await auth(provider, options).catch(async (error: unknown) => {

@@ -285,14 +285,16 @@ export class McpServers {
     } catch (error) {
       await connection?.close().catch(() => undefined);
       delete server.connection;
-      const signIn = signInErrorOf(error);
-      if (signIn?.code === 'needs_sign_in') await this.#needsSignIn(server);
-      else if (signIn !== undefined) {
-        // Signing in cannot fix itself (no OAuth offered, hostile metadata, a bad [oauth] table): one line, no restarts.
+      const signIn = signInErrorOf(error)?.code;
+      const refused = signIn === 'unreachable' ? undefined : describeAuthFailure(name, error);
+      if (signIn === 'needs_sign_in') await this.#needsSignIn(server);
+      else if (refused !== undefined) {
+        // Credentials refused, no OAuth offered, hostile metadata, a bad [oauth] table: restarts
+        // cannot fix it. One line, no raw response body; a reload or `iris mcp login` tries again.
         server.state = 'down';
-        server.reason = signIn.message;
-        this.#log.error(`${name}: ${signIn.message}`);
-      } else this.#failed(server, isAbortError(error) ? 'start was cancelled' : describeAuthFailure(name, error) ?? messageOf(error));
+        server.reason = refused;
+        this.#log.error(`${name}: ${refused}`);
+      } else this.#failed(server, isAbortError(error) ? 'start was cancelled' : messageOf(error));
       return undefined;
     }
   }
