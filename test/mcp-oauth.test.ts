@@ -117,6 +117,15 @@ describe('iris mcp login', () => {
       expect(stored?.client?.client_id).not.toBe(PRE_REGISTERED.client_id); // registered dynamically
       expect(statSync(join(vars.IRIS_STATE_DIR, 'mcp-auth', 'calendar.json')).mode & 0o777).toBe(0o600);
       expect(daemonLog.match(/calendar: needs sign-in/g)).toHaveLength(1);
+      seen.push((await run(['status', '--json'])).stdout);
+
+      // Signed out: the daemon hears of it, and the tools say how to sign in again.
+      expect(await run(['mcp', 'logout', 'calendar'])).toMatchObject({
+        code: 0, stdout: `calendar: signed out; its tokens and registration are deleted\nthe running IRIS reconnected it: calendar: needs sign-in, 2 tools, unhealthy (${SENTENCE})\n`,
+      });
+      expect(doc('calendar')).toBeUndefined();
+      expect((await run(['status'])).stdout).toContain(`MCP calendar: needs sign-in, 2 tools`);
+      expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 1, stdout: `${SENTENCE}\n` });
     } finally {
       const stopped = new Promise((resolve) => daemon.once('exit', resolve));
       daemon.kill('SIGTERM');
