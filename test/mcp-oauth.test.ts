@@ -66,7 +66,7 @@ function setup(servers: string, extra = '') {
 const server = (name: string, url: string, oauth = ''): string => `[mcp.servers.${name}]\nurl = "${url}"\n${oauth === '' ? '' : `[mcp.servers.${name}.oauth]\n${oauth}\n`}`;
 
 /** Start `iris mcp login NAME`; resolves with the child and the authorization URL it printed. */
-async function startLogin(vars: Record<string, string>, args: string[]): Promise<{ child: ChildProcess; url: string; done: Promise<Run> }> {
+async function startLogin(vars: Record<string, string>, args: string[], issuer = as.issuer): Promise<{ child: ChildProcess; url: string; done: Promise<Run> }> {
   const child = startIris(['mcp', 'login', ...args], vars, true);
   let stdout = '';
   let stderr = '';
@@ -78,7 +78,7 @@ async function startLogin(vars: Record<string, string>, args: string[]): Promise
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
-      const line = stdout.split('\n').find((l) => l.startsWith(`${as.issuer}/auth?`));
+      const line = stdout.split('\n').find((l) => l.startsWith(`${issuer}/auth?`));
       if (line !== undefined) resolve(line);
     });
     void done.then((r) => reject(new Error(`login ended (${r.code}) before printing a URL: ${r.stdout}${r.stderr}`)));
@@ -209,6 +209,32 @@ describe('iris mcp login', () => {
     expect((await signIn()).searchParams.get('scope')).toBe('calendar.read calendar.write');
     expect(await run(['tools', 'call', 'calendar.add_event'])).toMatchObject({ code: 0, stdout: 'event added\n' });
     expect(doc('calendar')?.scope_needed).toBeUndefined();
+  }, 30_000);
+
+  it('uses a client ID metadata document before registering, where the authorization server supports them', async () => {
+    const documentUrl = 'https://iris.example.org/oauth/client.json';
+    const port = await closedPort();
+    const redirect = `http://127.0.0.1:${port}/callback`;
+    const cimdAs = await startAuthServer({
+      clientDocuments: {
+        [documentUrl]: {
+          client_id: documentUrl, client_name: 'IRIS', redirect_uris: [redirect], grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'], token_endpoint_auth_method: 'none', application_type: 'native',
+        },
+      },
+    });
+    const cimdCalendar = await startMcpResource(cimdAs.issuer);
+    try {
+      const { vars, doc, run } = setup(server('calendar', cimdCalendar.url, `client_metadata_url = "${documentUrl}"\nredirect_port = ${port}`));
+      const login = await startLogin(vars, ['calendar'], cimdAs.issuer);
+      expect(new URL(login.url).searchParams.get('client_id')).toBe(documentUrl);
+      expect((await fetch(await browse(login.url))).status).toBe(200);
+      expect((await login.done).code).toBe(0);
+      expect(doc('calendar')?.client).toEqual({ client_id: documentUrl, issuer: cimdAs.issuer });
+      expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
+    } finally {
+      await Promise.all([cimdCalendar.stop(), cimdAs.stop()]);
+    }
   }, 30_000);
 
   it('signs in with the client-credentials grant, without a person', async () => {

@@ -6,7 +6,8 @@
  * `iss` are checked before the code is exchanged; nothing is stored when a check fails.
  */
 import { createServer } from 'node:http';
-import { unlink } from 'node:fs/promises';
+import { chown, stat, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { auth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -37,12 +38,15 @@ export interface LoginOptions {
 export async function login(o: LoginOptions): Promise<string> {
   const { name, server } = o;
   if (server.url === undefined) throw new SignInError('config', `${name} is a stdio server; sign-in is for HTTP servers`);
+  if (Object.keys(server.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')) {
+    throw new SignInError('config', `${name} has an Authorization header in its config; remove it to sign in with OAuth`);
+  }
   const serverUrl = new URL(server.url);
   const fetchFn = boundedFetch(o.timeoutMs);
 
   if (server.oauth?.grant === 'client_credentials') {
     const client = httpAuth(name, server, { stateDir: o.stateDir, log: o.log, timeoutMs: o.timeoutMs });
-    if (client === undefined) throw new SignInError('config', `${name} has an Authorization header; it does not sign in`);
+    if (client === undefined) throw new SignInError('config', `${name} cannot sign in`);
     await discover(serverUrl, { fetchFn, issuer: server.oauth.issuer, grant: 'client_credentials' });
     await auth(client.authProvider, { serverUrl, fetchFn });
     return await check(o, `${name}: signed in with client credentials`);
@@ -116,7 +120,19 @@ export async function login(o: LoginOptions): Promise<string> {
     return await check(o, `${name}: signed in at ${issuer}`);
   } finally {
     await redirect.close();
+    await ownedLikeStateDir(o.stateDir, authStore(o.stateDir, name, o.log).path);
   }
+}
+
+/**
+ * Run as root (sudo iris mcp login), the files are root's: give them to the state dir's owner
+ * (the iris user the daemon runs as), or the daemon could not read its tokens.
+ */
+async function ownedLikeStateDir(stateDir: string, path: string): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  const owner = await stat(stateDir).catch(() => undefined);
+  if (owner === undefined || owner.uid === 0) return;
+  for (const p of [dirname(path), path]) await chown(p, owner.uid, owner.gid).catch(() => undefined);
 }
 
 /** Remove a server's stored sign-in (tokens and registration). */

@@ -331,7 +331,9 @@ export class StoredOAuthProvider implements OAuthClientProvider {
 
   /** Refresh ahead of expiry. A refused refresh token drops the tokens (the next request is refused: needs sign-in). */
   async #refresh(): Promise<void> {
+    this.#doc = undefined; // another IRIS process may have refreshed already (refresh tokens rotate)
     const doc = await this.load();
+    if (doc.expires_at !== undefined && Date.now() < doc.expires_at - Math.min(REFRESH_AHEAD_MS, (doc.lifetime_ms ?? 0) / 2)) return;
     const { discovery, tokens } = doc;
     const client = await this.clientInformation().catch(() => undefined);
     if (discovery === undefined || tokens?.refresh_token === undefined || client === undefined) return;
