@@ -164,7 +164,7 @@ describe('iris mcp login', () => {
 
     // The server stops taking the access token (as when it expires there): one 401, a refresh, the call goes through.
     await revokeAccessToken(as, second?.tokens?.access_token ?? '');
-    expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
+    expect(await run(['tools', 'call', 'calendar.whoami', '--log-level', 'debug'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
     const third = doc('calendar');
     expect(third?.tokens?.access_token).not.toBe(second?.tokens?.access_token);
     expect(calendar.unauthorized).toBe(refusedBefore + 1);

@@ -284,7 +284,9 @@ export class StoredOAuthProvider implements OAuthClientProvider {
       await this.#change((d) => (d.scope_needed = scope));
       throw this.#needsSignIn();
     }
-    if (doc.discovery !== undefined) return doc.discovery;
+    const pinned = this.#o.config.oauth?.issuer;
+    if (doc.discovery !== undefined && (pinned === undefined || sameIssuer(pinned, doc.discovery.authorizationServerUrl))) return doc.discovery;
+    if (doc.discovery !== undefined) throw this.#needsSignIn(); // signed in elsewhere than [oauth] issuer now names
     // Never signed in: say whether a sign-in could work at all, in one line.
     const serverUrl = new URL(this.#o.config.url ?? '');
     try {
