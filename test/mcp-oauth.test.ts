@@ -211,7 +211,8 @@ describe('iris mcp login', () => {
     expect(doc('calendar')?.scope_needed).toBeUndefined();
   }, 30_000);
 
-  it('uses a client ID metadata document before registering, where the authorization server supports them', async () => {
+  // oidc-provider 9, the first with client ID metadata documents, needs Node 20.
+  it.skipIf(Number(process.versions.node.split('.')[0]) < 20)('uses a client ID metadata document before registering, where the authorization server supports them', async () => {
     const documentUrl = 'https://iris.example.org/oauth/client.json';
     const port = await closedPort();
     const redirect = `http://127.0.0.1:${port}/callback`;
