@@ -303,6 +303,10 @@ export class McpServers {
     if (connection === undefined || server.connection !== connection) return; // an old or never-finished connection
     delete server.connection;
     if (server.state === 'stopped' || server.state === 'disabled') return; // we closed it
+    if (why.includes(signInSentence(server.name))) { // a ping found the sign-in lapsed: no restarts
+      void this.#needsSignIn(server);
+      return;
+    }
     if (!this.#running) {
       // Started on demand (no pre-warm): the next call starts it again.
       server.state = 'stopped';
