@@ -11,7 +11,7 @@ import { iris, startIris, waitForLine, type Run } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
 import { tempDir } from './helpers/tmp.js';
 import {
-  browse, MACHINE, PRE_REGISTERED, revokeAccessToken, revokeGrant, startAuthServer, startMcpResource, startStaticServer,
+  browse, DEVICE, enterCode, MACHINE, PRE_REGISTERED, revokeAccessToken, revokeGrant, startAuthServer, startMcpResource, startStaticServer,
   type AuthServer, type McpResource,
 } from './fixtures/oauth-servers.js';
 
@@ -179,12 +179,17 @@ describe('iris mcp login', () => {
     expect(health).toMatchObject({ code: 1, stdout: `calendar: needs sign-in (${SENTENCE})\n` });
   }, 30_000);
 
-  it('refuses a redirect with a wrong state or a wrong iss, and stores no token', async () => {
-    for (const [param, value, error] of [['state', 'forged', /its state does not match/], ['iss', 'http://127.0.0.1:1', /names the issuer http:\/\/127\.0\.0\.1:1, not http:\/\/127\.0\.0\.1:\d+ \(RFC 9207/]] as const) {
+  it('refuses a redirect with a wrong state, a wrong iss or none, and stores no token', async () => {
+    for (const [param, value, error] of [
+      ['state', 'forged', /its state does not match/],
+      ['iss', 'http://127.0.0.1:1', /names the issuer http:\/\/127\.0\.0\.1:1, not http:\/\/127\.0\.0\.1:\d+ \(RFC 9207/],
+      ['iss', null, /names no issuer, not http:\/\/127\.0\.0\.1:\d+ \(RFC 9207/], // the server says it always sends one
+    ] as const) {
       const { vars, doc } = setup(server('calendar', calendar.url));
       const login = await startLogin(vars, ['calendar']);
       const redirect = new URL(await browse(login.url));
-      redirect.searchParams.set(param, value);
+      if (value === null) redirect.searchParams.delete(param);
+      else redirect.searchParams.set(param, value);
       login.child.stdin?.write(`${redirect.href}\n`);
       const result = await login.done;
       expect(result.code).toBe(1);
@@ -235,6 +240,32 @@ describe('iris mcp login', () => {
       expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
     } finally {
       await Promise.all([cimdCalendar.stop(), cimdAs.stop()]);
+    }
+  }, 30_000);
+
+  it('signs in by voice where the authorization server offers a code to enter (RFC 8628): the daemon says where, polls, and reconnects', async () => {
+    const { vars, doc, run } = setup(server('calendar', calendar.url, `client_id = "${DEVICE.client_id}"\nissuer = "${as.issuer}"`));
+    const daemon = startIris(['daemon'], vars);
+    let daemonLog = '';
+    daemon.stderr?.on('data', (chunk: Buffer) => (daemonLog += chunk.toString()));
+    try {
+      await waitForLine(daemon, /ready:/);
+      const asked = await run(['tools', 'call', 'calendar.whoami']);
+      const spoken = /^To sign in to calendar, go to (http:\/\/127\.0\.0\.1:\d+\/device) and enter the code ([B-Z]{4}-[B-Z]{4})\.\n$/.exec(asked.stdout);
+      expect(asked.code).toBe(1);
+      expect(spoken, `${asked.stdout}${asked.stderr}${daemonLog}`).not.toBeNull();
+      expect((await run(['tools', 'call', 'calendar.whoami'])).stdout).toBe(asked.stdout); // the same code until it is used
+      const up = waitForLine(daemon, /calendar: up over streamable-http/);
+      expect(await enterCode(spoken?.[1] ?? '', spoken?.[2] ?? '')).toMatch(/Sign-in Success/);
+      await up;
+      expect(daemonLog).toMatch(/calendar: signed in by code/);
+      expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
+      expect(doc('calendar')?.tokens?.issuer).toBe(as.issuer);
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+      seen.push(daemonLog);
     }
   }, 30_000);
 

@@ -96,7 +96,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     ...(options.voice ?? {}),
   });
   // Timers can fire before the voice is up (missed ones, at start): the voice logs those.
-  const iris: Iris = assemble(config, { stateDir: options.stateDir, log, announce: (announcement) => voice.announce(announcement) });
+  const iris: Iris = assemble(config, { stateDir: options.stateDir, log, announce: (announcement) => voice.announce(announcement), signInByCode: true });
   try {
     await iris.start();
   } catch (error) {

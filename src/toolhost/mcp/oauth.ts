@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import {
   discoverAuthorizationServerMetadata,
@@ -20,7 +21,7 @@ import {
   type OAuthClientProvider,
   type OAuthDiscoveryState,
 } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthProtectedResourceMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { OAuthTokensSchema, type OAuthClientInformationMixed, type OAuthClientMetadata, type OAuthProtectedResourceMetadata, type OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import { IrisError, isAbortError, messageOf } from '../../errors.js';
@@ -146,7 +147,7 @@ export interface DiscoverOptions {
   resourceMetadataUrl?: URL | undefined;
   /** `[oauth] issuer`: only this authorization server is accepted. */
   issuer?: string | undefined;
-  grant: 'authorization_code' | 'client_credentials';
+  grant: 'authorization_code' | 'client_credentials' | 'device_code';
 }
 
 /**
@@ -169,9 +170,18 @@ export async function discover(serverUrl: URL, options: DiscoverOptions): Promis
   if (options.issuer !== undefined && !sameIssuer(options.issuer, authorizationServerUrl)) {
     throw new SignInError('bad_metadata', `the server sends IRIS to the authorization server ${authorizationServerUrl}, not to the configured issuer ${options.issuer}; refused`);
   }
+  // The SDK's OpenID metadata schema drops fields it does not name (the device endpoint,
+  // authorization_response_iss_parameter_supported): keep the document as it came.
+  let document: Record<string, unknown> = {};
+  const keeping: FetchLike = async (input, init) => {
+    const response = await fetchFn(input, init);
+    if (response.ok) document = ((await response.clone().json().catch(() => ({}))) ?? {}) as Record<string, unknown>;
+    return response;
+  };
   let metadata;
   try {
-    metadata = await discoverAuthorizationServerMetadata(authorizationServerUrl, { fetchFn });
+    metadata = await discoverAuthorizationServerMetadata(authorizationServerUrl, { fetchFn: keeping });
+    if (metadata !== undefined && document.issuer === metadata.issuer) metadata = { ...document, ...metadata };
   } catch (error) {
     if (error instanceof SignInError) throw error;
     throw new SignInError('bad_metadata', `the authorization server metadata of ${authorizationServerUrl} is not usable (${messageOf(error).split('\n')[0] ?? ''})`);
@@ -476,4 +486,85 @@ export function describeAuthFailure(name: string, error: unknown): string | unde
   }
   if (code === 403 || /\bHTTP 403\b|returned 403/.test(text)) return 'the server refused access (HTTP 403 Forbidden)';
   return undefined;
+}
+
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** RFC 8628 §3.5: poll every 5 s unless the server says otherwise; slow_down adds 5 s. */
+const DEVICE_INTERVAL_S = 5;
+
+/** An OAuth error answer in a few words for one log line: the server's text is untrusted. */
+function oauthError({ status, json }: { status: number; json: Record<string, unknown> }): string {
+  return typeof json.error === 'string' ? json.error.replace(/[^\w .:-]/g, '').slice(0, 80) : `HTTP ${status}`;
+}
+
+export interface DeviceSignIn {
+  /** What the person hears: where to go and the code to enter. */
+  sentence: string;
+  /** Resolves true once signed in (tokens stored), false when the code expired or was refused. */
+  done: Promise<boolean>;
+}
+
+/**
+ * A sign-in by voice (RFC 8628, the device authorization grant; no MCP spec version has it):
+ * when the authorization server offers it to IRIS's pre-registered client, the daemon asks
+ * for a user code, says where to enter it, and polls the token endpoint until the person has
+ * signed in on any device. Undefined when it cannot be used (then `iris mcp login`).
+ */
+export async function startDeviceSignIn(name: string, config: McpServerConfig, options: HttpAuthOptions & { signal: AbortSignal }): Promise<DeviceSignIn | undefined> {
+  const { oauth } = config;
+  if (config.url === undefined || oauth?.client_id === undefined || oauth.grant === 'client_credentials') return undefined;
+  const fetchFn = boundedFetch(options.timeoutMs);
+  const store = authStore(options.stateDir, name, options.log);
+  const doc = (await store.read()) ?? { version: 1 as const };
+  const discovery = doc.discovery ?? await discover(new URL(config.url), { fetchFn, issuer: oauth.issuer, grant: 'device_code' }).catch(() => undefined);
+  const metadata = discovery?.authorizationServerMetadata as (Record<string, unknown> & { token_endpoint?: string; grant_types_supported?: string[] }) | undefined;
+  const endpoint = metadata?.device_authorization_endpoint;
+  if (discovery === undefined || metadata === undefined || typeof endpoint !== 'string' || typeof metadata.token_endpoint !== 'string') return undefined;
+  if (metadata.grant_types_supported !== undefined && !metadata.grant_types_supported.includes(DEVICE_GRANT)) return undefined;
+
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+  const client: Record<string, string> = {};
+  if (oauth.client_secret === undefined) client.client_id = oauth.client_id;
+  else headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(oauth.client_id)}:${encodeURIComponent(oauth.client_secret)}`).toString('base64')}`;
+  const resource = discovery.resourceMetadata?.resource;
+  const scope = [...new Set([doc.scope_needed, oauth.scope, discovery.resourceMetadata?.scopes_supported?.join(' ')].flatMap((x) => x?.split(' ') ?? []).filter((x) => x !== ''))].join(' ');
+  const post = async (url: string, body: Record<string, string>): Promise<{ status: number; json: Record<string, unknown> }> => {
+    const response = await fetchFn(url, { method: 'POST', headers, body: new URLSearchParams({ ...client, ...body, ...(resource === undefined ? {} : { resource }) }) });
+    return { status: response.status, json: (await response.json().catch(() => ({}))) as Record<string, unknown> };
+  };
+  const started = await post(endpoint, scope === '' ? {} : { scope });
+  const { device_code: deviceCode, user_code: userCode, verification_uri: where, expires_in: expiresIn, interval } = started.json;
+  if (started.status !== 200 || typeof deviceCode !== 'string' || typeof userCode !== 'string' || typeof where !== 'string') {
+    options.log.warn(`${name}: the authorization server refused a sign-in by code (${oauthError(started)})`);
+    return undefined;
+  }
+  checkEndpoint('verification address', where);
+  const tokenEndpoint = metadata.token_endpoint;
+  const until = Date.now() + (typeof expiresIn === 'number' ? expiresIn : 600) * 1000;
+  const done = (async (): Promise<boolean> => {
+    let everyS = typeof interval === 'number' && interval > 0 ? interval : DEVICE_INTERVAL_S;
+    while (Date.now() < until) {
+      await sleep(everyS * 1000, undefined, { signal: options.signal });
+      const answer = await post(tokenEndpoint, { grant_type: DEVICE_GRANT, device_code: deviceCode }).catch((error: unknown) => ({ status: 0, json: { error: messageOf(error) } }));
+      if (answer.status === 200) {
+        const tokens = OAuthTokensSchema.parse(answer.json);
+        await store.update((current) => ({ value: { ...(current ?? { version: 1 as const }), discovery }, result: undefined }));
+        const provider = new StoredOAuthProvider({ name, config, store, fetchFn, log: options.log });
+        await provider.saveTokens({ ...tokens, issuer: discovery.authorizationServerUrl });
+        options.log.info(`${name}: signed in by code`);
+        return true;
+      }
+      if (answer.json.error === 'slow_down') everyS += DEVICE_INTERVAL_S;
+      else if (answer.json.error !== 'authorization_pending') {
+        options.log.warn(`${name}: the sign-in by code ended (${oauthError(answer)})`);
+        return false;
+      }
+    }
+    options.log.warn(`${name}: the sign-in code expired unused`);
+    return false;
+  })().catch((error: unknown) => {
+    if (!options.signal.aborted) options.log.warn(`${name}: the sign-in by code failed (${messageOf(error)})`);
+    return false;
+  });
+  return { sentence: `To sign in to ${name}, go to ${where} and enter the code ${userCode}.`, done };
 }

@@ -102,7 +102,11 @@ export class McpProxy {
 
   async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal): Promise<CallToolResult> {
     const call = await this.#prepare(toolPath, rawArgs);
-    if (typeof call === 'string') return errorResult(call);
+    if (typeof call === 'string') {
+      // A server waiting for a sign-in answers for its tools, listed or not: how to sign in.
+      const waiting = this.#servers.status().find((s) => s.state === 'needs-sign-in' && fold(s.name) === fold(toolPath.split('.')[0] ?? ''));
+      return waiting === undefined ? errorResult(call) : this.#servers.call(waiting.name, '', {}, signal);
+    }
     return this.#servers.call(call.entry.server, call.entry.tool.name, call.args, signal);
   }
 

@@ -47,6 +47,8 @@ interface Server {
   upSince: number;
   restart?: NodeJS.Timeout;
   health: Health;
+  /** A sign-in by code under way: its sentence (the same code until it ends). */
+  byCode?: Promise<string | undefined>;
 }
 
 export interface McpServersOptions {
@@ -59,6 +61,8 @@ export interface McpServersOptions {
   backoffMs?: number;
   /** OAuth for an HTTP server (oauth.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
   auth?: (name: string, config: McpServerConfig) => ConnectOptions['auth'];
+  /** A sign-in by code (oauth.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
+  signInByCode?: (name: string, config: McpServerConfig, signal: AbortSignal) => Promise<{ sentence: string; done: Promise<boolean> } | undefined>;
 }
 
 /** Restarts: 1 s, 2 s, 4 s … at most this long apart (ms). */
@@ -83,6 +87,8 @@ export class McpServers {
   #cacheLoaded = false;
   #running = false;
   #healthTimer: NodeJS.Timeout | undefined;
+  /** Aborted at stop: ends sign-ins by code. */
+  readonly #stopping = new AbortController();
   /** Called when any server's tool list changes (the proxy rebuilds its index). */
   onChange: () => void = () => undefined;
 
@@ -173,7 +179,7 @@ export class McpServers {
     if (server === undefined || server.state === 'disabled') return errorResult(`There is no enabled tool server named "${name}".`);
     const connection = server.connection
       ?? (server.state === 'stopped' ? await this.#start(server) : server.starting !== undefined ? await server.starting : undefined);
-    if (server.state === 'needs-sign-in') return errorResult(signInSentence(name));
+    if (server.state === 'needs-sign-in') return errorResult(await this.#signInText(server));
     if (connection === undefined) {
       return errorResult(`The ${name} tools are offline right now${server.reason ? ` (${server.reason})` : ''}.`);
     }
@@ -186,7 +192,7 @@ export class McpServers {
       if (signal?.aborted === true) throw signal.reason ?? error;
       if (signInErrorOf(error)?.code === 'needs_sign_in') {
         await this.#needsSignIn(server);
-        return errorResult(signInSentence(name));
+        return errorResult(await this.#signInText(server));
       }
       const text = describeAuthFailure(name, error) ?? messageOf(error);
       server.health.record(false, performance.now() - started, text);
@@ -246,6 +252,7 @@ export class McpServers {
 
   async stop(): Promise<void> {
     clearTimeout(this.#healthTimer);
+    this.#stopping.abort();
     this.#running = false;
     await Promise.all([...this.#servers.values()].map((s) => this.#shutdown(s, 'stopped')));
   }
@@ -332,6 +339,29 @@ export class McpServers {
     clearTimeout(server.restart);
     server.restart = setTimeout(() => void this.#start(server), delayMs);
     server.restart.unref();
+  }
+
+  /**
+   * What a tool of a server that needs sign-in answers: in the daemon, where the authorization
+   * server offers it, a code to enter on any device (polled; once signed in the server
+   * reconnects); else how to run `iris mcp login`.
+   */
+  async #signInText(server: Server): Promise<string> {
+    const start = this.#options.signInByCode;
+    if (start === undefined || this.#stopping.signal.aborted) return signInSentence(server.name);
+    server.byCode ??= start(server.name, server.config, this.#stopping.signal).then((byCode) => {
+      void byCode?.done.then((signedIn) => {
+        delete server.byCode;
+        if (signedIn && !this.#stopping.signal.aborted) void this.reconnect(server.name).catch(() => undefined);
+      });
+      return byCode?.sentence;
+    }, (error: unknown) => {
+      this.#log.warn(`${server.name}: no sign-in by code (${messageOf(error)})`);
+      return undefined;
+    });
+    const sentence = await server.byCode;
+    if (sentence === undefined) delete server.byCode;
+    return sentence ?? signInSentence(server.name);
   }
 
   /** The sign-in is missing or lapsed: no restarts until `iris mcp login` says so (reconnect). */
