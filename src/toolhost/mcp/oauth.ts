@@ -243,7 +243,6 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     if (url !== undefined) this.clientMetadataUrl = url;
   }
 
-
   get redirectUrl(): string {
     return this.#o.interactive?.redirectUrl ?? this.#doc?.redirect_url ?? 'http://127.0.0.1/callback';
   }
