@@ -15,7 +15,7 @@ import type { McpServerConfig } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { connect } from '../toolhost/mcp/client.js';
-import { authStore, boundedFetch, discover, httpAuth, sameIssuer, SignInError, StoredOAuthProvider } from '../toolhost/mcp/oauth.js';
+import { authStore, boundedFetch, discover, httpAuth, printable, sameIssuer, SignInError, StoredOAuthProvider } from '../toolhost/mcp/oauth.js';
 
 /** How long a sign-in waits for the redirect (ms): a person finding a browser and a password. */
 const WAIT_MS = 10 * 60_000;
@@ -104,14 +104,14 @@ export async function login(o: LoginOptions): Promise<string> {
     const answer = await Promise.race([redirect.next, typed.next, timeout()]).finally(() => typed.close());
     const params = answer.searchParams;
     const error = params.get('error');
-    if (error !== null) throw new SignInError('refused', `the authorization server refused the sign-in: ${error}${params.get('error_description') ? ` (${params.get('error_description')})` : ''}`);
+    if (error !== null) throw new SignInError('refused', `the authorization server refused the sign-in: ${printable(error)}${params.get('error_description') ? ` (${printable(params.get('error_description'))})` : ''}`);
     if (params.get('state') !== provider.expectedState) {
       throw new SignInError('state', 'the redirect does not belong to this sign-in (its state does not match); nothing was stored. Start iris mcp login again and use the newest address');
     }
     const issuer = discovery.authorizationServerMetadata?.issuer ?? discovery.authorizationServerUrl;
     const iss = params.get('iss');
     if (iss !== null ? !sameIssuer(iss, issuer) : (discovery.authorizationServerMetadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)?.authorization_response_iss_parameter_supported === true) {
-      throw new SignInError('iss', `the redirect names ${iss === null ? 'no issuer' : `the issuer ${iss}`}, not ${issuer} (RFC 9207: a mix-up attack or a misconfigured server); nothing was stored`);
+      throw new SignInError('iss', `the redirect names ${iss === null ? 'no issuer' : `the issuer ${printable(iss)}`}, not ${issuer} (RFC 9207: a mix-up attack or a misconfigured server); nothing was stored`);
     }
     const code = params.get('code');
     if (code === null || code === '') throw new SignInError('refused', 'the redirect carries no authorization code');

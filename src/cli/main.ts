@@ -260,7 +260,8 @@ export function buildProgram(): Command {
           noBrowser: !opts.browser, say: print, input: process.stdin,
         });
       } catch (error) {
-        throw new Exit(EXIT.failed, `${name}: sign-in failed: ${messageOf(error)}`);
+        // One line: the reason may carry an authorization server's own words.
+        throw new Exit(EXIT.failed, `${name}: sign-in failed: ${messageOf(error).replace(/\s+/g, ' ').trim()}`);
       } finally {
         process.stdin.pause();
       }
