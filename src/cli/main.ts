@@ -112,9 +112,12 @@ async function callTool(g: Globals, name: string, args: unknown): Promise<CallTo
   return iris.host.call(name, args, { origin: 'typed' });
 }
 
+/** A server's state for people: "needs sign-in", not the JSON's "needs-sign-in". */
+const stateWords = (state: ServerStatus['state']): string => (state === 'needs-sign-in' ? 'needs sign-in' : state);
+
 /** One server as `iris status` and `iris mcp list` print it. */
 function serverLine(s: ServerStatus): string {
-  return `${s.name}: ${s.state === 'needs-sign-in' ? 'needs sign-in' : s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools, ${s.health.state}${s.reason ? ` (${s.reason})` : ''}`;
+  return `${s.name}: ${stateWords(s.state)}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools, ${s.health.state}${s.reason ? ` (${s.reason})` : ''}`;
 }
 
 /** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
@@ -305,7 +308,7 @@ export function buildProgram(): Command {
         print(`${r.name.padEnd(width)}  ${r.source.padEnd(6)}  ${r.enabled ? 'on ' : 'off'}  ${String(r.tokens).padStart(4)} tok  ${summary}`);
       }
       for (const s of iris.mcp.servers.status().filter((x) => x.state !== 'up' && x.state !== 'disabled')) {
-        print(`(${s.name}: ${s.state}${s.reason ? `: ${s.reason}` : ''})`);
+        print(`(${s.name}: ${stateWords(s.state)}${s.reason ? `: ${s.reason}` : ''})`);
       }
     });
   tools
