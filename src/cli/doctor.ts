@@ -36,7 +36,7 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
     const ok = server.state === 'up' || server.state === 'disabled';
     const detail = server.state === 'disabled'
       ? 'disabled in the config'
-      : `${server.state}${server.transport ? ` over ${server.transport}` : ''}, ${server.tools} tools${server.reason ? ` (${server.reason})` : ''}`;
+      : `${server.state === 'needs-sign-in' ? 'needs sign-in' : server.state}${server.transport ? ` over ${server.transport}` : ''}, ${server.tools} tools${server.reason ? ` (${server.reason})` : ''}`;
     checks.push({ ok, what: `MCP server ${server.name}`, detail });
   }
   return checks;

@@ -26,6 +26,7 @@ import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import { doctor } from './doctor.js';
+import { login, logout } from './login.js';
 import { describe, listen, type ListenReport } from './listen.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
@@ -111,9 +112,12 @@ async function callTool(g: Globals, name: string, args: unknown): Promise<CallTo
   return iris.host.call(name, args, { origin: 'typed' });
 }
 
+/** A server's state for people: "needs sign-in", not the JSON's "needs-sign-in". */
+const stateWords = (state: ServerStatus['state']): string => (state === 'needs-sign-in' ? 'needs sign-in' : state);
+
 /** One server as `iris status` and `iris mcp list` print it. */
 function serverLine(s: ServerStatus): string {
-  return `${s.name}: ${s.state}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools, ${s.health.state}${s.reason ? ` (${s.reason})` : ''}`;
+  return `${s.name}: ${stateWords(s.state)}${s.transport ? ` over ${s.transport}` : ''}, ${s.tools} tools, ${s.health.state}${s.reason ? ` (${s.reason})` : ''}`;
 }
 
 /** Every IRIS a command opened, stopped after the command (MCP servers are child processes). */
@@ -225,9 +229,59 @@ export function buildProgram(): Command {
       if (g.json === true) return printJson(servers.map((s) => ({ name: s.name, server_state: s.state, ...s.health })));
       for (const s of servers) {
         const h = s.health;
+        if (s.state === 'needs-sign-in') {
+          print(`${s.name}: needs sign-in (${s.reason ?? ''})`);
+          continue;
+        }
         print(`${s.name}: ${h.state}; response ${h.response_ms ?? '–'} ms, success ${h.success_rate === null ? '–' : `${Math.round(h.success_rate * 100)} %`}, ${h.errors} errors, last success ${h.last_success ?? 'never'}, up ${h.uptime_s} s${h.last_error ? ` (last error: ${h.last_error})` : ''}`);
       }
-      if (servers.some((s) => s.health.state === 'unhealthy')) process.exitCode = EXIT.failed;
+      if (servers.some((s) => s.health.state === 'unhealthy' || s.state === 'needs-sign-in')) process.exitCode = EXIT.failed;
+    });
+  /** After a sign-in changed: the running daemon connects the server again (none running: nothing to do). */
+  const reconnect = async (name: string): Promise<void> => {
+    try {
+      const status = await request(socketPath(), { cmd: 'mcp.reconnect', name }, 60_000);
+      print(`the running IRIS reconnected it: ${serverLine(status)}`);
+    } catch (error) {
+      if (!(error instanceof ControlUnavailable && error.reason === 'not_running')) process.stderr.write(`the running IRIS was not told (${messageOf(error)}); run: iris reload\n`);
+    }
+  };
+  mcp
+    .command('login')
+    .description('sign in to a server that asks for OAuth: prints the address to open, completes on the loopback redirect or the redirected address pasted here')
+    .argument('<name>', 'the server ([mcp.servers.NAME])')
+    .option('--no-browser', 'the browser is on another machine: paste the address it ends on (IRIS never opens a browser itself)')
+    .action(async (name: string, opts: { browser: boolean }, cmd: Command) => {
+      const g = globals(cmd);
+      const config = await readConfig(g);
+      const server = config.mcp.servers[name];
+      if (server === undefined) throw new Exit(EXIT.failed, `no MCP server named "${name}" in ${configOf(g).path}`);
+      let done: string;
+      try {
+        done = await login({
+          name, server, stateDir: stateDir(), log: createLogger('iris', { level: g.logLevel }), timeoutMs: config.mcp.connect_timeout_s * 1000,
+          noBrowser: !opts.browser, say: print, input: process.stdin,
+        });
+      } catch (error) {
+        // One line: the reason may carry an authorization server's own words.
+        throw new Exit(EXIT.failed, `${name}: sign-in failed: ${messageOf(error).replace(/\s+/g, ' ').trim()}`);
+      } finally {
+        process.stdin.pause();
+      }
+      print(done);
+      await reconnect(name);
+    });
+  mcp
+    .command('logout')
+    .description("forget a server's sign-in (its tokens and registration)")
+    .argument('<name>', 'the server ([mcp.servers.NAME])')
+    .action(async (name: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const config = await readConfig(g);
+      if (config.mcp.servers[name] === undefined) throw new Exit(EXIT.failed, `no MCP server named "${name}" in ${configOf(g).path}`);
+      const removed = await logout(name, stateDir(), createLogger('iris', { level: g.logLevel }));
+      print(removed ? `${name}: signed out; its tokens and registration are deleted` : `${name}: was not signed in`);
+      await reconnect(name);
     });
 
   const tools = program.command('tools').description('the tools the model can reach');
@@ -254,7 +308,7 @@ export function buildProgram(): Command {
         print(`${r.name.padEnd(width)}  ${r.source.padEnd(6)}  ${r.enabled ? 'on ' : 'off'}  ${String(r.tokens).padStart(4)} tok  ${summary}`);
       }
       for (const s of iris.mcp.servers.status().filter((x) => x.state !== 'up' && x.state !== 'disabled')) {
-        print(`(${s.name}: ${s.state}${s.reason ? `: ${s.reason}` : ''})`);
+        print(`(${s.name}: ${stateWords(s.state)}${s.reason ? `: ${s.reason}` : ''})`);
       }
     });
   tools

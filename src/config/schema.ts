@@ -32,6 +32,39 @@ const mcpServer = {
       description: 'HTTP headers, e.g. Authorization.',
     },
     enabled: { type: 'boolean', default: true, description: 'Offer this server to the model.' },
+    oauth: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'OAuth sign-in for an HTTP server (iris mcp login NAME). Without it, a server that asks for OAuth still gets it: IRIS registers itself when the authorization server lets it.',
+      properties: {
+        grant: {
+          type: 'string',
+          enum: ['authorization_code', 'client_credentials'],
+          default: 'authorization_code',
+          description: 'authorization_code: a person signs in once with iris mcp login; client_credentials: IRIS signs in as itself with client_id and client_secret (needs issuer).',
+        },
+        client_id: { type: 'string', description: 'A client registered for IRIS at the authorization server (used before any other registration).' },
+        client_secret: { type: 'string', description: 'Its secret, if it has one (use ${VAR}).' },
+        client_metadata_url: {
+          type: 'string',
+          format: 'http-url',
+          description: 'An HTTPS URL of a client ID metadata document to use as the client ID, when the authorization server supports them.',
+        },
+        issuer: {
+          type: 'string',
+          format: 'http-url',
+          description: 'The authorization server IRIS may sign in at (its issuer URL); any other is refused. Required with client_credentials.',
+        },
+        scope: { type: 'string', description: 'Scopes to ask for when the server does not say (space-separated).' },
+        redirect_port: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 65535,
+          default: 0,
+          description: 'Loopback port for the sign-in redirect (http://127.0.0.1:PORT/callback); 0: any free port.',
+        },
+      },
+    },
     description: { type: 'string', description: 'What its tools are for, shown to the model (default: its tool names).' },
     confirm: {
       type: 'string',

@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
 import { McpProxy } from '../toolhost/mcp/proxy.js';
+import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/oauth.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
 import { createJsonStore } from '../toolhost/store.js';
@@ -28,6 +29,11 @@ export interface AssembleOptions {
   backend?: ChatBackend;
   /** First MCP restart delay (ms); tests shorten it. */
   mcpBackoffMs?: number;
+  /**
+   * The daemon: a server that needs sign-in may offer a code to enter on any device (RFC 8628),
+   * polled in the background. One-shot commands exit before it could finish.
+   */
+  signInByCode?: boolean;
 }
 
 export interface Iris {
@@ -71,6 +77,10 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     cache: createJsonStore(options.stateDir, 'mcp-tools', mcpLog, 1),
     connectTimeoutMs: config.mcp.connect_timeout_s * 1000,
     ...(options.mcpBackoffMs === undefined ? {} : { backoffMs: options.mcpBackoffMs }),
+    auth: (name, server) => httpAuth(name, server, { stateDir: options.stateDir, log: mcpLog, timeoutMs: current.mcp.connect_timeout_s * 1000 }),
+    ...(options.signInByCode === true
+      ? { signInByCode: (name, server, signal) => startDeviceSignIn(name, server, { stateDir: options.stateDir, log: mcpLog, timeoutMs: current.mcp.connect_timeout_s * 1000, signal }) }
+      : {}),
   });
   const proxy = new McpProxy(servers);
   const registerMetaTools = (): void => {

@@ -96,7 +96,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     ...(options.voice ?? {}),
   });
   // Timers can fire before the voice is up (missed ones, at start): the voice logs those.
-  const iris: Iris = assemble(config, { stateDir: options.stateDir, log, announce: (announcement) => voice.announce(announcement) });
+  const iris: Iris = assemble(config, { stateDir: options.stateDir, log, announce: (announcement) => voice.announce(announcement), signInByCode: true });
   try {
     await iris.start();
   } catch (error) {
@@ -157,6 +157,8 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
       }
       case 'tools.call': // `iris tools call`, `iris timers cancel`: the person's own command
         return iris.host.call(request.name, request.arguments, { origin: 'typed', signal });
+      case 'mcp.reconnect': // `iris mcp login` / `logout` changed the server's sign-in
+        return iris.mcp.servers.reconnect(request.name);
     }
   };
   const path = options.socket ?? socketPath();

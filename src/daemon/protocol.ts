@@ -15,7 +15,9 @@ export type ControlRequest =
   /** `conversation`: continue that client's conversation; without it, a new one. */
   | { cmd: 'ask'; text: string; conversation?: string }
   /** `iris tools call` and `iris timers`: the person's own command (no confirmation asked). */
-  | { cmd: 'tools.call'; name: string; arguments?: unknown };
+  | { cmd: 'tools.call'; name: string; arguments?: unknown }
+  /** `iris mcp login` / `logout` changed a server's sign-in: connect it again now. */
+  | { cmd: 'mcp.reconnect'; name: string };
 
 export type Command = ControlRequest['cmd'];
 
@@ -40,6 +42,7 @@ export interface ControlResults {
   config: { path: string };
   ask: TurnResult & { conversation: string };
   'tools.call': CallToolResult;
+  'mcp.reconnect': ServerStatus;
 }
 
 /** `busy`: refused for now (too many connections); the same request may be sent again. */
@@ -70,6 +73,9 @@ export function parseRequest(line: string): ControlRequest | string {
     case 'tools.call':
       if (typeof request.name !== 'string' || request.name === '') return 'bad request: "tools.call" needs a "name"';
       return { cmd: 'tools.call', name: request.name, arguments: request.arguments ?? {} };
+    case 'mcp.reconnect':
+      if (typeof request.name !== 'string' || request.name === '') return 'bad request: "mcp.reconnect" needs a "name"';
+      return { cmd: 'mcp.reconnect', name: request.name };
     default:
       return typeof request.cmd === 'string' ? `unknown command "${request.cmd}"` : 'bad request: no "cmd"';
   }

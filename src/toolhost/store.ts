@@ -40,14 +40,17 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.IRIS_STATE_DIR !== undefined && env.IRIS_STATE_DIR !== '' ? env.IRIS_STATE_DIR : DEFAULT_STATE_DIR;
 }
 
-export function createJsonStore<T extends Versioned>(dir: string, name: string, log: Logger, version: number): JsonStore<T> {
+/** `mode`: the file's permissions (default 0640); `dirMode`: its directory's, when created (default 0750). */
+export function createJsonStore<T extends Versioned>(
+  dir: string, name: string, log: Logger, version: number, { mode = 0o640, dirMode = 0o750 }: { mode?: number; dirMode?: number } = {},
+): JsonStore<T> {
   const path = join(dir, `${name}.json`);
   let ensured = false;
   /** Set once a file of another version was seen: nothing is written over it. */
   let refused: StateError | undefined;
   const ensureDir = (): void => {
     if (ensured) return;
-    mkdirSync(dir, { recursive: true, mode: 0o750 });
+    mkdirSync(dir, { recursive: true, mode: dirMode });
     ensured = true;
   };
 
@@ -89,7 +92,7 @@ export function createJsonStore<T extends Versioned>(dir: string, name: string, 
   async function write(value: T): Promise<void> {
     if (refused !== undefined) throw refused;
     ensureDir();
-    await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o640 });
+    await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode });
   }
 
   return {

@@ -5,11 +5,12 @@
  * tools/list pagination, list_changed, and fast failure when the server dies (in-flight calls
  * fail at once instead of waiting out their timeout).
  */
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import { messageOf } from '../../errors.js';
@@ -40,6 +41,8 @@ export interface ConnectOptions {
   /** The connection died (process exit, network failure); fired once. */
   onClose: (why: string) => void;
   onToolsChanged: () => void;
+  /** OAuth for an HTTP server (oauth.ts): the SDK signs requests and refreshes through it. */
+  auth?: { authProvider: OAuthClientProvider; fetch: FetchLike } | undefined;
 }
 
 const CLIENT_INFO = { name: 'iris', version: '0.1.0' };
@@ -53,9 +56,10 @@ export async function connect(options: ConnectOptions): Promise<McpConnection> {
   if (config.command !== undefined) return open(options, stdioTransport(name, config, log), 'stdio');
   const url = new URL(config.url ?? '');
   const requestInit = { headers: { ...config.headers } };
-  if (config.transport === 'sse') return open(options, new SSEClientTransport(url, { requestInit }), 'sse');
+  const auth = options.auth ?? {};
+  if (config.transport === 'sse') return open(options, new SSEClientTransport(url, { requestInit, ...auth }), 'sse');
   try {
-    return await open(options, new StreamableHTTPClientTransport(url, { requestInit }), 'streamable-http');
+    return await open(options, new StreamableHTTPClientTransport(url, { requestInit, ...auth }), 'streamable-http');
   } catch (error) {
     // The spec's back-compat recipe: an old HTTP+SSE server refuses the POST with 4xx.
     const status = (error as { code?: unknown }).code;
@@ -63,7 +67,7 @@ export async function connect(options: ConnectOptions): Promise<McpConnection> {
       throw error;
     }
     log.info(`${name}: no Streamable HTTP at ${url.href}; trying SSE`);
-    return open(options, new SSEClientTransport(url, { requestInit }), 'sse');
+    return open(options, new SSEClientTransport(url, { requestInit, ...auth }), 'sse');
   }
 }
 

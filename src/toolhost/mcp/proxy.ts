@@ -77,7 +77,7 @@ export class McpProxy {
       const categories = Object.fromEntries(catalogue.map((s) => [s.name, {
         overview: s.config.description ?? overview(s.tools),
         tools: s.tools.length,
-        ...(s.state === 'up' || s.state === 'starting' || s.state === 'stopped' ? {} : { state: 'offline' }),
+        ...(s.state === 'up' || s.state === 'starting' || s.state === 'stopped' ? {} : { state: s.state === 'needs-sign-in' ? 'needs sign-in' : 'offline' }),
       }]));
       return textResult(JSON.stringify({ categories }));
     }
@@ -102,7 +102,11 @@ export class McpProxy {
 
   async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal): Promise<CallToolResult> {
     const call = await this.#prepare(toolPath, rawArgs);
-    if (typeof call === 'string') return errorResult(call);
+    if (typeof call === 'string') {
+      // A server waiting for a sign-in answers for its tools, listed or not: how to sign in.
+      const waiting = this.#servers.status().find((s) => s.state === 'needs-sign-in' && fold(s.name) === fold(toolPath.split('.')[0] ?? ''));
+      return waiting === undefined ? errorResult(call) : this.#servers.call(waiting.name, '', {}, signal);
+    }
     return this.#servers.call(call.entry.server, call.entry.tool.name, call.args, signal);
   }
 
@@ -150,6 +154,7 @@ export class McpProxy {
     if (found.length === 1 && found[0] !== undefined) return found[0];
     if (found.length > 1) return `"${path}" matches ${found.map((e) => `${e.server}.${e.tool.name}`).join(', ')}; use the full tool_path.`;
     const offline = this.#servers.status().find((s) => fold(s.name) === fold(path.split('.')[0] ?? '') && s.state !== 'up');
+    if (offline?.state === 'needs-sign-in' && offline.reason !== undefined) return offline.reason; // "… run iris mcp login NAME"
     if (offline !== undefined && offline.tools === 0) {
       return `The ${offline.name} tools are offline right now${offline.reason === undefined ? '' : ` (${offline.reason})`}.`;
     }

@@ -12,8 +12,10 @@ import type { Logger } from '../../log.js';
 import { errorResult, type CallToolResult, type JsonStore } from '../api.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
+import { describeAuthFailure, signInErrorOf, signInSentence } from './oauth.js';
 
-export type ServerState = 'stopped' | 'starting' | 'up' | 'restarting' | 'down' | 'disabled';
+/** `needs-sign-in`: an OAuth sign-in is missing or lapsed (iris mcp login NAME); no restarts until then. */
+export type ServerState = 'stopped' | 'starting' | 'up' | 'restarting' | 'down' | 'disabled' | 'needs-sign-in';
 
 export interface ServerStatus {
   name: string;
@@ -45,6 +47,8 @@ interface Server {
   upSince: number;
   restart?: NodeJS.Timeout;
   health: Health;
+  /** A sign-in by code under way: its sentence (the same code until it ends). */
+  byCode?: Promise<string | undefined>;
 }
 
 export interface McpServersOptions {
@@ -55,6 +59,10 @@ export interface McpServersOptions {
   connect?: (options: ConnectOptions) => Promise<McpConnection>;
   /** First restart delay (ms), doubled per failure; default 1 000. */
   backoffMs?: number;
+  /** OAuth for an HTTP server (oauth.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
+  auth?: (name: string, config: McpServerConfig) => ConnectOptions['auth'];
+  /** A sign-in by code (oauth.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
+  signInByCode?: (name: string, config: McpServerConfig, signal: AbortSignal) => Promise<{ sentence: string; done: Promise<boolean> } | undefined>;
 }
 
 /** Restarts: 1 s, 2 s, 4 s … at most this long apart (ms). */
@@ -67,8 +75,8 @@ const STABLE_MS = 60_000;
 const START_CONCURRENCY = 3;
 
 export function fingerprint(config: McpServerConfig): string {
-  const { command, args, env, cwd, url, transport, headers } = config;
-  return createHash('sha256').update(JSON.stringify({ command, args, env, cwd, url, transport, headers })).digest('hex').slice(0, 16);
+  const { command, args, env, cwd, url, transport, headers, oauth } = config;
+  return createHash('sha256').update(JSON.stringify({ command, args, env, cwd, url, transport, headers, oauth })).digest('hex').slice(0, 16);
 }
 
 export class McpServers {
@@ -79,6 +87,8 @@ export class McpServers {
   #cacheLoaded = false;
   #running = false;
   #healthTimer: NodeJS.Timeout | undefined;
+  /** Aborted at stop: ends sign-ins by code. */
+  readonly #stopping = new AbortController();
   /** Called when any server's tool list changes (the proxy rebuilds its index). */
   onChange: () => void = () => undefined;
 
@@ -169,6 +179,7 @@ export class McpServers {
     if (server === undefined || server.state === 'disabled') return errorResult(`There is no enabled tool server named "${name}".`);
     const connection = server.connection
       ?? (server.state === 'stopped' ? await this.#start(server) : server.starting !== undefined ? await server.starting : undefined);
+    if (server.state === 'needs-sign-in') return errorResult(await this.#signInText(server));
     if (connection === undefined) {
       return errorResult(`The ${name} tools are offline right now${server.reason ? ` (${server.reason})` : ''}.`);
     }
@@ -179,7 +190,11 @@ export class McpServers {
       return result;
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason ?? error;
-      const text = messageOf(error);
+      if (signInErrorOf(error)?.code === 'needs_sign_in') {
+        await this.#needsSignIn(server);
+        return errorResult(await this.#signInText(server));
+      }
+      const text = describeAuthFailure(name, error) ?? messageOf(error);
       server.health.record(false, performance.now() - started, text);
       if (/-32001|timed out/i.test(text)) return errorResult(`${name}.${tool} timed out after ${server.config.timeout_s ?? 30} s.`);
       if (/-32000|Connection closed|Not connected|fetch failed/i.test(text)) {
@@ -219,8 +234,25 @@ export class McpServers {
     }));
   }
 
+  /**
+   * Connect a server again now (after `iris mcp login` or `logout` changed its sign-in): a
+   * server that is down or waiting for a sign-in gets a fresh start. Throws for an unknown name.
+   */
+  async reconnect(name: string): Promise<ServerStatus> {
+    const server = this.#servers.get(name);
+    if (server === undefined || server.state === 'disabled') throw new Error(`there is no enabled MCP server named "${name}"`);
+    await this.#shutdown(server, 'stopped');
+    server.failures = 0;
+    delete server.reason;
+    await this.#start(server);
+    const status = this.status().find((s) => s.name === name);
+    if (status === undefined) throw new Error(`${name} was removed`);
+    return status;
+  }
+
   async stop(): Promise<void> {
     clearTimeout(this.#healthTimer);
+    this.#stopping.abort();
     this.#running = false;
     await Promise.all([...this.#servers.values()].map((s) => this.#shutdown(s, 'stopped')));
   }
@@ -246,6 +278,7 @@ export class McpServers {
         log: this.#log,
         onClose: (why) => this.#closed(server, connection, why),
         onToolsChanged: () => void this.#refresh(server, connection),
+        auth: this.#options.auth?.(name, server.config),
       });
       server.connection = connection;
       server.tools = await connection.listTools();
@@ -259,7 +292,16 @@ export class McpServers {
     } catch (error) {
       await connection?.close().catch(() => undefined);
       delete server.connection;
-      this.#failed(server, isAbortError(error) ? 'start was cancelled' : messageOf(error));
+      const signIn = signInErrorOf(error)?.code;
+      const refused = signIn === 'unreachable' ? undefined : describeAuthFailure(name, error);
+      if (signIn === 'needs_sign_in') await this.#needsSignIn(server);
+      else if (refused !== undefined) {
+        // Credentials refused, no OAuth offered, hostile metadata, a bad [oauth] table: restarts
+        // cannot fix it. One line, no raw response body; a reload or `iris mcp login` tries again.
+        server.state = 'down';
+        server.reason = refused;
+        this.#log.error(`${name}: ${refused}`);
+      } else this.#failed(server, isAbortError(error) ? 'start was cancelled' : messageOf(error));
       return undefined;
     }
   }
@@ -268,6 +310,10 @@ export class McpServers {
     if (connection === undefined || server.connection !== connection) return; // an old or never-finished connection
     delete server.connection;
     if (server.state === 'stopped' || server.state === 'disabled') return; // we closed it
+    if (why.includes(signInSentence(server.name))) { // a ping found the sign-in lapsed: no restarts
+      void this.#needsSignIn(server);
+      return;
+    }
     if (!this.#running) {
       // Started on demand (no pre-warm): the next call starts it again.
       server.state = 'stopped';
@@ -293,6 +339,41 @@ export class McpServers {
     clearTimeout(server.restart);
     server.restart = setTimeout(() => void this.#start(server), delayMs);
     server.restart.unref();
+  }
+
+  /**
+   * What a tool of a server that needs sign-in answers: in the daemon, where the authorization
+   * server offers it, a code to enter on any device (polled; once signed in the server
+   * reconnects); else how to run `iris mcp login`.
+   */
+  async #signInText(server: Server): Promise<string> {
+    const start = this.#options.signInByCode;
+    if (start === undefined || this.#stopping.signal.aborted) return signInSentence(server.name);
+    server.byCode ??= start(server.name, server.config, this.#stopping.signal).then((byCode) => {
+      void byCode?.done.then((signedIn) => {
+        delete server.byCode;
+        if (signedIn && !this.#stopping.signal.aborted) void this.reconnect(server.name).catch(() => undefined);
+      });
+      return byCode?.sentence;
+    }, (error: unknown) => {
+      this.#log.warn(`${server.name}: no sign-in by code (${messageOf(error)})`);
+      return undefined;
+    });
+    const sentence = await server.byCode;
+    if (sentence === undefined) delete server.byCode;
+    return sentence ?? signInSentence(server.name);
+  }
+
+  /** The sign-in is missing or lapsed: no restarts until `iris mcp login` says so (reconnect). */
+  async #needsSignIn(server: Server): Promise<void> {
+    const connection = server.connection;
+    delete server.connection;
+    clearTimeout(server.restart);
+    const first = server.state !== 'needs-sign-in';
+    server.state = 'needs-sign-in';
+    server.reason = signInSentence(server.name);
+    if (first) this.#log.warn(`${server.name}: needs sign-in: run iris mcp login ${server.name}`);
+    await connection?.close().catch(() => undefined);
   }
 
   async #refresh(server: Server, connection: McpConnection | undefined): Promise<void> {
