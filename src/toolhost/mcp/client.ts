@@ -111,7 +111,7 @@ async function open(options: ConnectOptions, transport: Transport, kind: McpConn
       log.warn(`${name}: ${text}; closing the session`);
       void client.close().catch(() => undefined);
       markClosed(text);
-    } else log.debug(`${name}: ${text}`);
+    } else log.debug(`${name}: ${briefly(error)}`);
   };
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.onToolsChanged());
   client.setRequestHandler(ElicitRequestSchema, async ({ params }, extra): Promise<ElicitResult> => {
