@@ -136,7 +136,7 @@ describe('iris CLI', () => {
     ]);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toContain(`✗ Ollama: cannot reach Ollama at http://127.0.0.1:${port} (ECONNREFUSED)`);
-    expect(doctor.stdout).toContain('✓ MCP server everything: up over stdio, 13 tools');
+    expect(doctor.stdout).toContain('✓ MCP server everything: up over stdio, 15 tools');
     expect(doctor.stdout).toMatch(/✗ MCP server broken: restarting, 0 tools \(spawn \/nonexistent\/mcp ENOENT\)/);
     const report = JSON.parse(budget.stdout) as Record<string, number>;
     expect(report.remote_tools).toBe(12); // the task-only tool is hidden
@@ -198,7 +198,7 @@ describe('iris daemon', () => {
     const server = serversToml({ everything: stdio(EVERYTHING, 'stdio') });
     const { vars } = env(`[assistant]\ntimezone = "UTC"\n${server}`);
     const daemon = startIris(['daemon'], vars);
-    const up = waitForLine(daemon, /everything: up over stdio, 13 tools/);
+    const up = waitForLine(daemon, /everything: up over stdio, 15 tools/);
     await waitForLine(daemon, /ready:/);
     await up;
     writeFileSync(vars.IRIS_CONFIG, `[assistant]\ntimezone = "UTC"\n${server}enabled = false\n`);

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Conversation, TurnResult } from '../src/conversation/engine.js';
 import { withDouble, type Sections, type Setup } from './helpers/conversation.js';
-import { fake, serversToml, type ServerSpec } from './helpers/mcp.js';
+import { EVERYTHING, fake, serversToml, stdio, type ServerSpec } from './helpers/mcp.js';
 
 let setup: Setup | undefined;
 afterEach(async () => {
@@ -33,7 +33,7 @@ const toolResults = (s: Setup, n: number) => s.double.chats[n]?.messages.filter(
 /** What the server got, as its tool result says. */
 const got = (s: Setup, n: number, tool: string): unknown => JSON.parse(toolResults(s, n).at(-1)?.replace(`${tool} got `, '') ?? 'null');
 
-const BOOK_QUESTION = 'The desk server asks: How many people are coming? tS Say a whole number.';
+const BOOK_QUESTION = 'The desk server asks: How many people are coming? tS. Party size? Say a whole number.';
 
 describe('a form question during a tool call', () => {
   it('is asked as plain text, answered by the next typed line, defaults filled in; the model goes on with the result', async () => {
@@ -125,6 +125,23 @@ describe('a form question during a tool call', () => {
     const next = await say(conversation, 'what is 6 times 7');
     expect(next.said).toEqual(["That's 42."]);
     expect(next.route).toBe('local');
+  });
+});
+
+describe('a real server\'s question (server-everything)', () => {
+  it('trigger-elicitation-request: the one required field is asked, the defaults of the rest are sent', async () => {
+    setup = await withDouble({}, { extraToml: serversToml({ everything: { ...stdio(EVERYTHING, 'stdio'), confirm: 'never' } }) });
+    await setup.iris.init();
+    const s = setup;
+    s.double.script({ tool_calls: [{ name: 'execute_tool', arguments: { tool_path: 'everything.trigger-elicitation-request', arguments: {} } }] }, { content: ['Thanks, Ada.'] });
+    const conversation = s.iris.conversation();
+    expect((await say(conversation, 'fill in the form')).said).toEqual(['The everything server asks: Please provide inputs for the following fields: String (Your full, legal name)?']);
+    expect((await say(conversation, 'Ada Lovelace.', 0.9)).said).toEqual(['Thanks, Ada.']);
+    const result = toolResults(s, 1).at(-1) ?? '';
+    expect(result).toMatch(/User provided the requested information/);
+    expect(result).toMatch(/- Name: Ada Lovelace\n/); // the recogniser's full stop is not part of a name
+    expect(result).toMatch(/- Favorite Integer: 42\n/); // defaults, sent unasked
+    expect(result).toMatch(/- Favorite Number: 3.14\n/);
   });
 });
 

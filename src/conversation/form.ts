@@ -23,7 +23,8 @@ const OPTIONS_SAID = 8;
 interface Field {
   name: string;
   title: string;
-  type: 'string' | 'number' | 'integer' | 'boolean';
+  /** `other`: a multiple choice, never asked (only its default is sent). */
+  type: 'string' | 'number' | 'integer' | 'boolean' | 'other';
   /** A single-choice field's values and what to call them. */
   options?: { value: string; label: string }[];
   schema: Record<string, unknown>;
@@ -75,14 +76,14 @@ export class FormInterview {
       } catch {
         // not even a URL: said as "a website"
       }
-      return { answer: { action: 'decline' }, say: `${who} wants you to open a link on ${host}: ${plain(question.message, MESSAGE_CHARS)} I can't open links, so I declined.` };
+      return { answer: { action: 'decline' }, say: `${who} wants you to open a link on ${host}: ${sentence(question.message)} I can't open links, so I declined.` };
     }
     const fields = readFields(question.schema);
     if (typeof fields === 'string') {
       return { answer: { action: 'decline' }, say: `${who} asked for ${fields}, which I can't ask you for here, so I declined.` };
     }
     const interview = new FormInterview(question, fields);
-    return { interview, say: `${who} asks: ${plain(question.message, MESSAGE_CHARS)} ${interview.#prompt(true)}` };
+    return { interview, say: `${who} asks: ${sentence(question.message)} ${interview.#prompt(true)}`.trim() };
   }
 
   /** Take the person's reply (`spoken`: a transcript, whose end punctuation is the recogniser's). */
@@ -132,11 +133,11 @@ export class FormInterview {
   #prompt(first: boolean): string {
     const field = this.#toAsk[this.#at];
     if (field === undefined) {
-      const defaults = this.#fields.filter((f) => f.schema.default !== undefined).map((f) => `${f.title} ${spoken(f.schema.default)}`);
+      const defaults = this.#fields.filter((f) => f.schema.default !== undefined).map((f) => `${labelOf(f.name, { title: f.schema.title ?? f.schema.description })} ${spoken(f.schema.default)}`);
       const sent = defaults.length === 0 ? '' : ` It would get ${plain(defaults.join(', '), MESSAGE_CHARS)}.`;
       return `${sent} Say yes to ${defaults.length === 0 ? 'go ahead' : 'send that'}, or no.`.trim();
     }
-    const ask = this.#toAsk.length === 1 && first ? '' : `${first ? 'First, ' : ''}${field.title}? `;
+    const ask = `${first && this.#toAsk.length > 1 ? 'First, ' : ''}${field.title}? `;
     return `${ask}${hint(field)}`.trim();
   }
 }
@@ -146,18 +147,24 @@ function readFields(schema: FormSchema): Field[] | string {
   const required = new Set(schema.required ?? []);
   const fields: Field[] = [];
   for (const [name, raw] of Object.entries(schema.properties ?? {})) {
-    const type = raw.type;
-    const title = plain(typeof raw.title === 'string' ? raw.title : typeof raw.description === 'string' ? raw.description : name.replace(/[_-]+/g, ' '), LABEL_CHARS);
-    if (type !== 'string' && type !== 'number' && type !== 'integer' && type !== 'boolean') {
-      if (required.has(name) && raw.default === undefined) return `a list or a set of choices ("${title}")`;
-      continue; // an optional multiple choice: left out
-    }
+    const title = labelOf(name, raw);
+    const primitive = raw.type === 'string' || raw.type === 'number' || raw.type === 'integer' || raw.type === 'boolean';
+    if (!primitive && required.has(name) && raw.default === undefined) return `a list or a set of choices ("${title}")`;
+    const type = primitive ? (raw.type as Field['type']) : 'other';
     const field: Field = { name, title, type, schema: raw, validate: compile(raw) };
     const options = optionsOf(raw);
     if (options !== undefined) field.options = options;
     fields.push(field);
   }
   return fields;
+}
+
+/** What a field is called: its title, with its description when it has both (capped, plain). */
+function labelOf(name: string, schema: Record<string, unknown>): string {
+  const title = typeof schema.title === 'string' ? schema.title : undefined;
+  const description = typeof schema.description === 'string' ? schema.description : undefined;
+  const label = title !== undefined && description !== undefined ? `${title} (${description})` : title ?? description ?? name.replace(/[_-]+/g, ' ');
+  return plain(label, LABEL_CHARS * 2);
 }
 
 /** A single-choice field's options: `enum` (titled by `enumNames`), or `oneOf`/`anyOf` of `const` + `title`. */
@@ -222,6 +229,12 @@ const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\
 /** A default as it is said: booleans as yes/no. */
 function spoken(value: unknown): string {
   return typeof value === 'boolean' ? (value ? 'yes' : 'no') : Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+/** The server's message as one plain sentence, ended so that what IRIS says next is another. */
+function sentence(text: string): string {
+  const said = plain(text, MESSAGE_CHARS);
+  return /[.?!:…]$/.test(said) || said === '' ? said : `${said}.`;
 }
 
 /** The server's text as plain words: no control characters or brackets, one line, capped. */
