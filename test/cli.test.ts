@@ -139,7 +139,7 @@ describe('iris CLI', () => {
     expect(doctor.stdout).toContain('✓ MCP server everything: up over stdio, 15 tools');
     expect(doctor.stdout).toMatch(/✗ MCP server broken: restarting, 0 tools \(spawn \/nonexistent\/mcp ENOENT\)/);
     const report = JSON.parse(budget.stdout) as Record<string, number>;
-    expect(report.remote_tools).toBe(12); // the task-only tool is hidden
+    expect(report.remote_tools).toBe(14); // the task-only tool is hidden; the two elicitation ones are there
     expect(report.meta_tools_tokens).toBeGreaterThan(50);
     expect(report.meta_tools_tokens).toBeLessThanOrEqual(250);
     expect(report.exposed_tokens).toBe((report.native_tokens ?? 0) + (report.meta_tools_tokens ?? 0));
