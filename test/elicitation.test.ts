@@ -89,7 +89,7 @@ describe('a form question during a tool call', () => {
     const s = await desk();
     const replies: [string, string][] = [['never mind', 'cancel'], ['cancel', 'cancel'], ['no', 'decline'], ["I'd rather not", 'decline']];
     const conversation = s.iris.conversation();
-    for (const [i, [words, action]] of replies.entries()) {
+    for (const [words, action] of replies) {
       s.double.script(call('book_table'), { content: ['OK.'] });
       await say(conversation, 'book me a table');
       await say(conversation, words);
