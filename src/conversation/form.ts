@@ -43,24 +43,22 @@ const STRING_FORMATS: Record<string, (value: string) => boolean> = {
   'date-time': (v) => !Number.isNaN(Date.parse(v)),
 };
 
-let ajv: Ajv | undefined;
-function compile(schema: object): ValidateFunction {
-  ajv ??= new Ajv({ allErrors: true, strict: false, formats: STRING_FORMATS });
-  return ajv.compile(schema);
-}
+/** A validator per question: ajv keeps every schema it compiled, and a daemon sees endless questions. */
+const validator = (): Ajv => new Ajv({ allErrors: true, strict: false, formats: STRING_FORMATS });
 
 export class FormInterview {
   readonly #server: string;
-  readonly #schema: FormSchema;
   readonly #fields: Field[];
+  /** The whole form's schema, compiled. */
+  readonly #validate: ValidateFunction;
   readonly #toAsk: Field[];
   readonly #content: Record<string, FormValue> = {};
   #at = 0;
   #retried = false;
 
-  private constructor(question: Extract<ToolQuestion, { mode: 'form' }>, fields: Field[]) {
+  private constructor(question: Extract<ToolQuestion, { mode: 'form' }>, fields: Field[], validate: ValidateFunction) {
+    this.#validate = validate;
     this.#server = question.server;
-    this.#schema = question.schema;
     this.#fields = fields;
     const required = new Set(question.schema.required ?? []);
     this.#toAsk = fields.filter((f) => required.has(f.name) && f.schema.default === undefined);
@@ -78,11 +76,19 @@ export class FormInterview {
       }
       return { answer: { action: 'decline' }, say: `${who} wants you to open a link on ${host}: ${sentence(question.message)} I can't open links, so I declined.` };
     }
-    const fields = readFields(question.schema);
-    if (typeof fields === 'string') {
-      return { answer: { action: 'decline' }, say: `${who} asked for ${fields}, which I can't ask you for here, so I declined.` };
+    const ajv = validator();
+    const fields = readFields(question.schema, ajv);
+    let validate: ValidateFunction | undefined;
+    try {
+      validate = ajv.compile(question.schema);
+    } catch {
+      // a form ajv refuses: said as such below
     }
-    const interview = new FormInterview(question, fields);
+    if (typeof fields === 'string' || validate === undefined) {
+      const what = typeof fields === 'string' ? fields : 'something it describes in a way IRIS cannot read';
+      return { answer: { action: 'decline' }, say: `${who} asked for ${what}, which I can't ask you for here, so I declined.` };
+    }
+    const interview = new FormInterview(question, fields, validate);
     return { interview, say: `${who} asks: ${sentence(question.message)} ${interview.#prompt(true)}`.trim() };
   }
 
@@ -100,8 +106,9 @@ export class FormInterview {
       return this.#again('Please say yes or no.');
     }
     if (said === 'no' && field.type !== 'boolean') return { answer: { action: 'decline' } };
-    const value = fit(field, text, words, said, spoken);
-    if (typeof value === 'string' && value.startsWith('\0')) return this.#again(value.slice(1));
+    const fitted = fit(field, text, words, said, spoken);
+    if ('problem' in fitted) return this.#again(fitted.problem);
+    const { value } = fitted;
     if (!field.validate(value)) return this.#again(`"${String(value)}" won't do: it ${explain(field.validate.errors ?? [])}.`);
     this.#content[field.name] = value;
     this.#at += 1;
@@ -122,9 +129,8 @@ export class FormInterview {
       const value = this.#content[field.name] ?? (field.schema.default as FormValue | undefined);
       if (value !== undefined) content[field.name] = value;
     }
-    const validate = compile(this.#schema);
-    if (!validate(content)) {
-      return { answer: { action: 'decline' }, say: `The ${this.#server} server's form doesn't accept its own defaults (${explain(validate.errors ?? [])}), so I declined.` };
+    if (!this.#validate(content)) {
+      return { answer: { action: 'decline' }, say: `The ${this.#server} server's form doesn't accept its own defaults (${explain(this.#validate.errors ?? [])}), so I declined.` };
     }
     return { answer: { action: 'accept', content } };
   }
@@ -143,7 +149,7 @@ export class FormInterview {
 }
 
 /** The form's fields, or what it asks for that cannot be asked here (a required non-primitive). */
-function readFields(schema: FormSchema): Field[] | string {
+function readFields(schema: FormSchema, ajv: Ajv): Field[] | string {
   const required = new Set(schema.required ?? []);
   const fields: Field[] = [];
   for (const [name, raw] of Object.entries(schema.properties ?? {})) {
@@ -151,7 +157,13 @@ function readFields(schema: FormSchema): Field[] | string {
     const primitive = raw.type === 'string' || raw.type === 'number' || raw.type === 'integer' || raw.type === 'boolean';
     if (!primitive && required.has(name) && raw.default === undefined) return `a list or a set of choices ("${title}")`;
     const type = primitive ? (raw.type as Field['type']) : 'other';
-    const field: Field = { name, title, type, schema: raw, validate: compile(raw) };
+    let validate: ValidateFunction;
+    try {
+      validate = ajv.compile(raw);
+    } catch {
+      return `something it describes in a way IRIS cannot read ("${title}")`; // a schema ajv refuses
+    }
+    const field: Field = { name, title, type, schema: raw, validate };
     const options = optionsOf(raw);
     if (options !== undefined) field.options = options;
     fields.push(field);
@@ -193,32 +205,34 @@ function hint(field: Field): string {
   return '';
 }
 
-/** The reply as the field's value, or "\0" and what is wrong with it. */
-function fit(field: Field, text: string, words: string, said: string | undefined, spoken: boolean): FormValue {
+/** The reply as the field's value, or what is wrong with it. */
+function fit(field: Field, text: string, words: string, said: string | undefined, spoken: boolean): { value: FormValue } | { problem: string } {
   if (field.options !== undefined) {
     const folded = fold(words);
     const exact = field.options.filter((o) => fold(o.value) === folded || fold(o.label) === folded);
     const within = field.options.filter((o) => new RegExp(`\\b(?:${escape(fold(o.value))}|${escape(fold(o.label))})\\b`).test(folded));
     const found = exact.length === 1 ? exact : within;
-    if (found.length === 1 && found[0] !== undefined) return field.type === 'string' ? found[0].value : Number(found[0].value);
-    return `\0I need one of the choices.`;
+    if (found.length === 1 && found[0] !== undefined) return { value: field.type === 'string' ? found[0].value : Number(found[0].value) };
+    return { problem: 'I need one of the choices.' };
   }
   switch (field.type) {
     case 'boolean':
-      if (said === 'yes' || words === 'true') return true;
-      if (said === 'no' || words === 'false') return false;
-      return '\0I need a yes or a no.';
+      if (said === 'yes' || words === 'true') return { value: true };
+      if (said === 'no' || words === 'false') return { value: false };
+      return { problem: 'I need a yes or a no.' };
     case 'number':
     case 'integer': {
       const numbers = words.match(/-?\d+(?:\.\d+)?/g) ?? [];
-      return numbers.length === 1 ? Number(numbers[0]) : '\0I need a number.';
+      return numbers.length === 1 ? { value: Number(numbers[0]) } : { problem: 'I need a number.' };
     }
     default: {
       let value = text.trim();
       if (spoken) value = value.replace(/[.!?]+$/, '');
       // A spoken address: "ada at example dot com".
-      if (field.schema.format === 'email' && !value.includes('@')) value = value.replace(/\s+at\s+/i, '@').replace(/\s+dot\s+/gi, '.').replace(/\s+/g, '');
-      return value;
+      if (field.schema.format === 'email' && !value.includes('@')) {
+        value = value.replace(/\s+at\s+/i, '@').replace(/\s+dot\s+/gi, '.').replace(/\s+/g, '').toLowerCase();
+      }
+      return { value };
     }
   }
 }
@@ -240,5 +254,8 @@ function sentence(text: string): string {
 /** The server's text as plain words: no control characters or brackets, one line, capped. */
 function plain(text: string, max: number): string {
   const flat = plainText(text).replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+  if (flat.length <= max) return flat;
+  const cut = flat.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:.!?-]+$/, '')}…`; // at a word's end
 }
