@@ -136,10 +136,10 @@ describe('iris CLI', () => {
     ]);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toContain(`✗ Ollama: cannot reach Ollama at http://127.0.0.1:${port} (ECONNREFUSED)`);
-    expect(doctor.stdout).toContain('✓ MCP server everything: up over stdio, 13 tools');
+    expect(doctor.stdout).toContain('✓ MCP server everything: up over stdio, 15 tools');
     expect(doctor.stdout).toMatch(/✗ MCP server broken: restarting, 0 tools \(spawn \/nonexistent\/mcp ENOENT\)/);
     const report = JSON.parse(budget.stdout) as Record<string, number>;
-    expect(report.remote_tools).toBe(12); // the task-only tool is hidden
+    expect(report.remote_tools).toBe(14); // the task-only tool is hidden; the two elicitation ones are there
     expect(report.meta_tools_tokens).toBeGreaterThan(50);
     expect(report.meta_tools_tokens).toBeLessThanOrEqual(250);
     expect(report.exposed_tokens).toBe((report.native_tokens ?? 0) + (report.meta_tools_tokens ?? 0));
@@ -198,7 +198,7 @@ describe('iris daemon', () => {
     const server = serversToml({ everything: stdio(EVERYTHING, 'stdio') });
     const { vars } = env(`[assistant]\ntimezone = "UTC"\n${server}`);
     const daemon = startIris(['daemon'], vars);
-    const up = waitForLine(daemon, /everything: up over stdio, 13 tools/);
+    const up = waitForLine(daemon, /everything: up over stdio, 15 tools/);
     await waitForLine(daemon, /ready:/);
     await up;
     writeFileSync(vars.IRIS_CONFIG, `[assistant]\ntimezone = "UTC"\n${server}enabled = false\n`);

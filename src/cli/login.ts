@@ -151,6 +151,7 @@ export async function logout(name: string, stateDir: string, log: Logger): Promi
 async function check(o: LoginOptions, signedIn: string): Promise<string> {
   const connection = await connect({
     name: o.name, config: o.server, timeoutMs: o.timeoutMs, log: o.log, onClose: () => undefined, onToolsChanged: () => undefined,
+    onQuestion: () => Promise.resolve({ action: 'decline' }), // only the tools are listed: nobody to ask
     auth: httpAuth(o.name, o.server, { stateDir: o.stateDir, log: o.log, timeoutMs: o.timeoutMs }),
   });
   try {

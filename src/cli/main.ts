@@ -14,7 +14,8 @@ import { runDaemon } from '../daemon/daemon.js';
 import { resultText, type CallToolResult, type ToolDefinition } from '../toolhost/api.js';
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
-import { chat } from './chat.js';
+import { chat, typedAsker, TypedLines } from './chat.js';
+import type { TurnResult } from '../conversation/engine.js';
 import { renderDefaultConfig } from '../config/defaults.js';
 import { access, realpath, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -109,7 +110,13 @@ async function callTool(g: Globals, name: string, args: unknown): Promise<CallTo
   const viaDaemon = await daemon(g, { cmd: 'tools.call', name, arguments: args });
   if (viaDaemon !== undefined) return viaDaemon;
   const { iris } = await open(g);
-  return iris.host.call(name, args, { origin: 'typed' });
+  // A server's question during the call is asked here and answered by the next typed line.
+  const lines = new TypedLines();
+  try {
+    return await iris.host.call(name, args, { origin: 'typed', ask: typedAsker(lines, iris.config.assistant.confirm_timeout_s * 1000) });
+  } finally {
+    lines.close();
+  }
 }
 
 /** A server's state for people: "needs sign-in", not the JSON's "needs-sign-in". */
@@ -172,6 +179,9 @@ export function buildProgram(): Command {
         if (viaDaemon.confirm !== undefined && opts.conversation === undefined && g.json !== true) {
           process.stderr.write(`To answer: iris ask --conversation ${viaDaemon.conversation ?? ''} yes\n`);
         }
+        if (viaDaemon.question !== undefined && opts.conversation === undefined && g.json !== true) {
+          process.stderr.write(`To answer: iris ask --conversation ${viaDaemon.conversation ?? ''} YOUR ANSWER\n`);
+        }
         if (viaDaemon.error !== undefined) throw new Exit(EXIT.failed, viaDaemon.error.message);
         return;
       }
@@ -179,13 +189,22 @@ export function buildProgram(): Command {
       const controller = new AbortController();
       const interrupt = (): void => controller.abort(new Error('interrupted'));
       process.once('SIGINT', interrupt);
+      const conversation = iris.conversation();
+      const lines = new TypedLines();
       try {
-        const turn = iris.conversation().turn(text, controller.signal);
-        if (g.json !== true) for await (const sentence of turn.sentences) print(sentence);
-        const result = await turn.result;
+        let said: string | undefined = text;
+        let result: TurnResult | undefined;
+        // A tool's question (elicitation) is answered by the next line typed on stdin.
+        while (said !== undefined) {
+          const turn = conversation.turn(said, controller.signal);
+          if (g.json !== true) for await (const sentence of turn.sentences) print(sentence);
+          result = await turn.result;
+          said = result.question === undefined ? undefined : await lines.next();
+        }
         if (g.json === true) printJson(result);
-        if (result.error !== undefined) throw new Exit(EXIT.failed, result.error.message);
+        if (result?.error !== undefined) throw new Exit(EXIT.failed, result.error.message);
       } finally {
+        lines.close();
         process.off('SIGINT', interrupt);
       }
     });

@@ -2,8 +2,10 @@
  * The conversation engine: one turn is the local path when it is sure, else the model loop
  * (model-turn.ts) under the token budget. A call the tool host holds for the person's yes —
  * the model's or a spoken command's — waits here for the next turn, which must be a whole yes
- * or no; anything else drops it and is a request of its own, and it expires. History and the
- * token calibration live here. The reply streams out as complete sentences.
+ * or no; anything else drops it and is a request of its own, and it expires. A running call
+ * whose server asked the person something (asking.ts) waits here too: the next turn is the
+ * answer. History and the token calibration live here. The reply streams out as complete
+ * sentences.
  */
 import { isAbortError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -14,7 +16,7 @@ import { matchIntent } from '../intents/match.js';
 import { answerLocally, toolCallRecord, type ToolCallRecord } from './local.js';
 import { ModelTurn } from './model-turn.js';
 import { speakable } from './speech.js';
-import { elapsed, ZERO_TOKENS, type ConversationMemory, type ConversationOptions, type Pending, type Turn, type TurnInput, type TurnResult } from './types.js';
+import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type Pending, type Turn, type TurnInput, type TurnResult } from './types.js';
 
 export type { ConversationOptions, Route, Turn, TurnInput, TurnResult } from './types.js';
 
@@ -37,6 +39,7 @@ export class Conversation {
   #calibration = 1;
   #clampLogged = false;
   #pending: Pending | undefined;
+  #asked: Asked | undefined;
   #warming = false;
 
   constructor(options: ConversationOptions) {
@@ -74,12 +77,18 @@ export class Conversation {
   reset(): void {
     this.#history = [];
     this.#pending = undefined;
+    this.#asked?.call.abandon();
+    this.#asked = undefined;
   }
 
   turn(text: string, signal: AbortSignal = new AbortController().signal, input: TurnInput = {}): Turn {
     const sentences = new Channel<string>();
     const result = this.#run(text, signal, sentences, input)
-      .then((done) => (this.#pending === undefined ? done : { ...done, confirm: { tool: this.#pending.call.label, expires_at: new Date(this.#pending.call.expiresAt).toISOString() } }))
+      .then((done) => {
+        const question = this.#asked?.call.question;
+        if (question !== undefined) return { ...done, question: { server: question.server, expires_at: new Date(question.expiresAt).toISOString() } };
+        return this.#pending === undefined ? done : { ...done, confirm: { tool: this.#pending.call.label, expires_at: new Date(this.#pending.call.expiresAt).toISOString() } };
+      })
       .finally(() => sentences.close());
     return { sentences, result };
   }
@@ -91,6 +100,18 @@ export class Conversation {
     if (now() - this.#lastTurnAt > config.assistant.forget_after_s * 1000) this.reset();
     this.#lastTurnAt = now();
     const user: ChatMessage = { role: 'user', content: text };
+    const asked = this.#asked;
+    this.#asked = undefined;
+    if (asked?.call.waiting === true) {
+      // A running tool's question: this is the answer (or it is asked again).
+      const step = await asked.call.answer(text, input.confidence !== undefined);
+      if ('again' in step) {
+        this.#asked = asked;
+        return this.#localReply(user, step.again, [], out, started, false);
+      }
+      return this.#model((turn) => turn.answered(asked, this.#memory, step.say), signal, out, started);
+    }
+    asked?.call.abandon(); // its question went unanswered and was declined: this is a request of its own
     const pending = this.#pending;
     this.#pending = undefined;
     // One match for the whole turn: a yes or no must be the whole utterance (intents/sentences.ts).
@@ -117,10 +138,11 @@ export class Conversation {
     return this.#model((turn) => turn.run([user], this.#memory), signal, out, started);
   }
 
-  #localReply(user: ChatMessage, text: string, toolCalls: ToolCallRecord[], out: Channel<string>, started: number): TurnResult {
+  /** A reply made here, not by the model; `remember` it unless it is part of a round still open. */
+  #localReply(user: ChatMessage, text: string, toolCalls: ToolCallRecord[], out: Channel<string>, started: number, remember = true): TurnResult {
     const reply = speakable(text);
     out.push(reply);
-    this.#remember([user, { role: 'assistant', content: reply }]);
+    if (remember) this.#remember([user, { role: 'assistant', content: reply }]);
     return {
       reply,
       route: 'local',
@@ -155,6 +177,7 @@ export class Conversation {
       const reply = await rounds(turn);
       const confirm = turn.confirmation;
       if (confirm !== undefined) this.#pending = confirm;
+      else if (turn.asked !== undefined) this.#asked = turn.asked;
       else this.#remember(turn.round);
       return turn.result('llm', reply);
     } catch (error) {

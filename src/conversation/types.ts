@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { PendingCall } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import type { ChatBackend, ChatMessage } from './backend.js';
+import type { AskingCall } from './asking.js';
 import type { ToolCallRecord } from './local.js';
 import type { RepairKind } from './repair.js';
 
@@ -27,6 +28,8 @@ export interface TurnResult {
   error?: { code: string; message: string };
   /** Set when the reply is a question before a call: the call, and until when a yes runs it. */
   confirm?: { tool: string; expires_at: string };
+  /** Set when the reply is a running tool's question (MCP elicitation): who asks, and until when the answer is taken. */
+  question?: { server: string; expires_at: string };
   /** The daemon's id for this client's conversation (`iris ask --conversation`). */
   conversation?: string;
 }
@@ -59,16 +62,27 @@ export interface TurnInput {
   heard?: boolean;
 }
 
+/** A model round cut short by a question: it goes on when the call's result is there. */
+export interface ModelRound {
+  round: ChatMessage[];
+  /** Index in `round` of the message whose placeholder text the real result replaces. */
+  toolMessage: number;
+  placeholder: string;
+  toolCalls: ToolCallRecord[];
+}
+
 /** A call waiting for the person's yes, and (when the model asked for it) the round to resume. */
 export interface Pending {
   call: PendingCall;
-  model?: {
-    round: ChatMessage[];
-    /** Index in `round` of the message whose placeholder text the real result replaces. */
-    toolMessage: number;
-    placeholder: string;
-    toolCalls: ToolCallRecord[];
-  };
+  model?: ModelRound;
+}
+
+/** A running call whose server asked the person something, and the model round it belongs to. */
+export interface Asked {
+  call: AskingCall;
+  name: string;
+  arguments: Record<string, unknown>;
+  model: ModelRound;
 }
 
 /** What the model loop needs of the conversation it runs in. */

@@ -53,7 +53,37 @@ export interface HostResult extends CallToolResult {
 export interface CallContext {
   /** Aborted on timeout, barge-in or shutdown; long work must stop when it fires. */
   signal: AbortSignal;
+  /** Ask the person something while the call runs (an MCP server's elicitation); absent where nobody can answer. */
+  ask?: AskPerson;
 }
+
+/**
+ * A question a running tool puts to the person: MCP's `elicitation/create`. A form asks for
+ * a few flat values; a link asks them to open a URL (IRIS never opens or fetches it). Text
+ * in it comes from the server: untrusted, to be shown as plain text only.
+ */
+export type ToolQuestion =
+  | { mode: 'form'; server: string; message: string; schema: FormSchema }
+  | { mode: 'url'; server: string; message: string; url: string };
+
+/** MCP's `requestedSchema`: an object of primitive properties. */
+export interface FormSchema {
+  type: 'object';
+  properties: Record<string, Record<string, unknown>>;
+  required?: readonly string[];
+}
+
+export type FormValue = string | number | boolean | string[];
+
+/** The person's answer, as MCP's `ElicitResult`. */
+export interface ToolAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  /** The form's values, with `accept`. */
+  content?: Record<string, FormValue>;
+}
+
+/** Ask the person and wait for the answer; `signal` aborts when the server withdraws the question. */
+export type AskPerson = (question: ToolQuestion, signal: AbortSignal) => Promise<ToolAnswer>;
 
 /**
  * Who asked for a call. The person's own typed words (`iris ask` matched locally, `iris tools

@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import {
   errorResult,
+  type AskPerson,
   type CallOrigin,
   type CallToolResult,
   type Confirmation,
@@ -21,6 +22,7 @@ import {
   type ToolDefinition,
 } from './api.js';
 import { parseArguments } from './arguments.js';
+import { Deadline } from './deadline.js';
 
 export type ToolSource = 'native' | 'mcp';
 
@@ -47,6 +49,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Who asked; default `model`. Only `typed` skips the confirmation policy. */
   origin?: CallOrigin;
+  /** How the tool may ask the person something while it runs; without it, its questions are declined. */
+  ask?: AskPerson;
 }
 
 export interface ToolHostOptions {
@@ -196,25 +200,28 @@ export class ToolHost {
     const abort = (): void => controller.abort(outer?.reason);
     if (outer?.aborted) return errorResult(`${tool.name} was cancelled.`);
     outer?.addEventListener('abort', abort, { once: true });
-    let timer: NodeJS.Timeout | undefined;
+    let settle: (result: HostResult) => void = () => undefined;
     const stopped = new Promise<HostResult>((resolve) => {
-      timer = setTimeout(() => {
-        resolve({ ...errorResult(`${tool.name} timed out after ${timeoutMs / 1000} s.`), failed: true });
-        controller.abort(new Error('timeout'));
-      }, timeoutMs);
+      settle = resolve;
       controller.signal.addEventListener('abort', () => resolve(errorResult(`${tool.name} was cancelled.`)), {
         once: true,
       });
     });
+    // The time the person takes to answer the tool's questions does not count.
+    const deadline = new Deadline(timeoutMs, () => {
+      settle({ ...errorResult(`${tool.name} timed out after ${timeoutMs / 1000} s.`), failed: true });
+      controller.abort(new Error('timeout'));
+    });
+    const ask = options.ask === undefined ? {} : { ask: deadline.around(options.ask) };
     try {
-      const ran = Promise.resolve().then(() => tool.run(args, { signal: controller.signal }));
+      const ran = Promise.resolve().then(() => tool.run(args, { signal: controller.signal, ...ask }));
       return normalise(await Promise.race([ran, stopped]));
     } catch (error) {
       if (isAbortError(error) || controller.signal.aborted) return errorResult(`${tool.name} was cancelled.`);
       this.#log.warn(`${tool.name} failed: ${messageOf(error)}`);
       return { ...errorResult(`${tool.name} failed: ${messageOf(error)}`), failed: true };
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
       outer?.removeEventListener('abort', abort);
     }
   }

@@ -3,7 +3,8 @@
  * Streamable HTTP, and SSE (configured, or as the fallback for servers that only speak it),
  * with a short connect timeout, per-call timeouts, the turn's signal for cancellation, full
  * tools/list pagination, list_changed, and fast failure when the server dies (in-flight calls
- * fail at once instead of waiting out their timeout).
+ * fail at once instead of waiting out their timeout). It declares elicitation (forms, and links,
+ * which are only ever declined): a server's question goes to `onQuestion`.
  */
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,11 +12,11 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import { messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { CallToolResult, ToolDefinition } from '../api.js';
+import type { AskPerson, CallToolResult, FormSchema, ToolDefinition, ToolQuestion } from '../api.js';
 
 /** A tool as a server lists it (annotations and execution hints kept). */
 export interface RemoteTool extends ToolDefinition {
@@ -43,9 +44,13 @@ export interface ConnectOptions {
   onToolsChanged: () => void;
   /** OAuth for an HTTP server (oauth.ts): the SDK signs requests and refreshes through it. */
   auth?: { authProvider: OAuthClientProvider; fetch: FetchLike } | undefined;
+  /** The server asks the person something during a call (`elicitation/create`). */
+  onQuestion: AskPerson;
 }
 
 const CLIENT_INFO = { name: 'iris', version: '0.1.0' };
+/** Links are declared so that a server's link request reaches the person (said, then declined), not an error. */
+const CAPABILITIES = { elicitation: { form: {}, url: {} } };
 /** Errors after which an HTTP session is gone: close, so pending calls fail now. */
 const FATAL = /ECONNREFUSED|ECONNRESET|fetch failed|SSE stream disconnected|Maximum reconnection attempts|other side closed|terminated/i;
 /** How often an idle HTTP connection is pinged (ms): a dead server gives no other signal. */
@@ -66,8 +71,12 @@ export async function connect(options: ConnectOptions): Promise<McpConnection> {
     if (!(status === 400 || status === 404 || status === 405 || /\b40[045]\b|Cannot POST|Not Found|Method Not Allowed/i.test(messageOf(error)))) {
       throw error;
     }
-    log.info(`${name}: no Streamable HTTP at ${url.href}; trying SSE`);
-    return open(options, new SSEClientTransport(url, { requestInit, ...auth }), 'sse');
+    log.info(`${name}: no Streamable HTTP at ${url.href} (${briefly(error)}); trying SSE`);
+    try {
+      return await open(options, new SSEClientTransport(url, { requestInit, ...auth }), 'sse');
+    } catch (sseError) {
+      throw new Error(`Streamable HTTP: ${briefly(error)}; SSE: ${briefly(sseError)}`, { cause: sseError });
+    }
   }
 }
 
@@ -87,8 +96,10 @@ function stdioTransport(name: string, config: McpServerConfig, log: Logger): Std
 
 async function open(options: ConnectOptions, transport: Transport, kind: McpConnection['transport']): Promise<McpConnection> {
   const { name, log } = options;
-  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  const client = new Client(CLIENT_INFO, { capabilities: CAPABILITIES });
   let closed = false;
+  /** We are closing it: the aborted streams' errors are expected. */
+  let closing = false;
   let pinger: NodeJS.Timeout | undefined;
   const markClosed = (why: string): void => {
     if (closed) return;
@@ -99,13 +110,20 @@ async function open(options: ConnectOptions, transport: Transport, kind: McpConn
   client.onclose = () => markClosed('connection closed');
   client.onerror = (error) => {
     const text = messageOf(error);
-    if (kind !== 'stdio' && FATAL.test(text)) {
+    if (closing) log.debug(`${name}: ${text} (closing)`);
+    else if (kind !== 'stdio' && FATAL.test(text)) {
       log.warn(`${name}: ${text}; closing the session`);
       void client.close().catch(() => undefined);
       markClosed(text);
-    } else log.debug(`${name}: ${text}`);
+    } else log.debug(`${name}: ${briefly(error)}`);
   };
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.onToolsChanged());
+  client.setRequestHandler(ElicitRequestSchema, async ({ params }, extra): Promise<ElicitResult> => {
+    const question: ToolQuestion = params.mode === 'url'
+      ? { mode: 'url', server: name, message: params.message, url: params.url }
+      : { mode: 'form', server: name, message: params.message, schema: params.requestedSchema as FormSchema };
+    return { ...(await options.onQuestion(question, extra.signal)) };
+  });
   try {
     await client.connect(transport, { timeout: options.timeoutMs });
   } catch (error) {
@@ -151,7 +169,15 @@ async function open(options: ConnectOptions, transport: Transport, kind: McpConn
     async close() {
       clearInterval(pinger);
       closed = true;
+      closing = true;
       await client.close();
     },
   };
+}
+
+/** An error in one line: an HTTP status and the words of an HTML error page, not its markup. */
+function briefly(error: unknown): string {
+  const status = (error as { code?: unknown }).code;
+  const text = messageOf(error).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
+  return typeof status === 'number' && !text.includes(String(status)) ? `HTTP ${status}: ${text}` : text;
 }

@@ -8,7 +8,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { errorResult, textResult, type CallToolResult, type Confirmation, type NativeTool } from '../api.js';
+import { errorResult, textResult, type AskPerson, type CallToolResult, type Confirmation, type NativeTool } from '../api.js';
 import { foldName as fold, parseArguments } from '../arguments.js';
 import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
@@ -58,7 +58,7 @@ export class McpProxy {
           properties: { tool_path: { type: 'string' }, arguments: { type: ['object', 'string'] } },
           required: ['tool_path'],
         },
-        run: (args, { signal }) => this.execute(args.tool_path as string, args.arguments, signal),
+        run: (args, { signal, ask }) => this.execute(args.tool_path as string, args.arguments, signal, ask),
         confirm: (args) => this.confirmation(args.tool_path as string, args.arguments),
       },
     ];
@@ -100,14 +100,14 @@ export class McpProxy {
     }));
   }
 
-  async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal): Promise<CallToolResult> {
+  async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal, ask?: AskPerson): Promise<CallToolResult> {
     const call = await this.#prepare(toolPath, rawArgs);
     if (typeof call === 'string') {
       // A server waiting for a sign-in answers for its tools, listed or not: how to sign in.
       const waiting = this.#servers.status().find((s) => s.state === 'needs-sign-in' && fold(s.name) === fold(toolPath.split('.')[0] ?? ''));
       return waiting === undefined ? errorResult(call) : this.#servers.call(waiting.name, '', {}, signal);
     }
-    return this.#servers.call(call.entry.server, call.entry.tool.name, call.args, signal);
+    return this.#servers.call(call.entry.server, call.entry.tool.name, call.args, signal, ask);
   }
 
   /**

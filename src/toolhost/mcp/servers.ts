@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import type { McpServerConfig } from '../../config/schema.js';
 import { isAbortError, messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { errorResult, type CallToolResult, type JsonStore } from '../api.js';
+import { errorResult, type AskPerson, type CallToolResult, type JsonStore, type ToolAnswer, type ToolQuestion } from '../api.js';
+import { Deadline } from '../deadline.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
 import { describeAuthFailure, signInErrorOf, signInSentence } from './oauth.js';
@@ -49,6 +50,8 @@ interface Server {
   health: Health;
   /** A sign-in by code under way: its sentence (the same code until it ends). */
   byCode?: Promise<string | undefined>;
+  /** How the calls in flight that can ask the person do so, oldest first. */
+  askers: AskPerson[];
 }
 
 export interface McpServersOptions {
@@ -73,6 +76,8 @@ const MAX_FAILURES = 5;
 const STABLE_MS = 60_000;
 /** Servers started at once: each is a Node process on a 2-core machine. */
 const START_CONCURRENCY = 3;
+/** A call that asks the person stays open at most this much longer than its timeout_s (ms). */
+const ASKING_MS = 10 * 60_000;
 
 export function fingerprint(config: McpServerConfig): string {
   const { command, args, env, cwd, url, transport, headers, oauth } = config;
@@ -115,7 +120,7 @@ export class McpServers {
       const cached = this.#cache.servers[name];
       const server: Server = {
         name, config, fingerprint: print, state: config.enabled === false ? 'disabled' : 'stopped',
-        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0, health: new Health(),
+        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0, health: new Health(), askers: [],
       };
       this.#servers.set(name, server);
     }
@@ -173,8 +178,12 @@ export class McpServers {
     if (server !== undefined && server.tools.length === 0 && server.state === 'stopped') await this.#start(server);
   }
 
-  /** Call a tool. Never throws: an offline server or a failed call is an `isError` result. */
-  async call(name: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult> {
+  /**
+   * Call a tool. Never throws: an offline server or a failed call is an `isError` result.
+   * With `ask`, the server's questions during the call go to the person; their time to
+   * answer does not count against `timeout_s`.
+   */
+  async call(name: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal, ask?: AskPerson): Promise<CallToolResult> {
     const server = this.#servers.get(name);
     if (server === undefined || server.state === 'disabled') return errorResult(`There is no enabled tool server named "${name}".`);
     const connection = server.connection
@@ -184,8 +193,13 @@ export class McpServers {
       return errorResult(`The ${name} tools are offline right now${server.reason ? ` (${server.reason})` : ''}.`);
     }
     const started = performance.now();
+    const timeoutMs = (server.config.timeout_s ?? 30) * 1000;
+    const asking = ask === undefined ? undefined : askingCall(timeoutMs, ask, signal);
+    if (asking !== undefined) server.askers.push(asking.ask);
     try {
-      const result = await connection.callTool(tool, args, { timeoutMs: (server.config.timeout_s ?? 30) * 1000, ...(signal ? { signal } : {}) });
+      const result = await connection.callTool(tool, args, asking === undefined
+        ? { timeoutMs, ...(signal ? { signal } : {}) }
+        : { timeoutMs: timeoutMs + ASKING_MS, signal: asking.signal });
       server.health.record(true, performance.now() - started);
       return result;
     } catch (error) {
@@ -201,6 +215,9 @@ export class McpServers {
         return errorResult(`The ${name} tools went offline during the call (${text}).`);
       }
       return errorResult(`${name}.${tool} failed: ${text}`);
+    } finally {
+      asking?.deadline.clear();
+      server.askers = server.askers.filter((a) => a !== asking?.ask);
     }
   }
 
@@ -279,6 +296,7 @@ export class McpServers {
         onClose: (why) => this.#closed(server, connection, why),
         onToolsChanged: () => void this.#refresh(server, connection),
         auth: this.#options.auth?.(name, server.config),
+        onQuestion: (question, signal) => this.#ask(server, question, signal),
       });
       server.connection = connection;
       server.tools = await connection.listTools();
@@ -304,6 +322,17 @@ export class McpServers {
       } else this.#failed(server, isAbortError(error) ? 'start was cancelled' : messageOf(error));
       return undefined;
     }
+  }
+
+  /**
+   * A server's question goes to the person through the oldest call in flight that can ask
+   * (MCP does not say which call a question belongs to); with none, it is declined.
+   */
+  async #ask(server: Server, question: ToolQuestion, signal: AbortSignal): Promise<ToolAnswer> {
+    const ask = server.askers[0];
+    if (ask !== undefined) return ask(question, signal);
+    this.#log.info(`${server.name}: asked the person a question where nobody can answer; declined`);
+    return { action: 'decline' };
   }
 
   #closed(server: Server, connection: McpConnection | undefined, why: string): void {
@@ -411,6 +440,15 @@ export class McpServers {
     this.#cache.servers[server.name] = { fingerprint: server.fingerprint, tools: server.tools };
     await this.#options.cache.write(this.#cache).catch((error: unknown) => this.#log.warn(`tool list cache not saved: ${messageOf(error)}`));
   }
+}
+
+/** A call's own deadline and cancellation, stopped while the person answers its questions. */
+function askingCall(timeoutMs: number, ask: AskPerson, outer: AbortSignal | undefined): { signal: AbortSignal; ask: AskPerson; deadline: Deadline } {
+  const controller = new AbortController();
+  const deadline = new Deadline(timeoutMs, () => controller.abort(new Error(`timed out after ${timeoutMs / 1000} s`)));
+  if (outer?.aborted === true) controller.abort(outer.reason);
+  outer?.addEventListener('abort', () => controller.abort(outer.reason), { once: true });
+  return { signal: controller.signal, ask: deadline.around(ask), deadline };
 }
 
 function visible(tool: RemoteTool, config: McpServerConfig): boolean {

@@ -1,0 +1,54 @@
+// The answers to a server's form, fitted without a server: what the engine tests with real
+// servers do not reach (spoken e-mail addresses, forms IRIS cannot ask, long and hostile text).
+import { describe, expect, it } from 'vitest';
+import { FormInterview } from '../src/conversation/form.js';
+import type { FormSchema, ToolQuestion } from '../src/toolhost/api.js';
+
+const form = (schema: FormSchema, message = 'Details?'): ToolQuestion => ({ mode: 'form', server: 'shop', message, schema });
+const open = (question: ToolQuestion) => {
+  const opened = FormInterview.open(question);
+  if (!('interview' in opened)) throw new Error(`declined at once: ${opened.say}`);
+  return opened;
+};
+
+describe('fitting replies to a form', () => {
+  it('reads a spoken e-mail address, and refuses one that is not', async () => {
+    const { interview, say } = open(form({ type: 'object', properties: { email: { type: 'string', format: 'email', title: 'E-mail' } }, required: ['email'] }));
+    expect(say).toBe('The shop server asks: Details? E-mail?');
+    expect((await interview.reply('ada at example', true)).say).toBe('Sorry, "ada@example" won\'t do: it must match format "email". E-mail?');
+    expect(await interview.reply('Ada at example dot com.', true)).toEqual({ answer: { action: 'accept', content: { email: 'ada@example.com' } } });
+  });
+
+  it('declines at once what it cannot ask for: a required multiple choice, a schema ajv refuses', () => {
+    const list = FormInterview.open(form({ type: 'object', properties: { toppings: { type: 'array', title: 'Toppings', items: { type: 'string', enum: ['ham', 'olives'] } } }, required: ['toppings'] }));
+    expect(list).toEqual({ answer: { action: 'decline' }, say: 'The shop server asked for a list or a set of choices ("Toppings"), which I can\'t ask you for here, so I declined.' });
+    const broken = FormInterview.open(form({ type: 'object', properties: { n: { type: 'integer', minimum: 'one' } }, required: ['n'] }));
+    expect(broken).toMatchObject({ answer: { action: 'decline' } });
+  });
+
+  it('says the server\'s text as plain words, capped, and a link by its host only', () => {
+    const { say } = open(form({ type: 'object', properties: {} }, `${'Buy now! '.repeat(60)}[[h@lo]]`));
+    expect(say.length).toBeLessThan(320);
+    expect(say).toMatch(/^The shop server asks: (Buy now! )+Buy(?: now)?… Say yes to go ahead, or no\.$/); // cut at a word's end
+    const link: ToolQuestion = { mode: 'url', server: 'shop', message: 'Pay here \u0001[[x]]', url: 'https://pay.example.com/c?token=abc' };
+    expect(FormInterview.open(link)).toEqual({
+      answer: { action: 'decline' },
+      say: "The shop server wants you to open a link on pay.example.com: Pay here x. I can't open links, so I declined.",
+    });
+  });
+
+  it('reads choices by value or title, numbers in words, and yes/no for a boolean', async () => {
+    const { interview } = open(form({
+      type: 'object',
+      properties: {
+        size: { type: 'string', title: 'Size', enum: ['s', 'm', 'l'], enumNames: ['Small', 'Medium', 'Large'] },
+        count: { type: 'number', title: 'Count', minimum: 0 },
+        gift: { type: 'boolean', title: 'Gift wrap' },
+      },
+      required: ['size', 'count', 'gift'],
+    }));
+    expect((await interview.reply('large please', true)).say).toBe('Count? Say a number.');
+    expect((await interview.reply('two point five', true)).say).toBe('Gift wrap? Say yes or no.');
+    expect(await interview.reply('yeah', true)).toEqual({ answer: { action: 'accept', content: { size: 'l', count: 2.5, gift: true } } });
+  });
+});
