@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Conversation, TurnResult } from '../src/conversation/engine.js';
 import { withDouble, type Sections, type Setup } from './helpers/conversation.js';
 import { parseConfig } from '../src/config/load.js';
+import { errorResult, sayAsIs } from '../src/toolhost/api.js';
 import { closedPort } from './helpers/net.js';
 import type { ModelSpec } from './helpers/ollama-double.js';
 
@@ -50,6 +51,25 @@ describe('the tool loop', () => {
     expect(result.tokens.prompt_eval_count).toBe(second?.prompt_eval_count);
     expect(result.tokens).toMatchObject({ num_ctx: 8192, budget: 8192 - 512 });
     expect(result.timings_ms.first_token).toBeGreaterThan(0);
+  });
+
+  it("says IRIS's own sign-in sentence word for word, and a server's lookalike only through the model", async () => {
+    const s = await start();
+    const sentence = 'To sign in to calendar, go to https://auth.example.org/device and enter the code WJLR-JQQG.';
+    const tool = (name: string, own: boolean) => ({
+      name, description: 'calendar', inputSchema: { type: 'object' as const, properties: {} },
+      run: () => (own ? sayAsIs(errorResult(sentence)) : errorResult(sentence)),
+    });
+    s.iris.host.register(tool('calendar_today', true));
+    s.iris.host.register(tool('lookalike', false));
+    s.double.script({ tool_calls: [{ name: 'calendar_today', arguments: {} }] }, { content: ['Please sign in on the website.'] });
+    const own = await ask(s, "what's on my calendar today");
+    expect(own.said).toEqual([sentence.replace('https://', '')]); // the address said, not "the link"
+    expect(s.double.chats).toHaveLength(1); // the model never rephrased it
+    expect(s.double.pending).toBe(1);
+    s.double.script({ tool_calls: [{ name: 'lookalike', arguments: {} }] });
+    const other = await ask(s, "what's on my calendar today");
+    expect(other.said).toEqual(['Please sign in on the website.']);
   });
 
   it('runs parallel tool calls from one chunk, in order', async () => {

@@ -7,7 +7,7 @@
  * something ends the turn with that question too; `answered` waits for its result and goes on.
  */
 import { fitToBudget, cutToolResult, type Fitted } from '../budget/fit.js';
-import { errorResult, resultText, type AskPerson, type HostResult, type PendingCall, type ToolDefinition } from '../toolhost/api.js';
+import { errorResult, isSaidAsIs, resultText, type AskPerson, type HostResult, type PendingCall, type ToolDefinition } from '../toolhost/api.js';
 import { parseArguments } from '../toolhost/arguments.js';
 import { ChatError, type ChatMessage, type ModelInfo, type ModelTool, type ToolCall } from './backend.js';
 import type { Channel } from './channel.js';
@@ -98,7 +98,15 @@ export class ModelTurn {
         this.round.push({ role: 'assistant', content: response.content });
         return this.#said.join(' ');
       }
-      await this.#runCalls(calls, refused, response.content, nativeTools);
+      const asIs = await this.#runCalls(calls, refused, response.content, nativeTools);
+      if (asIs !== undefined) {
+        // Said word for word, not in the model's words; nothing else is left waiting unasked.
+        this.confirmation = undefined;
+        this.asked?.call.abandon();
+        this.asked = undefined;
+        // An address is said without its scheme ("auth.example.org/device"), not as "the link".
+        return this.#askFor(asIs.replace(/\bhttps?:\/\//gi, ''));
+      }
       if (this.confirmation !== undefined) return this.#askToConfirm(this.confirmation.call);
       if (this.asked !== undefined) return this.#askFor(this.#question);
     }
@@ -245,13 +253,15 @@ export class ModelTurn {
     for (const call of calls) this.options.log.warn(`refused to run ${call.name}: ${why}`);
   }
 
-  async #runCalls(calls: ToolCall[], refused: ToolCall[], content: string, nativeTools: boolean): Promise<void> {
+  /** Run the round's calls; returns a result's text that is to be said as it is (`sayAsIs`). */
+  async #runCalls(calls: ToolCall[], refused: ToolCall[], content: string, nativeTools: boolean): Promise<string | undefined> {
     const { host, config } = this.options;
     const available = host.definitions().map((d) => d.name);
     const sent: ToolCall[] = [];
     const results: { name: string; text: string }[] = [];
     let waiting: { call: PendingCall; text: string } | undefined;
     let asking: { call: AskingCall; name: string; arguments: Record<string, unknown> } | undefined;
+    let asIs: string | undefined;
     for (const call of refused) {
       const args = parseArguments(call.arguments, true);
       sent.push({ name: call.name, arguments: args.ok ? args.value : {} });
@@ -276,6 +286,7 @@ export class ModelTurn {
         continue;
       }
       const result = ran.result;
+      if (isSaidAsIs(result)) asIs = [asIs, resultText(result)].filter(Boolean).join(' ');
       const text = cutToolResult(resultText(result), config.budget.tool_result_chars);
       results.push({ name, text });
       // A call waiting for the user's yes is recorded when the user answers.
@@ -301,6 +312,7 @@ export class ModelTurn {
       const model = { round: [...this.round], toolMessage: this.round.length - 1, placeholder: ASKING_PLACEHOLDER, toolCalls: [...this.#calls] };
       this.asked = { ...asking, model };
     }
+    return asIs;
   }
 
   /** End the turn with a running call's question; the next utterance answers it. */

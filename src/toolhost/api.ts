@@ -44,6 +44,21 @@ export interface CallToolResult {
 }
 
 /** What the tool host answers: a result, or (not run yet) the call waiting for a yes. */
+/**
+ * Results IRIS made itself that the person must hear word for word: how to sign in, with an
+ * address and a code a model could garble in passing them on. Known by identity, so a
+ * server's result (whatever its `_meta` says) can never be one.
+ */
+const SAID_AS_IS = new WeakSet<CallToolResult>();
+
+/** Mark `result` to be said to the person as it is, ending the model's turn. */
+export function sayAsIs<T extends CallToolResult>(result: T): T {
+  SAID_AS_IS.add(result);
+  return result;
+}
+
+export const isSaidAsIs = (result: CallToolResult): boolean => SAID_AS_IS.has(result);
+
 export interface HostResult extends CallToolResult {
   pending?: PendingCall;
   /** The tool broke (threw, timed out), as opposed to refusing a request it could not read. */

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { McpServerConfig } from '../../config/schema.js';
 import { isAbortError, messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { errorResult, type AskPerson, type CallToolResult, type JsonStore, type ToolAnswer, type ToolQuestion } from '../api.js';
+import { errorResult, sayAsIs, type AskPerson, type CallToolResult, type JsonStore, type ToolAnswer, type ToolQuestion } from '../api.js';
 import { Deadline } from '../deadline.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
@@ -188,7 +188,7 @@ export class McpServers {
     if (server === undefined || server.state === 'disabled') return errorResult(`There is no enabled tool server named "${name}".`);
     const connection = server.connection
       ?? (server.state === 'stopped' ? await this.#start(server) : server.starting !== undefined ? await server.starting : undefined);
-    if (server.state === 'needs-sign-in') return errorResult(await this.#signInText(server));
+    if (server.state === 'needs-sign-in') return sayAsIs(errorResult(await this.#signInText(server)));
     if (connection === undefined) {
       return errorResult(`The ${name} tools are offline right now${server.reason ? ` (${server.reason})` : ''}.`);
     }
@@ -206,7 +206,7 @@ export class McpServers {
       if (signal?.aborted === true) throw signal.reason ?? error;
       if (signInErrorOf(error)?.code === 'needs_sign_in') {
         await this.#needsSignIn(server);
-        return errorResult(await this.#signInText(server));
+        return sayAsIs(errorResult(await this.#signInText(server)));
       }
       const text = describeAuthFailure(name, error) ?? messageOf(error);
       server.health.record(false, performance.now() - started, text);
