@@ -40,6 +40,12 @@ export class ModelTurn {
     private readonly started: number,
   ) {}
 
+  /** Every call of this turn: cancelled with it, and told the room it came from. */
+  get #callOptions(): { signal: AbortSignal; room?: string } {
+    const room = this.options.place?.room;
+    return room === undefined ? { signal: this.signal } : { signal: this.signal, room };
+  }
+
   /** Model rounds from `start` until the model answers, a call waits for a yes, or the rounds run out. */
   async run(start: readonly ChatMessage[], memory: ConversationMemory): Promise<string> {
     const { config, backend, host, log } = this.options;
@@ -57,7 +63,7 @@ export class ModelTurn {
     for (let round = 1; round <= config.ollama.max_tool_rounds; round++) {
       const definitions = host.definitions();
       const fitted = fitToBudget({
-        system: { role: 'system', content: nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions) },
+        system: { role: 'system', content: `${nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions)}${whereSaid(this.options.place?.area())}` },
         tools: nativeTools ? definitions.map(toModelTool) : [],
         history: memory.history,
         current: this.round,
@@ -104,7 +110,7 @@ export class ModelTurn {
   async resume(pending: Required<Pending>, yes: boolean, user: ChatMessage, memory: ConversationMemory): Promise<string> {
     const { host, config } = this.options;
     const result = yes
-      ? await host.runConfirmed(pending.call, { signal: this.signal })
+      ? await host.runConfirmed(pending.call, this.#callOptions)
       : errorResult('The user said no; the tool was not run.');
     if (this.signal.aborted) throw this.signal.reason;
     const { round, toolMessage, placeholder, toolCalls } = pending.model;
@@ -222,7 +228,7 @@ export class ModelTurn {
       if (args.ok && args.repaired) this.#repair('arguments_string');
       const name = resolved?.name ?? call.name;
       if (resolved === undefined) this.#repair('unknown_tool');
-      const result = await host.call(name, args.ok ? args.value : call.arguments, { signal: this.signal });
+      const result = await host.call(name, args.ok ? args.value : call.arguments, this.#callOptions);
       if (this.signal.aborted) throw this.signal.reason;
       const argsObject = args.ok ? args.value : {};
       const text = cutToolResult(resultText(result), config.budget.tool_result_chars);
@@ -335,6 +341,11 @@ export class ModelTurn {
       repairs: this.#repairs,
     };
   }
+}
+
+/** The room the person speaks from, for the system prompt ("turn off the light" means this room's). */
+function whereSaid(area: string | undefined): string {
+  return area === undefined || area === '' ? '' : `\nThe person is in the ${area}; requests without a place mean the ${area}.`;
 }
 
 function supportsTools(info: ModelInfo): boolean {

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IrisError } from '../errors.js';
-import { FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSource } from './audio.js';
+import { FRAME_SAMPLES, FrameSplitter, SPEECH_FORMAT, type AudioChunk, type AudioSource } from './audio.js';
 import { stopChild } from './child.js';
 
 export class AudioError extends IrisError {
@@ -90,4 +90,63 @@ export function samplesSource(samples: Int16Array): AudioSource {
       }
     },
   };
+}
+
+/**
+ * Audio pushed in as it arrives (a satellite's `audio-chunk`s), read as 80 ms frames. What is
+ * not read yet waits, up to `maxBufferedS`; past that the oldest is dropped (a reader that fell
+ * that far behind would answer too late anyway).
+ */
+export class PushedAudio implements AudioSource {
+  readonly #splitter = new FrameSplitter(FRAME_SAMPLES);
+  readonly #frames: AudioChunk[] = [];
+  readonly #maxFrames: number;
+  #atS = 0;
+  #wake: (() => void) | undefined;
+  #ended = false;
+  /** Frames dropped because nobody read them in time. */
+  dropped = 0;
+
+  constructor(maxBufferedS = 30) {
+    this.#maxFrames = Math.ceil((maxBufferedS * SPEECH_FORMAT.rate) / FRAME_SAMPLES);
+  }
+
+  /** 16 kHz mono samples, in order. */
+  push(samples: Int16Array): void {
+    if (this.#ended || samples.length === 0) return;
+    for (const frame of this.#splitter.split({ ...SPEECH_FORMAT, samples, atS: this.#atS })) {
+      this.#frames.push({ ...SPEECH_FORMAT, samples: frame.samples.slice(), atS: frame.atS });
+    }
+    this.#atS += samples.length / SPEECH_FORMAT.rate;
+    while (this.#frames.length > this.#maxFrames) {
+      this.#frames.shift();
+      this.dropped += 1;
+    }
+    this.#wake?.();
+  }
+
+  /** No more audio: the reader ends once it has read what is buffered. */
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *frames(signal: AbortSignal): AsyncIterable<AudioChunk> {
+    const onAbort = () => this.#wake?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      while (!signal.aborted) {
+        const frame = this.#frames.shift();
+        if (frame !== undefined) {
+          yield frame;
+          continue;
+        }
+        if (this.#ended) return;
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
 }

@@ -53,6 +53,8 @@ export interface HostResult extends CallToolResult {
 export interface CallContext {
   /** Aborted on timeout, barge-in or shutdown; long work must stop when it fires. */
   signal: AbortSignal;
+  /** The room the request came from (a satellite's name); none for the local microphone and typed requests. */
+  room?: string;
 }
 
 /**
@@ -101,6 +103,8 @@ export interface Announcement {
   id: string;
   /** When it was due (ISO 8601 with offset). */
   due: string;
+  /** Where it was asked for (a satellite's room): said there. */
+  room?: string;
 }
 
 /** A state document: every one carries the version of its shape. */

@@ -47,6 +47,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Who asked; default `model`. Only `typed` skips the confirmation policy. */
   origin?: CallOrigin;
+  /** The room the request came from, passed to the tool. */
+  room?: string;
 }
 
 export interface ToolHostOptions {
@@ -207,7 +209,7 @@ export class ToolHost {
       });
     });
     try {
-      const ran = Promise.resolve().then(() => tool.run(args, { signal: controller.signal }));
+      const ran = Promise.resolve().then(() => tool.run(args, { signal: controller.signal, ...(options.room === undefined ? {} : { room: options.room }) }));
       return normalise(await Promise.race([ran, stopped]));
     } catch (error) {
       if (isAbortError(error) || controller.signal.aborted) return errorResult(`${tool.name} was cancelled.`);

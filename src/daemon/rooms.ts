@@ -1,0 +1,563 @@
+/**
+ * Rooms: IRIS as the brain of Wyoming satellites (notes/wyoming.md §4). Each `[satellites.NAME]`
+ * is a room: a link to the satellite (wyoming/client.ts) and the voice loop run over its audio —
+ * a `PushedAudio` fed by its `audio-chunk`s, a sink that sends the reply back as audio events,
+ * sentence by sentence — with the room's own conversation (memory, follow-ups, confirmations),
+ * announcer and turn, so two rooms talk at once. The pipeline starts where the satellite asks:
+ * at `wake` (IRIS hears the wake word on the stream) or at `asr` (the satellite heard it).
+ * When several rooms hear the wake word within `ARBITRATION_MS`, the one with the best evidence
+ * (wake score, then loudness) answers and the others drop their command quietly.
+ */
+import { messageOf } from '../errors.js';
+import type { Config, SatelliteConfig } from '../config/schema.js';
+import { satelliteRooms } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import type { AudioSink } from '../pipeline/audio.js';
+import { PushedAudio } from '../pipeline/capture.js';
+import type { VoiceEvent } from '../pipeline/events.js';
+import type { SpeechToText } from '../pipeline/stt.js';
+import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
+import { createSileroVad } from '../pipeline/vad.js';
+import { VoiceLoop, type Responder, type VoiceRun } from '../pipeline/voice.js';
+import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
+import type { Announcement } from '../toolhost/api.js';
+import type { TurnResult } from '../conversation/types.js';
+import { wavEvents, type WyomingEvent } from '../wyoming/events.js';
+import { SatelliteLink, type LinkState } from '../wyoming/client.js';
+import { toSpeech } from '../wyoming/server.js';
+import { Announcer } from './announcer.js';
+import { chooseStt, loopOptions } from './voice.js';
+
+/** Detections of the same wake word this close together are one person heard in several rooms (ms). */
+export const ARBITRATION_MS = 500;
+/** Wake scores closer than this are a tie, settled by loudness. */
+const SCORE_TIE = 0.1;
+/** Loudness is the RMS of this many of the latest audio chunks (a satellite's are 64 ms): ~0.8 s. */
+const LOUDNESS_FRAMES = 12;
+/** A played reply is taken as heard this long after its audio would have ended, without `played` (ms), as Home Assistant does. */
+const PLAYED_GRACE_MS = 500;
+
+export interface RoomStatus {
+  name: string;
+  uri: string;
+  area: string;
+  state: LinkState;
+  /** Where the satellite starts the pipeline: `wake` (IRIS hears the wake word) or `asr` (the satellite does). */
+  mode?: 'wake' | 'asr';
+  /** What the room is doing now. */
+  doing: 'idle' | 'listening' | 'thinking' | 'speaking' | 'offline';
+  /** When the wake word was last heard there (ISO 8601). */
+  last_heard?: string;
+  /** What was last understood there. */
+  last_transcript?: string;
+  /** Why the link last went down. */
+  detail?: string;
+}
+
+/** What the rooms share, from the daemon. */
+export interface RoomsOptions {
+  config: () => Config;
+  log: Logger;
+  /** The room's conversation turn (the daemon keeps a conversation per room). */
+  respond: (room: string) => Responder<TurnResult>;
+  /** The wake word fired in `room`: warm the model. */
+  onWake?: (room: string) => void;
+  /** First reconnect delay (ms); tests shorten it. */
+  retryMs?: number;
+}
+
+interface Evidence {
+  /** The wake-word score, when IRIS scored it (not when the satellite heard it). */
+  score?: number;
+  loudness: number;
+}
+
+/** Settles which room answers when several hear the same wake word at once. */
+class Arbiter {
+  #window: { claims: { room: string; evidence: () => Evidence; decide: (won: boolean) => void }[]; timer: NodeJS.Timeout } | undefined;
+
+  /** Resolves true when `room` answers, false when another room heard it better. */
+  claim(room: string, evidence: () => Evidence, alone: boolean): Promise<boolean> {
+    if (alone && this.#window === undefined) return Promise.resolve(true);
+    return new Promise((decide) => {
+      if (this.#window === undefined) {
+        const timer = setTimeout(() => this.#settle(), ARBITRATION_MS);
+        timer.unref();
+        this.#window = { claims: [], timer };
+      }
+      this.#window.claims.push({ room, evidence, decide });
+    });
+  }
+
+  #settle(): void {
+    const claims = this.#window?.claims ?? [];
+    this.#window = undefined;
+    const scored = claims.map((c) => ({ ...c, e: c.evidence() }));
+    const best = scored.reduce<(typeof scored)[number] | undefined>((a, b) => (a === undefined || better(b.e, a.e) ? b : a), undefined);
+    for (const c of scored) c.decide(c === best);
+  }
+
+  stop(): void {
+    clearTimeout(this.#window?.timer);
+    for (const c of this.#window?.claims ?? []) c.decide(true);
+    this.#window = undefined;
+  }
+}
+
+/** Whether `a` is better evidence than `b`: a clearly higher wake score, else louder. */
+export function better(a: Evidence, b: Evidence): boolean {
+  if (a.score !== undefined && b.score !== undefined && Math.abs(a.score - b.score) > SCORE_TIE) return a.score > b.score;
+  return a.loudness > b.loudness;
+}
+
+/** Every configured room, kept in step with the config. */
+export class Rooms {
+  readonly #o: RoomsOptions;
+  readonly #rooms = new Map<string, Room>();
+  readonly #arbiter = new Arbiter();
+  #tts: { key: string; engine: TextToSpeech } | undefined;
+  #sharedStt: { key: string; engine: SpeechToText } | undefined;
+
+  constructor(options: RoomsOptions) {
+    this.#o = options;
+  }
+
+  /** Connect to every configured room (in the background). */
+  start(): void {
+    this.reconfigure();
+  }
+
+  /** Add the rooms the config gained, drop the ones it lost, reconnect the ones whose address changed. */
+  reconfigure(): void {
+    const wanted = Object.entries(satelliteRooms(this.#o.config())).filter(([, s]) => s.enabled !== false);
+    const names = new Set(wanted.map(([name]) => name));
+    for (const [name, room] of this.#rooms) {
+      const now = wanted.find(([n]) => n === name)?.[1];
+      if (!names.has(name) || now?.uri !== room.uri) {
+        this.#rooms.delete(name);
+        this.#o.log.info(`room ${name}: ${names.has(name) ? 'address changed' : 'removed'}`);
+        void room.stop();
+      }
+    }
+    for (const [name, settings] of wanted) {
+      if (this.#rooms.has(name)) continue;
+      const room = new Room(name, settings.uri, this.#o, this.#deps());
+      this.#rooms.set(name, room);
+      room.start();
+    }
+  }
+
+  /** Rebuild each room's voice from the config in force (a voice setting changed). */
+  async restartVoices(): Promise<void> {
+    this.#tts = undefined;
+    const stt = this.#sharedStt;
+    this.#sharedStt = undefined;
+    await Promise.all([...this.#rooms.values()].map((room) => room.restartVoice()));
+    await stt?.engine.stop?.().catch(() => undefined);
+  }
+
+  get names(): string[] {
+    return [...this.#rooms.keys()];
+  }
+
+  /** The area a room's conversation tells the model ('' for no such room). */
+  area(name: string): string {
+    return this.#rooms.get(name)?.area ?? '';
+  }
+
+  status(): RoomStatus[] {
+    return [...this.#rooms.values()].map((room) => room.status());
+  }
+
+  /**
+   * Say an announcement in the room it belongs to: true when a room took it. One whose room is
+   * gone (or offline) is said in every connected room, and false is returned so the local voice
+   * says it too; one from no room is not the rooms' (false).
+   */
+  announce(announcement: Announcement): boolean {
+    if (announcement.room === undefined) return false;
+    const room = this.#rooms.get(announcement.room);
+    if (room?.connected) {
+      room.announce(announcement);
+      return true;
+    }
+    for (const other of this.#rooms.values()) if (other.connected) other.announce(announcement);
+    return false;
+  }
+
+  async stop(): Promise<Announcement[]> {
+    this.#arbiter.stop();
+    const unsaid = await Promise.all([...this.#rooms.values()].map((room) => room.stop()));
+    this.#rooms.clear();
+    await this.#sharedStt?.engine.stop?.().catch(() => undefined);
+    this.#sharedStt = undefined;
+    return unsaid.flat();
+  }
+
+  #deps(): RoomDeps {
+    return {
+      arbiter: this.#arbiter,
+      connectedRooms: () => [...this.#rooms.values()].filter((r) => r.connected).length,
+      settings: (name) => satelliteRooms(this.#o.config())[name],
+      tts: () => {
+        const key = JSON.stringify(this.#o.config().tts);
+        if (this.#tts?.key !== key) this.#tts = { key, engine: createTextToSpeech(this.#o.config(), this.#o.log) };
+        return this.#tts.engine;
+      },
+      // pocketsphinx decodes one utterance at a time: a recogniser per room, so rooms talk at
+      // once. whisper.cpp is a server loaded once: the rooms share it.
+      stt: () => {
+        const config = this.#o.config();
+        const { stt, reason } = chooseStt(config, this.#o.log);
+        if (stt.name === 'pocketsphinx') return { stt, reason, own: true };
+        const key = JSON.stringify(config.stt);
+        if (this.#sharedStt?.key !== key) this.#sharedStt = { key, engine: stt };
+        return { stt: this.#sharedStt.engine, reason, own: false };
+      },
+    };
+  }
+}
+
+interface RoomDeps {
+  arbiter: Arbiter;
+  connectedRooms: () => number;
+  settings: (name: string) => SatelliteConfig | undefined;
+  tts: () => TextToSpeech;
+  stt: () => { stt: SpeechToText; reason: string; own: boolean };
+}
+
+interface Voice {
+  mode: 'wake' | 'asr';
+  loop: VoiceLoop<TurnResult>;
+  controller: AbortController;
+  running: Promise<unknown>;
+  stt: SpeechToText;
+  ownStt: boolean;
+  announcer: Announcer;
+}
+
+/** One satellite: its link, its voice loop over the satellite's audio, its announcements. */
+class Room {
+  readonly #log: Logger;
+  readonly #link: SatelliteLink;
+  #source = new PushedAudio();
+  #voice: Voice | undefined;
+  #starting: Promise<void> | undefined;
+  /** The satellite's own `info.satellite` (its name, area). */
+  #satellite: Record<string, unknown> = {};
+  /** The detection a satellite sent before its `run-pipeline` from the asr stage. */
+  #detection: string | undefined;
+  #played: (() => void)[] = [];
+  #loudness: number[] = [];
+  #doing: RoomStatus['doing'] = 'offline';
+  #lastHeard: string | undefined;
+  #lastTranscript: string | undefined;
+  /** This room lost the wake word to another: its command ends quietly. */
+  #yielded = false;
+  #wakeWord = '';
+
+  constructor(
+    readonly name: string,
+    readonly uri: string,
+    private readonly o: RoomsOptions,
+    private readonly deps: RoomDeps,
+  ) {
+    this.#log = o.log.child(name);
+    this.#link = new SatelliteLink({
+      uri,
+      log: this.#log,
+      ...(o.retryMs === undefined ? {} : { retryMs: o.retryMs }),
+      onConnected: (info) => this.#connected(info),
+      onDisconnected: () => this.#disconnected(),
+      onEvent: (event) => this.#event(event),
+    });
+  }
+
+  get connected(): boolean {
+    return this.#link.state === 'connected';
+  }
+
+  /** The room's area: the config's, else what the satellite says, else the room's name. */
+  get area(): string {
+    const configured = this.deps.settings(this.name)?.area ?? '';
+    if (configured !== '') return configured;
+    const said = typeof this.#satellite.area === 'string' ? cleanArea(this.#satellite.area) : '';
+    return said !== '' ? said : this.name.replace(/[_-]+/g, ' ');
+  }
+
+  start(): void {
+    this.#link.start();
+  }
+
+  status(): RoomStatus {
+    const doing = this.connected ? this.#doing : 'offline';
+    return {
+      name: this.name,
+      uri: this.uri,
+      area: this.area,
+      state: this.#link.state,
+      ...(this.#voice ? { mode: this.#voice.mode } : {}),
+      doing,
+      ...(this.#lastHeard === undefined ? {} : { last_heard: this.#lastHeard }),
+      ...(this.#lastTranscript === undefined ? {} : { last_transcript: this.#lastTranscript }),
+      ...(this.#link.lastError === '' ? {} : { detail: this.#link.lastError }),
+    };
+  }
+
+  announce(announcement: Announcement): void {
+    if (announcement.kind === 'timer') this.#link.send('timer-finished', { id: announcement.id });
+    if (this.#voice) this.#voice.announcer.announce(announcement);
+    else this.#log.info(`${announcement.kind} #${announcement.id}: ${announcement.text} (no voice yet)`);
+  }
+
+  /** Pause the satellite, close the link, stop the loop; returns what was still to be said. */
+  async stop(): Promise<Announcement[]> {
+    const unsaid = await this.#stopVoice();
+    await this.#link.stop();
+    this.#source.end();
+    return unsaid;
+  }
+
+  async restartVoice(): Promise<void> {
+    const mode = this.#voice?.mode;
+    const unsaid = await this.#stopVoice();
+    if (mode !== undefined) await this.#startVoice(mode);
+    for (const announcement of unsaid) this.announce(announcement);
+  }
+
+  #connected(info: Record<string, unknown>): void {
+    const satellite = info.satellite;
+    this.#satellite = satellite !== null && typeof satellite === 'object' ? (satellite as Record<string, unknown>) : {};
+    this.#doing = 'idle';
+    const name = typeof this.#satellite.name === 'string' ? ` ("${this.#satellite.name.slice(0, 60)}")` : '';
+    this.#log.info(`connected to ${this.uri}${name}, area ${this.area}`);
+    if (satellite === undefined) this.#log.warn(`${this.uri} describes no satellite; is it a Wyoming service rather than a satellite?`);
+  }
+
+  #disconnected(): void {
+    this.#doing = 'offline';
+    // The next connection streams anew: what this one left unread is stale.
+    this.#source.end();
+    this.#source = new PushedAudio();
+    void this.#stopVoice().then((unsaid) => {
+      for (const announcement of unsaid) this.o.log.info(`${announcement.kind} #${announcement.id} not said in ${this.name}: the satellite went away`);
+    });
+  }
+
+  #event(event: WyomingEvent): void {
+    const { data } = event;
+    switch (event.type) {
+      case 'audio-chunk': {
+        if (event.payload === undefined) return;
+        const samples = toSpeech(event);
+        this.#source.push(samples);
+        this.#loudness.push(rms(samples));
+        if (this.#loudness.length > LOUDNESS_FRAMES * 2) this.#loudness.splice(0, this.#loudness.length - LOUDNESS_FRAMES * 2);
+        return;
+      }
+      case 'run-pipeline': {
+        const stage = data.start_stage;
+        if (stage !== 'wake' && stage !== 'asr') {
+          this.#link.send('error', { text: `IRIS starts a satellite's pipeline at the wake or asr stage, not "${String(stage)}"`, code: 'iris-stage' });
+          return;
+        }
+        void this.#run(stage).catch((error: unknown) => {
+          this.#log.error(`voice off: ${messageOf(error)}`);
+          this.#link.send('error', { text: 'IRIS could not start listening', code: 'iris-voice' });
+        });
+        return;
+      }
+      case 'detection':
+        this.#detection = typeof data.name === 'string' ? data.name.slice(0, 100) : '';
+        return;
+      case 'played':
+        this.#played.shift()?.();
+        return;
+      case 'audio-start':
+      case 'audio-stop':
+        return;
+      default:
+        this.#log.debug(`ignored a "${event.type}" event`);
+    }
+  }
+
+  /** The satellite asked for a pipeline from `stage`: the loop runs (rebuilt if the stage changed). */
+  async #run(stage: 'wake' | 'asr'): Promise<void> {
+    if (this.#voice?.mode !== stage) {
+      await this.#stopVoice();
+      await this.#startVoice(stage);
+    }
+    if (stage === 'asr') {
+      const word = this.#detection !== undefined && this.#detection !== '' ? this.#detection : this.#wakeWord;
+      this.#detection = undefined;
+      this.#voice?.loop.trigger({ word, score: 1, atS: 0 });
+    }
+  }
+
+  async #startVoice(mode: 'wake' | 'asr'): Promise<void> {
+    if (this.#starting) return this.#starting;
+    this.#starting = (async () => {
+      const config = this.o.config();
+      const [wake, vad] = await Promise.all([
+        mode === 'wake' ? createOpenWakeWord({ model: config.assistant.wake_word, threshold: config.assistant.wake_threshold }) : Promise.resolve(undefined),
+        createSileroVad(),
+      ]);
+      this.#wakeWord = wakeWordName(config.assistant.wake_word);
+      const { stt, reason, own } = this.deps.stt();
+      if (own) await stt.start?.();
+      const tts = this.#sayingTts(this.deps.tts());
+      const sink = this.#sink();
+      // The satellite plays its own chime (its awake WAV).
+      const { earcon: _satellitesChime, ...options } = loopOptions(config, { vad, stt, tts, sttReason: reason, ...(wake ? { wake } : {}) }, sink, this.o.respond(this.name));
+      const loop = new VoiceLoop<TurnResult>({
+        ...options,
+        // A satellite that hears the wake word itself streams only the command: IRIS cannot
+        // listen on for a follow-up.
+        followUpS: mode === 'asr' ? 0 : config.assistant.follow_up_s,
+        onWake: () => this.o.onWake?.(this.name),
+        onEvent: (event) => this.#onVoiceEvent(event, mode),
+        onRun: (run, line) => this.#onRun(run, line, mode),
+      });
+      const controller = new AbortController();
+      const announcer = new Announcer({ sink, tts: this.deps.tts(), isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
+      const running = loop.run(this.#source, controller.signal).catch((error: unknown) => {
+        if (!controller.signal.aborted) this.#log.error(`voice loop: ${messageOf(error)}`);
+      });
+      this.#voice = { mode, loop, controller, running, stt, ownStt: own, announcer };
+      this.#log.info(`${mode === 'wake' ? `listening for "${this.#wakeWord}" on its stream` : 'the satellite hears the wake word; IRIS takes the command'} (${reason})`);
+      if (mode === 'wake') this.#link.send('detect', { names: [this.#wakeWord] });
+    })().finally(() => (this.#starting = undefined));
+    return this.#starting;
+  }
+
+  async #stopVoice(): Promise<Announcement[]> {
+    await this.#starting;
+    const voice = this.#voice;
+    if (voice === undefined) return [];
+    this.#voice = undefined;
+    const unsaid = voice.announcer.stop();
+    voice.controller.abort(new DOMException('stopping', 'AbortError'));
+    for (const played of this.#played.splice(0)) played();
+    await voice.running;
+    if (voice.ownStt) await voice.stt.stop?.().catch(() => undefined);
+    return unsaid;
+  }
+
+  /** The voice, telling the satellite what it is about to say (`synthesize`: its scripts and LEDs). */
+  #sayingTts(tts: TextToSpeech): TextToSpeech {
+    return {
+      synthesize: (text, signal) => {
+        this.#link.send('synthesize', { text });
+        return tts.synthesize(text, signal);
+      },
+    };
+  }
+
+  /** Speech out: the WAV as audio events to the satellite; done at `played`, or when it would have ended. */
+  #sink(): AudioSink {
+    return {
+      play: (wav, signal) => {
+        if (signal.aborted || !this.connected) return Promise.resolve();
+        const { events, seconds } = wavEvents(wav);
+        this.#doing = 'speaking';
+        for (const { type, data, payload } of events) this.#link.send(type, data, payload);
+        return new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            this.#played = this.#played.filter((p) => p !== done);
+            resolve();
+          };
+          const timer = setTimeout(done, seconds * 1000 + PLAYED_GRACE_MS);
+          signal.addEventListener('abort', done, { once: true });
+          this.#played.push(done);
+        });
+      },
+    };
+  }
+
+  /** The loop's stage events, mirrored to the satellite as Home Assistant does. */
+  #onVoiceEvent(event: VoiceEvent, mode: 'wake' | 'asr'): void {
+    const atMs = Math.round(Number(event.data?.atS ?? 0) * 1000);
+    switch (event.type) {
+      case 'run-start':
+        this.#doing = 'idle';
+        if (mode === 'wake' && event.data?.followUp !== true) this.#link.send('detect', { names: [this.#wakeWord] });
+        return;
+      case 'wake-end': {
+        this.#doing = 'listening';
+        this.#lastHeard = new Date().toISOString();
+        this.#yielded = false;
+        this.#voice?.announcer.acknowledge();
+        if (mode === 'wake') this.#link.send('detection', { name: String(event.data?.word ?? this.#wakeWord), timestamp: atMs });
+        const score = mode === 'wake' && typeof event.data?.score === 'number' ? event.data.score : undefined;
+        const run = event.run;
+        void this.deps.arbiter.claim(this.name, () => ({ ...(score === undefined ? {} : { score }), loudness: this.#recentLoudness() }), this.deps.connectedRooms() <= 1).then((won) => {
+          if (won || this.#voice === undefined) return;
+          this.#log.info(`turn ${run}: another room heard the wake word better; it answers`);
+          this.#yielded = true;
+          this.#voice.loop.drop();
+        });
+        return;
+      }
+      case 'speech-start':
+        this.#link.send('voice-started', { timestamp: atMs });
+        return;
+      case 'end_of_speech-end':
+        this.#doing = 'thinking';
+        this.#link.send('voice-stopped', { timestamp: atMs });
+        return;
+      case 'stt-end':
+        this.#lastTranscript = String(event.data?.text ?? '');
+        this.#link.send('transcript', { text: this.#lastTranscript });
+        return;
+      case 'error':
+        this.#link.send('error', { text: String(event.data?.message ?? 'failed'), code: 'iris-error' });
+        return;
+      case 'run-end': {
+        this.#doing = 'idle';
+        const outcome = event.data?.outcome;
+        if (mode !== 'asr') return;
+        // A satellite streams its command until told the words (`transcript`) or that there were none.
+        if (outcome === 'no_speech') this.#link.send('error', { text: 'No speech was heard', code: 'stt-no-text-recognized' });
+        else if (outcome === 'cancelled' && this.#yielded) this.#link.send('run-satellite'); // back to its wake word, quietly
+        return;
+      }
+      default:
+    }
+  }
+
+  #onRun(run: VoiceRun<TurnResult>, line: string, mode: 'wake' | 'asr'): void {
+    if (run.outcome === 'no_speech' && run.followUp) this.#log.debug(line);
+    else if (run.outcome === 'cancelled' && this.#yielded) this.#log.debug(line);
+    else this.#log.info(line);
+    if (run.outcome !== 'answered') return;
+    for (const call of run.result?.tool_calls ?? []) {
+      const timer = call.result.structuredContent?.timer as { id?: unknown; duration_s?: unknown; label?: unknown } | undefined;
+      if (call.name !== 'set_timer' || call.result.isError || timer === undefined || typeof timer.id !== 'string') continue;
+      this.#link.send('timer-started', {
+        id: timer.id,
+        total_seconds: typeof timer.duration_s === 'number' ? timer.duration_s : 0,
+        ...(typeof timer.label === 'string' && timer.label !== '' ? { name: timer.label } : {}),
+      });
+    }
+  }
+
+  /** RMS of the latest ~1 s of the room's audio, 0–1. */
+  #recentLoudness(): number {
+    const recent = this.#loudness.slice(-LOUDNESS_FRAMES);
+    return recent.length === 0 ? 0 : Math.sqrt(recent.reduce((sum, r) => sum + r * r, 0) / recent.length);
+  }
+}
+
+/** RMS of 16-bit samples, 0–1. */
+function rms(samples: Int16Array): number {
+  let sum = 0;
+  for (const s of samples) sum += (s / 32768) ** 2;
+  return samples.length === 0 ? 0 : Math.sqrt(sum / samples.length);
+}
+
+/** A satellite's own area, as words fit for the system prompt (it is the peer's text: letters, digits, spaces only). */
+function cleanArea(area: string): string {
+  return area.replace(/[^\p{L}\p{N} '-]+/gu, ' ').replace(/\s+/g, ' ').trim().slice(0, 40);
+}

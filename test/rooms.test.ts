@@ -1,0 +1,118 @@
+/**
+ * Rooms: IRIS as the brain of real wyoming-satellite processes (from ../shared/testkit, as
+ * people run them on a Raspberry Pi). Each satellite's microphone plays a flite command at
+ * real-time pace once the test says go; its speaker command records what IRIS sends back, and
+ * its event commands record what it was told (transcript, synthesize, timers).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { iris, startIris, waitForLine } from './helpers/cli.js';
+import { closedPort } from './helpers/net.js';
+import { commandWav, soxStat } from './helpers/speech.js';
+import { tempDir } from './helpers/tmp.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const KIT = `${ROOT}.cache/wyoming-testkit`;
+const SAT_PYTHON = `${KIT}/sat/bin/python`;
+const MIC = fileURLToPath(new URL('fixtures/paced-mic.py', import.meta.url));
+
+beforeAll(() => {
+  if (!existsSync(SAT_PYTHON)) execFileSync('bash', [`${ROOT}../shared/testkit/wyoming/install.sh`, KIT], { stdio: 'ignore' });
+}, 300_000);
+
+const children: ChildProcess[] = [];
+const servers: Server[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+  for (const server of servers.splice(0)) server.close();
+});
+
+interface Satellite {
+  port: number;
+  child: ChildProcess;
+  /** Start the microphone's command. */
+  go: () => void;
+  /** What the satellite's speaker got, as a WAV (22.05 kHz, as the satellite's sound command takes it). */
+  heard: () => string;
+  /** What the satellite was told, one "EVENT text" line each. */
+  events: () => string[];
+}
+
+/** A wyoming-satellite listening on a free port, its microphone playing `wav` once told to go. */
+async function satellite(dir: string, name: string, wav: string, extra: string[] = [], port?: number): Promise<Satellite> {
+  const at = port ?? await closedPort();
+  const go = join(dir, `${name}.go`);
+  const speaker = join(dir, `${name}.raw`);
+  const log = join(dir, `${name}.events`);
+  const record = (event: string) => ['sh -c', `'printf "%s " "$1" >> "$0"; cat >> "$0"; echo >> "$0"'`, log, event].join(' ');
+  const child = spawn(SAT_PYTHON, [
+    '-m', 'wyoming_satellite', '--name', `${name} satellite`, '--uri', `tcp://127.0.0.1:${at}`, '--no-zeroconf',
+    '--mic-command', `python3 ${MIC} ${wav} ${go}`,
+    '--snd-command', `sh -c 'cat >> "$0"' ${speaker}`,
+    '--transcript-command', record('transcript'),
+    '--synthesize-command', record('synthesize'),
+    '--timer-started-command', record('timer-started'),
+    '--timer-finished-command', record('timer-finished'),
+    ...extra,
+  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  await waitForLine(child, /Ready/);
+  child.stderr?.resume();
+  return {
+    port: at,
+    child,
+    go: () => writeFileSync(go, ''),
+    heard: () => {
+      const out = join(dir, `${name}-${Date.now()}.wav`);
+      execFileSync('sox', ['-t', 'raw', '-r', '22050', '-e', 'signed', '-b', '16', '-c', '1', speaker, out]);
+      return out;
+    },
+    events: () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []),
+  };
+}
+
+/** The daemon with `config` (no microphone of its own, pocketsphinx, Ollama unreachable: the local path answers). */
+async function daemon(dir: string, config: string): Promise<{ child: ChildProcess; vars: Record<string, string> }> {
+  const ollama = await closedPort();
+  writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:${ollama}"\n[assistant]\ntimezone = "UTC"\nfollow_up_s = 0\n[audio]\ninput = ""\noutput = "null"\n[stt]\nengine = "pocketsphinx"\n${config}`);
+  const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };
+  const child = startIris(['daemon', '--log-level', 'info'], vars);
+  children.push(child);
+  return { child, vars };
+}
+
+describe('rooms: IRIS as the brain of wyoming-satellite', () => {
+  it('hears "hey jarvis, what time is it" on a satellite\'s stream and sends the spoken answer back; a satellite sending garbage is dropped without disturbing it', async () => {
+    const dir = tempDir();
+    const sat = await satellite(dir, 'kitchen', commandWav('hey jarvis, what time is it'));
+    // A "satellite" that answers describe with bytes that are no Wyoming event.
+    const bad = createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.on('data', () => socket.write('this is not an event\n'));
+    });
+    servers.push(bad);
+    await new Promise<void>((resolve) => bad.listen(0, '127.0.0.1', resolve));
+    const badPort = (bad.address() as { port: number }).port;
+    const { child, vars } = await daemon(dir, `[satellites.kitchen]\nuri = "tcp://127.0.0.1:${sat.port}"\narea = "kitchen"\n[satellites.garage]\nuri = "tcp://127.0.0.1:${badPort}"\n`);
+    const dropped = waitForLine(child, /room:garage: .*sent a bad event/);
+    await waitForLine(child, /room:kitchen: listening for "hey_jarvis" on its stream/);
+    expect(await dropped).toMatch(/a header line that is not JSON.*reconnecting/);
+    const answered = waitForLine(child, /room:kitchen: turn 1: answered/);
+    sat.go();
+    expect(await answered).toMatch(/"what time is it"/);
+    const status = JSON.parse((await iris(['status', '--json'], vars)).stdout) as { rooms: Record<string, unknown>[] };
+    expect(status.rooms).toEqual(expect.arrayContaining([
+      expect.objectContaining({ name: 'kitchen', area: 'kitchen', state: 'connected', mode: 'wake', last_transcript: 'what time is it', last_heard: expect.any(String) }),
+      expect.objectContaining({ name: 'garage', state: expect.stringMatching(/connecting|disconnected/), detail: expect.stringMatching(/bad event/) }),
+    ]));
+    expect(sat.events()).toEqual(expect.arrayContaining(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]));
+    const reply = soxStat(sat.heard());
+    expect(reply.length).toBeGreaterThan(0.8); // "It's 3:04 PM." spoken
+    expect(reply.rms).toBeGreaterThan(0.02);
+    expect((await iris(['status'], vars)).stdout).toMatch(/^room kitchen \(kitchen, tcp:\/\/127\.0\.0\.1:\d+\): connected, \w+, IRIS hears the wake word, last heard .*"what time is it"/m);
+  }, 60_000);
+});
