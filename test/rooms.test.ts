@@ -115,4 +115,75 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     expect(reply.rms).toBeGreaterThan(0.02);
     expect((await iris(['status'], vars)).stdout).toMatch(/^room kitchen \(kitchen, tcp:\/\/127\.0\.0\.1:\d+\): connected, \w+, IRIS hears the wake word, last heard .*"what time is it"/m);
   }, 60_000);
+
+  it('a satellite that hears the wake word itself (through IRIS\'s Wyoming wake service) starts at the speech stage; the timer it sets is said in that room, not in another', async () => {
+    const dir = tempDir();
+    const wyoming = await closedPort();
+    const command = join(dir, 'timer.wav'); // people pause after the wake word for a satellite's chime
+    execFileSync('sox', [commandWav('hey jarvis', { padS: [0.5, 1] }), commandWav('set a timer for three seconds', { padS: [0, 1.5] }), command]);
+    const study = await satellite(dir, 'study', command, ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis']);
+    const hall = await satellite(dir, 'hall', commandWav('hey jarvis, what time is it'));
+    const { child } = await daemon(dir, `[wyoming]\nlisten = "tcp://127.0.0.1:${wyoming}"\n[satellites.study]\nuri = "tcp://127.0.0.1:${study.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`);
+    const hallListens = waitForLine(child, /room:hall: listening for "hey_jarvis" on its stream/);
+    await waitForLine(child, /room:study: connected/);
+    await hallListens;
+    const answered = waitForLine(child, /room:study: turn 1: answered/);
+    const announced = waitForLine(child, /room:study:announce: said timer #1 \(1 of/);
+    study.go();
+    expect(await answered).toMatch(/"set a timer for three seconds"/);
+    await announced;
+    const events = study.events();
+    expect(events).toEqual(['transcript set a timer for three seconds', 'synthesize Timer set for 3 seconds.', expect.stringMatching(/^timer-started /), 'timer-finished 1']);
+    expect(JSON.parse(events[2]?.slice('timer-started '.length) ?? '{}')).toEqual({ type: 'timer-started', data: { id: '1', total_seconds: 3 } });
+    const said = soxStat(study.heard()); // "Timer set for 3 seconds." then "Your timer is done."
+    expect(said.length).toBeGreaterThan(2);
+    expect(said.rms).toBeGreaterThan(0.02);
+    expect(hall.events()).toEqual([]); // nothing said or signalled in the other room
+  }, 60_000);
+
+  it('the same wake word heard in two rooms is answered once, by the room that heard it best', async () => {
+    const dir = tempDir();
+    const wav = commandWav('hey jarvis, what time is it');
+    const near = await satellite(dir, 'near', wav);
+    const far = await satellite(dir, 'far', wav, ['--mic-volume-multiplier', '0.3']);
+    const { child } = await daemon(dir, `[satellites.near]\nuri = "tcp://127.0.0.1:${near.port}"\n[satellites.far]\nuri = "tcp://127.0.0.1:${far.port}"\n`);
+    await Promise.all([waitForLine(child, /room:near: listening for/), waitForLine(child, /room:far: listening for/)]);
+    const answered = waitForLine(child, /room:(near|far): turn 1: answered/);
+    const yielded = waitForLine(child, /room:(near|far): turn 1: another room heard the wake word better/);
+    near.go();
+    far.go();
+    expect(await yielded).toMatch(/room:far:/);
+    expect(await answered).toMatch(/room:near: .*"what time is it"/);
+    expect(near.events()).toContain('transcript what time is it');
+    expect(far.events()).toEqual([]);
+    expect(existsSync(join(dir, 'far.raw'))).toBe(false); // not a sound from the far room
+  }, 60_000);
+
+  it('a satellite that vanishes mid-turn: the daemon stays up, reconnects when it is back, answers there again; a reload removes the room', async () => {
+    const dir = tempDir();
+    const wav = commandWav('hey jarvis, what time is it');
+    let sat = await satellite(dir, 'den', wav, ['--debug']);
+    const { child, vars } = await daemon(dir, `[satellites.den]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
+    await waitForLine(child, /room:den: listening for/);
+    const lost = waitForLine(child, /room:den: tcp:\/\/127\.0\.0\.1:\d+: .*reconnecting in/);
+    const woken = waitForLine(sat.child, /Wake word detected/); // IRIS told it: the command is being spoken now
+    sat.go();
+    await woken;
+    sat.child.kill('SIGKILL');
+    await lost;
+    const down = JSON.parse((await iris(['status', '--json'], vars)).stdout) as { rooms: { state: string }[] };
+    expect(down.rooms[0]?.state).toMatch(/connecting|disconnected/);
+    const back = waitForLine(child, /room:den: connected/);
+    sat = await satellite(dir, 'den2', wav, [], sat.port);
+    await back;
+    const answered = waitForLine(child, /room:den: turn \d+: answered/);
+    await waitForLine(child, /room:den: listening for/);
+    sat.go();
+    expect(await answered).toMatch(/"what time is it"/);
+    writeFileSync(vars.IRIS_CONFIG, readFileSync(vars.IRIS_CONFIG, 'utf8').replace(/\[satellites\.den\][^[]*/, ''));
+    const removed = waitForLine(child, /room den: removed/);
+    expect((await iris(['reload'], vars)).code).toBe(0);
+    await removed;
+    expect(JSON.parse((await iris(['status', '--json'], vars)).stdout)).toMatchObject({ rooms: [] });
+  }, 60_000);
 });
