@@ -76,7 +76,7 @@ async function satellite(dir: string, name: string, wav: string, extra: string[]
 }
 
 /** The daemon with `config` (no microphone of its own, pocketsphinx, Ollama unreachable: the local path answers). */
-async function daemon(dir: string, config: string): Promise<{ child: ChildProcess; vars: Record<string, string> }> {
+async function daemon(dir: string, config: string): Promise<{ child: ChildProcess; vars: { IRIS_CONFIG: string; IRIS_STATE_DIR: string; IRIS_SOCKET: string } }> {
   const ollama = await closedPort();
   writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:${ollama}"\n[assistant]\ntimezone = "UTC"\nfollow_up_s = 0\n[audio]\ninput = ""\noutput = "null"\n[stt]\nengine = "pocketsphinx"\n${config}`);
   const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };

@@ -19,7 +19,7 @@ import type { SpeechToText } from '../pipeline/stt.js';
 import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
 import { createSileroVad } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceRun } from '../pipeline/voice.js';
-import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
+import { createOpenWakeWord, wakeWordName } from '../pipeline/wakeword.js';
 import type { Announcement } from '../toolhost/api.js';
 import type { TurnResult } from '../conversation/types.js';
 import { wavEvents, type WyomingEvent } from '../wyoming/events.js';
@@ -416,7 +416,7 @@ class Room {
         followUpS: mode === 'asr' ? 0 : config.assistant.follow_up_s,
         onWake: () => this.o.onWake?.(this.name),
         onEvent: (event) => this.#onVoiceEvent(event, mode),
-        onRun: (run, line) => this.#onRun(run, line, mode),
+        onRun: (run, line) => this.#onRun(run, line),
       });
       const controller = new AbortController();
       const announcer = new Announcer({ sink, tts: this.deps.tts(), isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
@@ -479,6 +479,7 @@ class Room {
   /** The loop's stage events, mirrored to the satellite as Home Assistant does. */
   #onVoiceEvent(event: VoiceEvent, mode: 'wake' | 'asr'): void {
     const atMs = Math.round(Number(event.data?.atS ?? 0) * 1000);
+    const text = (key: string, otherwise: string): string => (typeof event.data?.[key] === 'string' ? event.data[key] : otherwise);
     switch (event.type) {
       case 'run-start':
         this.#doing = 'idle';
@@ -489,7 +490,7 @@ class Room {
         this.#lastHeard = new Date().toISOString();
         this.#yielded = false;
         this.#voice?.announcer.acknowledge();
-        if (mode === 'wake') this.#link.send('detection', { name: String(event.data?.word ?? this.#wakeWord), timestamp: atMs });
+        if (mode === 'wake') this.#link.send('detection', { name: text('word', this.#wakeWord), timestamp: atMs });
         const score = mode === 'wake' && typeof event.data?.score === 'number' ? event.data.score : undefined;
         const run = event.run;
         void this.deps.arbiter.claim(this.name, () => ({ ...(score === undefined ? {} : { score }), loudness: this.#recentLoudness() }), this.deps.connectedRooms() <= 1).then((won) => {
@@ -508,11 +509,11 @@ class Room {
         this.#link.send('voice-stopped', { timestamp: atMs });
         return;
       case 'stt-end':
-        this.#lastTranscript = String(event.data?.text ?? '');
+        this.#lastTranscript = text('text', '');
         this.#link.send('transcript', { text: this.#lastTranscript });
         return;
       case 'error':
-        this.#link.send('error', { text: String(event.data?.message ?? 'failed'), code: 'iris-error' });
+        this.#link.send('error', { text: text('message', 'failed'), code: 'iris-error' });
         return;
       case 'run-end': {
         this.#doing = 'idle';
@@ -527,7 +528,7 @@ class Room {
     }
   }
 
-  #onRun(run: VoiceRun<TurnResult>, line: string, mode: 'wake' | 'asr'): void {
+  #onRun(run: VoiceRun<TurnResult>, line: string): void {
     if (run.outcome === 'no_speech' && run.followUp) this.#log.debug(line);
     else if (run.outcome === 'cancelled' && this.#yielded) this.#log.debug(line);
     else this.#log.info(line);
