@@ -1,0 +1,154 @@
+/**
+ * The parts rooms are made of, each against real peers: the satellite link against a raw TCP
+ * satellite (the order Home Assistant keeps, pings both ways, a silent or malformed peer
+ * dropped and retried), a room's conversation against the Ollama double (the model hears the
+ * room's area; a timer set there remembers the room), the evidence rule, pushed audio.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { better } from '../src/daemon/rooms.js';
+import { createLogger } from '../src/log.js';
+import { PushedAudio } from '../src/pipeline/capture.js';
+import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
+import { SatelliteLink } from '../src/wyoming/client.js';
+import { withDouble, type Setup } from './helpers/conversation.js';
+
+const servers: Server[] = [];
+const links: SatelliteLink[] = [];
+let setup: Setup | undefined;
+afterEach(async () => {
+  await Promise.all(links.splice(0).map((l) => l.stop()));
+  for (const s of servers.splice(0)) s.close();
+  await setup?.double.close();
+  setup = undefined;
+});
+
+/** A raw satellite: `answer` decides what it sends back to each event IRIS sends. */
+async function rawSatellite(answer: (event: WyomingEvent, socket: Socket) => void): Promise<{ port: number; seen: string[]; connections: () => number }> {
+  const seen: string[] = [];
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections += 1;
+    socket.on('error', () => undefined);
+    const reader = new EventReader();
+    socket.on('data', (chunk: Buffer) => {
+      for (const event of reader.push(chunk)) {
+        seen.push(event.type);
+        answer(event, socket);
+      }
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, seen, connections: () => connections };
+}
+
+function link(port: number, logs: string[], events: WyomingEvent[] = [], timing = {}): SatelliteLink {
+  const l = new SatelliteLink({
+    uri: `tcp://127.0.0.1:${port}`,
+    log: createLogger('sat', { write: (line) => logs.push(line) }),
+    onEvent: (e) => events.push(e),
+    retryMs: 50,
+    ...timing,
+  });
+  links.push(l);
+  l.start();
+  return l;
+}
+
+const until = async (check: () => boolean): Promise<void> => {
+  while (!check()) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('the satellite link', () => {
+  it('asks describe, then run-satellite once it has the info; pings and answers pings; passes the rest on', async () => {
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'raw', area: 'attic' } }));
+      if (event.type === 'run-satellite') {
+        socket.write(encodeEvent('ping', { text: 'hi' }));
+        socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
+      }
+      if (event.type === 'ping') socket.write(encodeEvent('pong'));
+    });
+    const events: WyomingEvent[] = [];
+    const l = link(sat.port, [], events, { pingEveryMs: 20 });
+    await until(() => sat.seen.filter((t) => t === 'ping').length >= 3);
+    expect(sat.seen.slice(0, 3)).toEqual(['describe', 'run-satellite', 'ping']);
+    expect(sat.seen).toContain('pong'); // its ping answered
+    expect(events.map((e) => e.type)).toEqual(['run-pipeline']); // ping and pong stay in the link
+    expect(l.state).toBe('connected');
+  });
+
+  it('drops a satellite that stops answering pings, and one that sends a malformed event, with one log line each; retries both', async () => {
+    const silent = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: {} }));
+    });
+    const garbled = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write('{"type": "info", "data_length": -1}\n');
+    });
+    const logs: string[] = [];
+    link(silent.port, logs, [], { pongTimeoutMs: 100 });
+    link(garbled.port, logs, []);
+    await until(() => silent.connections() >= 2 && garbled.connections() >= 2);
+    const first = (port: number) => logs.find((line) => line.includes(`:${port}:`));
+    expect(first(silent.port)).toMatch(/no pong within 0\.1 s; reconnecting in 0\.1 s/);
+    expect(first(garbled.port)).toMatch(/sent a bad event \("data_length" is not a length\); reconnecting/);
+    expect(logs.every((line) => line.split('\n').length === 1)).toBe(true);
+  });
+
+  it('says pause-satellite before closing', async () => {
+    let paused: () => void = () => undefined;
+    const said = new Promise<void>((resolve) => (paused = resolve));
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: {} }));
+      if (event.type === 'pause-satellite') paused();
+    });
+    const l = link(sat.port, []);
+    await until(() => l.state === 'connected');
+    await l.stop();
+    await said;
+  });
+});
+
+describe('a room\'s conversation', () => {
+  it('tells the model the room\'s area, and a timer set there (by the model or by voice) remembers the room', async () => {
+    setup = await withDouble();
+    const s = setup;
+    s.double.script({ tool_calls: [{ name: 'set_timer', arguments: { duration: '5m', label: 'pasta' } }] }, { content: ['Pasta timer set.'] });
+    let area = 'kitchen';
+    const kitchen = s.iris.conversation({ room: 'kitchen', area: () => area });
+    expect((await kitchen.turn('start the pasta timer please').result).reply).toBe('Pasta timer set.');
+    expect(s.double.chats[0]?.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('The person is in the kitchen;') });
+    area = 'big kitchen'; // a reload renamed it: the next model turn says so
+    await kitchen.turn('set a timer for ten minutes', undefined, { confidence: 0.95 }).result; // the local path, as heard
+    const timers = (await s.iris.host.call('list_timers', {})).structuredContent?.timers as { label: string; room?: string }[];
+    expect(timers.map((t) => [t.label, t.room])).toEqual([['pasta', 'kitchen'], ['', 'kitchen']]);
+    s.double.script({ content: ['It is off.'] }, { content: ['Hello.'] });
+    await kitchen.turn('is the oven off').result;
+    expect(s.double.chats[2]?.messages[0]?.content).toMatch(/The person is in the big kitchen;/);
+    await s.iris.conversation().turn('hello there friend').result;
+    expect(s.double.chats[3]?.messages[0]?.content).not.toMatch(/The person is in/); // no room, no place
+  });
+});
+
+describe('which room answers', () => {
+  it.each([
+    [{ score: 0.9, loudness: 0.01 }, { score: 0.6, loudness: 0.2 }, true, 'a clearly higher wake score wins'],
+    [{ score: 0.9, loudness: 0.01 }, { score: 0.85, loudness: 0.2 }, false, 'close scores: the louder wins'],
+    [{ loudness: 0.3 }, { score: 0.99, loudness: 0.2 }, true, 'a satellite\'s own detection has no score: loudness'],
+  ])('%j over %j: %s (%s)', (a, b, expected) => {
+    expect(better(a, b)).toBe(expected);
+  });
+});
+
+describe('pushed audio', () => {
+  it('re-frames pushed blocks into 80 ms frames stamped with their place, and drops the oldest past its bound', async () => {
+    const audio = new PushedAudio(0.16); // two frames
+    for (let i = 0; i < 5; i++) audio.push(new Int16Array(1024).fill(i));
+    audio.end();
+    const frames: { atS: number; first: number }[] = [];
+    for await (const frame of audio.frames(new AbortController().signal)) frames.push({ atS: frame.atS, first: frame.samples[0] ?? -1 });
+    expect(frames).toEqual([{ atS: 0.16, first: 2 }, { atS: 0.24, first: 3 }]); // 5120 samples = 4 frames; the first 2 dropped
+    expect(audio.dropped).toBe(2);
+  });
+});
