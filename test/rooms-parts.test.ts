@@ -12,6 +12,10 @@ import { PushedAudio } from '../src/pipeline/capture.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
 import { SatelliteLink } from '../src/wyoming/client.js';
 import { withDouble, type Setup } from './helpers/conversation.js';
+import { parseAddressPolicy, satelliteChecks, unitAllows } from '../src/cli/doctor.js';
+import { parseConfig } from '../src/config/load.js';
+import type { ConfigError } from '../src/errors.js';
+import { closedPort } from './helpers/net.js';
 
 const servers: Server[] = [];
 const links: SatelliteLink[] = [];
@@ -136,7 +140,7 @@ describe('which room answers', () => {
     [{ score: 0.9, loudness: 0.01 }, { score: 0.6, loudness: 0.2 }, true, 'a clearly higher wake score wins'],
     [{ score: 0.9, loudness: 0.01 }, { score: 0.85, loudness: 0.2 }, false, 'close scores: the louder wins'],
     [{ loudness: 0.3 }, { score: 0.99, loudness: 0.2 }, true, 'a satellite\'s own detection has no score: loudness'],
-  ])('%j over %j: %s (%s)', (a, b, expected) => {
+  ])('%j over %j: %s (%s)', (a, b, expected, _why) => {
     expect(better(a, b)).toBe(expected);
   });
 });
@@ -150,5 +154,50 @@ describe('pushed audio', () => {
     for await (const frame of audio.frames(new AbortController().signal)) frames.push({ atS: frame.atS, first: frame.samples[0] ?? -1 });
     expect(frames).toEqual([{ atS: 0.16, first: 2 }, { atS: 0.24, first: 3 }]); // 5120 samples = 4 frames; the first 2 dropped
     expect(audio.dropped).toBe(2);
+  });
+});
+
+describe('iris doctor and the hardened unit', () => {
+  /** What `systemctl show iris -p IPAddressAllow -p IPAddressDeny` prints for the shipped unit plus a drop-in allowing one LAN host. */
+  const SHOWN = 'IPAddressAllow=127.0.0.0/8 ::1/128 192.168.1.20/32\nIPAddressDeny=0.0.0.0/0 ::/0\n';
+
+  it('reads the unit\'s address policy as systemd applies it: an allowed address is reachable, else a denied one is not', () => {
+    const policy = parseAddressPolicy(SHOWN);
+    expect(policy).toEqual({ allow: ['127.0.0.0/8', '::1/128', '192.168.1.20/32'], deny: ['0.0.0.0/0', '::/0'] });
+    if (policy === undefined) return;
+    expect(['127.0.0.1', '::1', '192.168.1.20', '192.168.1.21', 'fd00::5'].map((a) => unitAllows(a, policy))).toEqual([true, true, true, false, false]);
+    expect(parseAddressPolicy('IPAddressAllow=\nIPAddressDeny=\n')).toBeUndefined(); // no policy: nothing to check
+  });
+
+  it('says which satellite the unit blocks and how to allow it, which answers, and which does not', async () => {
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'kitchen satellite' } }));
+    });
+    const closed = await closedPort();
+    const config = parseConfig(`[satellites.kitchen]\nuri = "tcp://127.0.0.1:${sat.port}"\n[satellites.garden]\nuri = "tcp://192.168.1.77:10700"\n[satellites.shed]\nuri = "tcp://127.0.0.1:${closed}"\n`, 'test-config');
+    const checks = await satelliteChecks(config, () => Promise.resolve(parseAddressPolicy(SHOWN)));
+    expect(checks).toEqual([
+      { ok: true, what: 'satellite kitchen', detail: `tcp://127.0.0.1:${sat.port} answers as a satellite ("kitchen satellite")` },
+      { ok: false, what: 'satellite garden', detail: 'tcp://192.168.1.77:10700: the iris unit may not reach 192.168.1.77 (IPAddressDeny); allow it with `sudo systemctl edit iris`: [Service] IPAddressAllow=192.168.1.77' },
+      { ok: false, what: 'satellite shed', detail: `tcp://127.0.0.1:${closed}: not answering (ECONNREFUSED)` },
+    ]);
+  });
+});
+
+describe('[satellites] in the config', () => {
+  it('takes rooms by name with uri and area; refuses a bad address, a bad name and a room without an address, each with its line', () => {
+    const config = parseConfig('[satellites]\ndiscover = true\n[satellites.kitchen]\nuri = "tcp://kitchen.lan:10700"\narea = "kitchen"\n', 'c');
+    expect(config.satellites).toEqual({ discover: true, kitchen: { uri: 'tcp://kitchen.lan:10700', area: 'kitchen', enabled: true } });
+    let problems: readonly string[] = [];
+    try {
+      parseConfig('[satellites.kitchen]\nuri = "kitchen.lan:10700"\n[satellites."living room"]\nuri = "tcp://a:1"\n[satellites.den]\narea = "den"\n', 'c');
+    } catch (error) {
+      problems = (error as ConfigError).problems;
+    }
+    expect(problems).toEqual([
+      'c:1: [satellites."living room"]: a name is 1–60 letters, digits, "_", "." or "-"',
+      'c:2: "satellites.kitchen.uri" = "kitchen.lan:10700" is not tcp://HOST:PORT',
+      'c:5: "satellites.den" must have required property \'uri\' ({"area":"den","enabled":true})',
+    ]);
   });
 });

@@ -189,3 +189,30 @@ export class SatelliteLink {
     socket.destroy();
   }
 }
+
+/** Ask a Wyoming endpoint `describe` and return its `info` (then close): for `iris doctor` and discovery. */
+export function describeEndpoint(uri: string, timeoutMs = 2_000): Promise<Record<string, unknown>> {
+  const { host, port } = parseListen(uri);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port });
+    const reader = new EventReader();
+    const timer = setTimeout(() => finish(new WyomingError('wyoming_timeout', `no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    const finish = (result: Error | Record<string, unknown>) => {
+      clearTimeout(timer);
+      socket.destroy();
+      if (result instanceof Error) reject(result);
+      else resolve(result);
+    };
+    socket.on('connect', () => socket.write(encodeEvent('describe')));
+    socket.on('error', (error: NodeJS.ErrnoException) => finish(new WyomingError('wyoming_unreachable', error.code ?? messageOf(error))));
+    socket.on('close', () => finish(new WyomingError('wyoming_unreachable', 'closed without an answer')));
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        const info = reader.push(chunk).find((e) => e.type === 'info');
+        if (info) finish(info.data);
+      } catch (error) {
+        finish(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  });
+}
