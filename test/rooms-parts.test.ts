@@ -6,7 +6,10 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { better } from '../src/daemon/rooms.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { better, Rooms } from '../src/daemon/rooms.js';
+import { parseAvahiBrowse } from '../src/daemon/discover.js';
 import { createLogger } from '../src/log.js';
 import { PushedAudio } from '../src/pipeline/capture.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
@@ -199,5 +202,46 @@ describe('[satellites] in the config', () => {
       'c:2: "satellites.kitchen.uri" = "kitchen.lan:10700" is not tcp://HOST:PORT',
       'c:5: "satellites.den" must have required property \'uri\' ({"area":"den","enabled":true})',
     ]);
+  });
+});
+
+describe('finding satellites ([satellites] discover)', () => {
+  const OUTPUT = readFileSync(fileURLToPath(new URL('fixtures/avahi-browse-wyoming.txt', import.meta.url)), 'utf8');
+
+  it('reads avahi-browse\'s parseable output: resolved services, IPv4 first, escaped names, bad ports and link-local addresses skipped', () => {
+    expect(parseAvahiBrowse(OUTPUT)).toEqual([
+      { service: 'Kitchen satellite', name: 'kitchen-satellite', host: 'kitchen-pi.local', address: '192.168.1.20', port: 10700, uri: 'tcp://192.168.1.20:10700' },
+      { service: 'iris on nas', name: 'iris-on-nas', host: 'nas.local', address: '192.168.1.5', port: 10700, uri: 'tcp://192.168.1.5:10700' },
+      { service: 'Küche.2', name: 'kuche.2', host: 'kueche.local', address: '192.168.1.21', port: 10700, uri: 'tcp://192.168.1.21:10700' },
+    ]);
+  });
+
+  it('serves a satellite it finds as a room, and passes over an endpoint that is no satellite', async () => {
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'kitchen', area: 'Kitchen <script>' } }));
+    });
+    const services = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { asr: [] }));
+    });
+    const output = OUTPUT.replace('192.168.1.20;10700', `127.0.0.1;${sat.port}`).replace('192.168.1.5;10700', `127.0.0.1;${services.port}`).replace(/^=.*K\\195.*$/m, '');
+    const logs: string[] = [];
+    const config = parseConfig('[satellites]\ndiscover = true\n', 'c');
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+      browse: () => Promise.resolve(parseAvahiBrowse(output)),
+      browseEveryMs: 20,
+    });
+    rooms.start();
+    try {
+      await until(() => rooms.status().some((r) => r.state === 'connected'));
+      expect(rooms.status()).toEqual([expect.objectContaining({ name: 'kitchen-satellite', uri: `tcp://127.0.0.1:${sat.port}`, area: 'Kitchen script', state: 'connected' })]);
+      expect(logs.filter((l) => l.includes('found'))).toEqual([`info rooms:discover: found "Kitchen satellite" at tcp://127.0.0.1:${sat.port}: room kitchen-satellite`]);
+      await until(() => services.connections() >= 1);
+    } finally {
+      await rooms.stop();
+    }
+    expect(services.seen).toEqual(['describe']); // asked once what it is, never told to run
   });
 });

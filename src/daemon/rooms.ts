@@ -24,8 +24,11 @@ import type { Announcement } from '../toolhost/api.js';
 import type { TurnResult } from '../conversation/types.js';
 import { wavEvents, type WyomingEvent } from '../wyoming/events.js';
 import { SatelliteLink, type LinkState } from '../wyoming/client.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { toSpeech } from '../wyoming/server.js';
 import { Announcer } from './announcer.js';
+import { browseWyoming, type Discovered } from './discover.js';
+import { describeEndpoint } from '../wyoming/client.js';
 import { chooseStt, loopOptions } from './voice.js';
 
 /** Detections of the same wake word this close together are one person heard in several rooms (ms). */
@@ -64,6 +67,10 @@ export interface RoomsOptions {
   onWake?: (room: string) => void;
   /** First reconnect delay (ms); tests shorten it. */
   retryMs?: number;
+  /** Find satellites on the network (`[satellites] discover`); default avahi-browse. */
+  browse?: () => Promise<Discovered[]>;
+  /** Browse this often (ms); default a minute. */
+  browseEveryMs?: number;
 }
 
 interface Evidence {
@@ -117,19 +124,29 @@ export class Rooms {
   readonly #arbiter = new Arbiter();
   #tts: { key: string; engine: TextToSpeech } | undefined;
   #sharedStt: { key: string; engine: SpeechToText } | undefined;
+  /** Satellites found on the network, by room name. */
+  #discovered = new Map<string, Discovered>();
+  /** Endpoints found that are not satellites (Wyoming services, IRIS itself): not asked again. */
+  readonly #notSatellites = new Set<string>();
+  readonly #stopping = new AbortController();
+  #browsing: Promise<void> | undefined;
 
   constructor(options: RoomsOptions) {
     this.#o = options;
   }
 
-  /** Connect to every configured room (in the background). */
+  /** Connect to every configured room (in the background), and browse for more when told to. */
   start(): void {
     this.reconfigure();
   }
 
   /** Add the rooms the config gained, drop the ones it lost, reconnect the ones whose address changed. */
   reconfigure(): void {
-    const wanted = Object.entries(satelliteRooms(this.#o.config())).filter(([, s]) => s.enabled !== false);
+    const configured = Object.entries(satelliteRooms(this.#o.config())).filter(([, s]) => s.enabled !== false);
+    const taken = new Set(configured.flatMap(([name, s]) => [name, s.uri]));
+    const found = [...this.#discovered.values()].filter((d) => !taken.has(d.name) && !taken.has(d.uri)).map((d): [string, { uri: string }] => [d.name, { uri: d.uri }]);
+    const wanted: [string, { uri: string }][] = [...configured, ...found];
+    if (this.#o.config().satellites.discover === true) this.#browsing ??= this.#browse();
     const names = new Set(wanted.map(([name]) => name));
     for (const [name, room] of this.#rooms) {
       const now = wanted.find(([n]) => n === name)?.[1];
@@ -186,12 +203,51 @@ export class Rooms {
   }
 
   async stop(): Promise<Announcement[]> {
+    this.#stopping.abort(new Error('stopping'));
+    await this.#browsing;
     this.#arbiter.stop();
     const unsaid = await Promise.all([...this.#rooms.values()].map((room) => room.stop()));
     this.#rooms.clear();
     await this.#sharedStt?.engine.stop?.().catch(() => undefined);
     this.#sharedStt = undefined;
     return unsaid.flat();
+  }
+
+  /** Browse for satellites until stopped or discovery is switched off; new ones become rooms. */
+  async #browse(): Promise<void> {
+    const log = this.#o.log.child('discover');
+    const signal = this.#stopping.signal;
+    let said = '';
+    while (!signal.aborted && this.#o.config().satellites.discover === true) {
+      try {
+        const found = await (this.#o.browse ?? browseWyoming)();
+        said = '';
+        const next = new Map<string, Discovered>();
+        for (const d of found) {
+          if (this.#notSatellites.has(d.uri)) continue;
+          const known = [...this.#discovered.values()].some((k) => k.uri === d.uri);
+          if (!known) {
+            const info = await describeEndpoint(d.uri).catch(() => undefined);
+            if (info === undefined) continue; // not answering now: asked again next time
+            if (info.satellite === undefined) {
+              this.#notSatellites.add(d.uri);
+              continue;
+            }
+            log.info(`found "${d.service}" at ${d.uri}: room ${d.name}`);
+          }
+          next.set(d.name, d);
+        }
+        // A satellite that stops announcing itself stays while it is connected (mDNS comes and goes).
+        for (const [name, d] of this.#discovered) if (!next.has(name) && this.#rooms.get(name)?.connected) next.set(name, d);
+        this.#discovered = next;
+        this.reconfigure();
+      } catch (error) {
+        if (messageOf(error) !== said) log.warn(`discovery: ${messageOf(error)}`); // said once, not every minute
+        said = messageOf(error);
+      }
+      await sleep(this.#o.browseEveryMs ?? 60_000, undefined, { signal }).catch(() => undefined);
+    }
+    this.#browsing = undefined;
   }
 
   #deps(): RoomDeps {
