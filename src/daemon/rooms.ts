@@ -73,40 +73,81 @@ export interface RoomsOptions {
   browseEveryMs?: number;
 }
 
+/** Longest wait for a room whose reading lags behind to catch up before the rooms' claims are settled (ms). */
+const MAX_SETTLE_MS = 3_000;
+/** How often an open window checks whether every streaming room has read past it (ms). */
+const SETTLE_POLL_MS = 50;
+
 interface Evidence {
   /** The wake-word score, when IRIS scored it (not when the satellite heard it). */
   score?: number;
   loudness: number;
 }
 
-/** Settles which room answers when several hear the same wake word at once. */
-class Arbiter {
-  #window: { claims: { room: string; evidence: () => Evidence; decide: (won: boolean) => void }[]; timer: NodeJS.Timeout } | undefined;
+/** How a claim was settled: won, or lost to `winner` (with both rooms' evidence, for the log). */
+type Verdict = { won: true } | { won: false; winner: string; mine?: Evidence; theirs?: Evidence };
 
-  /** Resolves true when `room` answers, false when another room heard it better. */
-  claim(room: string, evidence: () => Evidence, alone: boolean): Promise<boolean> {
-    if (alone && this.#window === undefined) return Promise.resolve(true);
+interface Claim {
+  room: string;
+  evidence: () => Evidence;
+  decide: (verdict: Verdict) => void;
+}
+
+/**
+ * Settles which room answers when several hear the same wake word at once. Rooms are compared
+ * by when the audio *arrived* (not when a busy machine got round to scoring it): claims whose
+ * wake word arrived within `ARBITRATION_MS` of the first are one window, settled once every
+ * streaming room has read past it (or after `MAX_SETTLE_MS`). A claim for a window already
+ * settled loses: another room is answering.
+ */
+interface ClaimWindow {
+  /** When the first claim's wake word arrived (performance.now()). */
+  firstMs: number;
+  openedMs: number;
+  claims: Claim[];
+  timer: NodeJS.Timeout;
+}
+
+class Arbiter {
+  #window: ClaimWindow | undefined;
+  #settled: { firstMs: number; winner: string } | undefined;
+
+  /**
+   * `heardMs`: when the wake word's audio arrived; `readBeyond(ms)`: whether every room still
+   * streaming has read its audio past that time. Resolves true when `room` answers.
+   */
+  claim(room: string, heardMs: number, evidence: () => Evidence, readBeyond: (ms: number) => boolean): Promise<Verdict> {
+    const settled = this.#settled;
+    if (settled !== undefined && Math.abs(heardMs - settled.firstMs) <= ARBITRATION_MS) return Promise.resolve({ won: false, winner: settled.winner });
     return new Promise((decide) => {
-      if (this.#window === undefined) {
-        const timer = setTimeout(() => this.#settle(), ARBITRATION_MS);
-        timer.unref();
-        this.#window = { claims: [], timer };
+      const window = this.#window;
+      if (window !== undefined && Math.abs(heardMs - window.firstMs) <= ARBITRATION_MS) {
+        window.claims.push({ room, evidence, decide });
+        return;
       }
-      this.#window.claims.push({ room, evidence, decide });
+      if (window !== undefined) this.#settle(); // an older window: done
+      const opened: ClaimWindow = { firstMs: heardMs, openedMs: performance.now(), claims: [{ room, evidence, decide }], timer: setInterval(() => {
+        if (readBeyond(opened.firstMs + ARBITRATION_MS) || performance.now() - opened.openedMs > MAX_SETTLE_MS) this.#settle();
+      }, SETTLE_POLL_MS) };
+      opened.timer.unref();
+      this.#window = opened;
     });
   }
 
   #settle(): void {
-    const claims = this.#window?.claims ?? [];
+    const window = this.#window;
+    if (window === undefined) return;
+    clearInterval(window.timer);
     this.#window = undefined;
-    const scored = claims.map((c) => ({ ...c, e: c.evidence() }));
+    const scored = window.claims.map((c) => ({ ...c, e: c.evidence() }));
     const best = scored.reduce<(typeof scored)[number] | undefined>((a, b) => (a === undefined || better(b.e, a.e) ? b : a), undefined);
-    for (const c of scored) c.decide(c === best);
+    this.#settled = { firstMs: window.firstMs, winner: best?.room ?? '' };
+    for (const c of scored) c.decide(c === best || best === undefined ? { won: true } : { won: false, winner: best.room, mine: c.e, theirs: best.e });
   }
 
   stop(): void {
-    clearTimeout(this.#window?.timer);
-    for (const c of this.#window?.claims ?? []) c.decide(true);
+    clearInterval(this.#window?.timer);
+    for (const c of this.#window?.claims ?? []) c.decide({ won: true });
     this.#window = undefined;
   }
 }
@@ -253,7 +294,7 @@ export class Rooms {
   #deps(): RoomDeps {
     return {
       arbiter: this.#arbiter,
-      connectedRooms: () => [...this.#rooms.values()].filter((r) => r.connected).length,
+      readBeyond: (ms) => [...this.#rooms.values()].every((r) => r.readBeyond(ms)),
       settings: (name) => satelliteRooms(this.#o.config())[name],
       tts: () => {
         const key = JSON.stringify(this.#o.config().tts);
@@ -276,7 +317,8 @@ export class Rooms {
 
 interface RoomDeps {
   arbiter: Arbiter;
-  connectedRooms: () => number;
+  /** Whether every room still streaming has read its audio past `ms` (performance.now()). */
+  readBeyond: (ms: number) => boolean;
   settings: (name: string) => SatelliteConfig | undefined;
   tts: () => TextToSpeech;
   stt: () => { stt: SpeechToText; reason: string; own: boolean };
@@ -303,6 +345,8 @@ class Room {
   #satellite: Record<string, unknown> = {};
   /** The detection a satellite sent before its `run-pipeline` from the asr stage. */
   #detection: string | undefined;
+  /** When that `run-pipeline` arrived (performance.now()). */
+  #triggeredMs = 0;
   #played: (() => void)[] = [];
   #loudness: number[] = [];
   #doing: RoomStatus['doing'] = 'offline';
@@ -331,6 +375,12 @@ class Room {
 
   get connected(): boolean {
     return this.#link.state === 'connected';
+  }
+
+  /** Whether this room has read its audio past `ms`, or is not streaming (nothing arrived in the last half second). */
+  readBeyond(ms: number): boolean {
+    const source = this.#source;
+    return source.readingMs >= ms || performance.now() - source.lastPushMs > 500;
   }
 
   /** The room's area: the config's, else what the satellite says, else the room's name. */
@@ -417,6 +467,7 @@ class Room {
           this.#link.send('error', { text: `IRIS starts a satellite's pipeline at the wake or asr stage, not "${String(stage)}"`, code: 'iris-stage' });
           return;
         }
+        if (stage === 'asr') this.#triggeredMs = performance.now();
         void this.#run(stage).catch((error: unknown) => {
           this.#log.error(`voice off: ${messageOf(error)}`);
           this.#link.send('error', { text: 'IRIS could not start listening', code: 'iris-voice' });
@@ -481,7 +532,6 @@ class Room {
       });
       this.#voice = { mode, loop, controller, running, stt, ownStt: own, announcer };
       this.#log.info(`${mode === 'wake' ? `listening for "${this.#wakeWord}" on its stream` : 'the satellite hears the wake word; IRIS takes the command'} (${reason})`);
-      if (mode === 'wake') this.#link.send('detect', { names: [this.#wakeWord] });
     })().finally(() => (this.#starting = undefined));
     return this.#starting;
   }
@@ -549,9 +599,13 @@ class Room {
         if (mode === 'wake') this.#link.send('detection', { name: text('word', this.#wakeWord), timestamp: atMs });
         const score = mode === 'wake' && typeof event.data?.score === 'number' ? event.data.score : undefined;
         const run = event.run;
-        void this.deps.arbiter.claim(this.name, () => ({ ...(score === undefined ? {} : { score }), loudness: this.#recentLoudness() }), this.deps.connectedRooms() <= 1).then((won) => {
-          if (won || this.#voice === undefined) return;
-          this.#log.info(`turn ${run}: another room heard the wake word better; it answers`);
+        // When the wake word's audio arrived: its frame's arrival (IRIS heard it), or the satellite's run-pipeline (it did).
+        const heardMs = mode === 'wake' ? (this.#source.receivedAt(Number(event.data?.atS ?? 0)) ?? performance.now()) : this.#triggeredMs;
+        const evidence = () => ({ ...(score === undefined ? {} : { score }), loudness: this.#recentLoudness() });
+        void this.deps.arbiter.claim(this.name, heardMs, evidence, this.deps.readBeyond).then((verdict) => {
+          if (verdict.won || this.#voice === undefined) return;
+          const how = verdict.mine && verdict.theirs ? ` (${describeEvidence(verdict.theirs)} against ${describeEvidence(verdict.mine)} here)` : '';
+          this.#log.info(`turn ${run}: room ${verdict.winner} heard the wake word better${how}; it answers`);
           this.#yielded = true;
           this.#voice.loop.drop();
         });
@@ -606,6 +660,8 @@ class Room {
     return recent.length === 0 ? 0 : Math.sqrt(recent.reduce((sum, r) => sum + r * r, 0) / recent.length);
   }
 }
+
+const describeEvidence = (e: Evidence): string => `${e.score === undefined ? '' : `score ${e.score.toFixed(2)}, `}loudness ${e.loudness.toFixed(3)}`;
 
 /** RMS of 16-bit samples, 0–1. */
 function rms(samples: Int16Array): number {

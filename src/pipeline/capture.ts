@@ -99,8 +99,12 @@ export function samplesSource(samples: Int16Array): AudioSource {
  */
 export class PushedAudio implements AudioSource {
   readonly #splitter = new FrameSplitter(FRAME_SAMPLES);
-  readonly #frames: AudioChunk[] = [];
+  readonly #frames: (AudioChunk & { receivedMs: number })[] = [];
   readonly #maxFrames: number;
+  /** When recent frames arrived (performance.now()), by where they start in the stream: ~10 s kept. */
+  readonly #arrivals: { atS: number; receivedMs: number }[] = [];
+  #readingMs = 0;
+  #lastPushMs = 0;
   #atS = 0;
   #wake: (() => void) | undefined;
   #ended = false;
@@ -111,12 +115,34 @@ export class PushedAudio implements AudioSource {
     this.#maxFrames = Math.ceil((maxBufferedS * SPEECH_FORMAT.rate) / FRAME_SAMPLES);
   }
 
-  /** 16 kHz mono samples, in order. */
-  push(samples: Int16Array): void {
-    if (this.#ended || samples.length === 0) return;
-    for (const frame of this.#splitter.split({ ...SPEECH_FORMAT, samples, atS: this.#atS })) {
-      this.#frames.push({ ...SPEECH_FORMAT, samples: frame.samples.slice(), atS: frame.atS });
+  /** When the frame being read now arrived (performance.now() ms; 0 before the first). */
+  get readingMs(): number {
+    return this.#readingMs;
+  }
+
+  /** When audio last arrived (performance.now() ms; 0 before the first). */
+  get lastPushMs(): number {
+    return this.#lastPushMs;
+  }
+
+  /** When the audio at stream second `atS` arrived (performance.now() ms), while it is recent. */
+  receivedAt(atS: number): number | undefined {
+    for (let i = this.#arrivals.length - 1; i >= 0; i--) {
+      const arrival = this.#arrivals[i];
+      if (arrival !== undefined && arrival.atS <= atS) return arrival.receivedMs;
     }
+    return undefined;
+  }
+
+  /** 16 kHz mono samples, in order. */
+  push(samples: Int16Array, receivedMs = performance.now()): void {
+    if (this.#ended || samples.length === 0) return;
+    this.#lastPushMs = receivedMs;
+    for (const frame of this.#splitter.split({ ...SPEECH_FORMAT, samples, atS: this.#atS })) {
+      this.#frames.push({ ...SPEECH_FORMAT, samples: frame.samples.slice(), atS: frame.atS, receivedMs });
+      this.#arrivals.push({ atS: frame.atS, receivedMs });
+    }
+    if (this.#arrivals.length > 128) this.#arrivals.splice(0, this.#arrivals.length - 128); // 128 frames: ~10 s
     this.#atS += samples.length / SPEECH_FORMAT.rate;
     while (this.#frames.length > this.#maxFrames) {
       this.#frames.shift();
@@ -138,7 +164,9 @@ export class PushedAudio implements AudioSource {
       while (!signal.aborted) {
         const frame = this.#frames.shift();
         if (frame !== undefined) {
-          yield frame;
+          const { receivedMs, ...chunk } = frame;
+          this.#readingMs = receivedMs;
+          yield chunk;
           continue;
         }
         if (this.#ended) return;

@@ -134,9 +134,13 @@ export class VoiceLoop<R> {
     this.#triggered = wake ? { wake } : {};
   }
 
-  /** End the command being taken, without a reply or a sound (another room answers it). */
+  /**
+   * End the command being taken (or starting), without a reply or a sound; a reply already
+   * under way stops (another room answers it).
+   */
   drop(): void {
-    if (this.#state === 'command') this.#dropped = true;
+    if (this.#state === 'replying') this.#turn?.controller.abort(new DOMException('dropped', 'AbortError'));
+    else this.#dropped = true;
   }
 
   /**

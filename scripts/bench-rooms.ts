@@ -1,0 +1,194 @@
+/**
+ * Benchmark of rooms: the bundled daemon as the brain of satellites on loopback. Each satellite
+ * here is a small Wyoming peer that behaves as wyoming-satellite does in its always-streaming
+ * mode (info, run-pipeline from the wake stage, 1,024-sample chunks at real-time pace, pong,
+ * `played` after each reply) and stamps what arrives, so the figures are IRIS's own:
+ * - wake word heard (IRIS's `detection` arrives) → first reply audio byte at the satellite, and
+ *   end of speech (`voice-stopped`) → first reply audio byte, p50 over the turns, with
+ *   pocketsphinx, espeak-ng and the local path ("what time is it");
+ * - CPU and memory per streaming room: the daemon with 0 rooms and with ROOMS rooms streaming
+ *   (IRIS runs the wake word on every stream), over WINDOW_S seconds each.
+ * Prints figures and writes scripts/results/rooms.json. Run: `npx tsx scripts/bench-rooms.ts`
+ * (part of `npm run bench`; it uses dist/, built by `npm run build`).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeWav } from '../src/pipeline/wav.js';
+import { encodeEvent, EventReader } from '../src/wyoming/events.js';
+import { commandWav } from '../test/helpers/speech.js';
+import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
+
+const TURNS = 6;
+const ROOMS = 4;
+const WINDOW_S = 20;
+const CHUNK = 1024; // samples, as wyoming-satellite sends them
+
+/** A satellite on loopback: streams silence, or a command when told, and stamps IRIS's events. */
+class Satellite {
+  readonly server: Server;
+  port = 0;
+  #socket: Socket | undefined;
+  #queue: Int16Array[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #waiters: { type: string; resolve: (atMs: number) => void }[] = [];
+
+  constructor(readonly name: string) {
+    this.server = createServer((socket) => this.#serve(socket));
+  }
+
+  async listen(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+    return this;
+  }
+
+  /** Speak `samples` into the stream from the next chunk on. */
+  say(samples: Int16Array): void {
+    for (let i = 0; i < samples.length; i += CHUNK) {
+      const chunk = new Int16Array(CHUNK);
+      chunk.set(samples.subarray(i, i + CHUNK));
+      this.#queue.push(chunk);
+    }
+  }
+
+  /** performance.now() when the next event of `type` arrives. */
+  next(type: string): Promise<number> {
+    return new Promise((resolve) => this.#waiters.push({ type, resolve }));
+  }
+
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#socket?.destroy();
+    this.server.close();
+  }
+
+  #serve(socket: Socket): void {
+    this.#socket = socket;
+    socket.on('error', () => undefined);
+    const reader = new EventReader();
+    socket.on('data', (chunk: Buffer) => {
+      const now = performance.now();
+      for (const event of reader.push(chunk)) {
+        for (const w of this.#waiters.filter((x) => x.type === event.type)) w.resolve(now);
+        this.#waiters = this.#waiters.filter((x) => x.type !== event.type);
+        if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: this.name, installed: true } }));
+        if (event.type === 'ping') socket.write(encodeEvent('pong'));
+        if (event.type === 'audio-stop') socket.write(encodeEvent('played'));
+        if (event.type === 'run-satellite') {
+          socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
+          this.#stream(socket);
+        }
+      }
+    });
+  }
+
+  /** Real-time pace: chunk n leaves at start + n × 64 ms. */
+  #stream(socket: Socket): void {
+    const start = performance.now();
+    let sent = 0;
+    const tick = () => {
+      if (socket.destroyed) return;
+      const samples = this.#queue.shift() ?? new Int16Array(CHUNK);
+      socket.write(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.from(samples.buffer)));
+      sent += 1;
+      this.#timer = setTimeout(tick, Math.max(0, start + (sent * CHUNK * 1000) / 16_000 - performance.now()));
+    };
+    tick();
+  }
+}
+
+const work = mkdtempSync(join(tmpdir(), 'iris-bench-rooms-'));
+const daemons: ChildProcess[] = [];
+
+async function daemon(satellites: Satellite[]): Promise<ChildProcess> {
+  const dir = mkdtempSync(join(work, 'd-'));
+  const rooms = satellites.map((s) => `[satellites.${s.name}]\nuri = "tcp://127.0.0.1:${s.port}"\n`).join('');
+  writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:9"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = ""\n[stt]\nengine = "pocketsphinx"\n${rooms}`);
+  const child = spawn(process.execPath, [...unitNodeFlags(), join(ROOT, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
+    env: { ...process.env, IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  daemons.push(child);
+  let seen = '';
+  const wanted = satellites.length === 0 ? 1 : satellites.length;
+  await new Promise<void>((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      const ready = satellites.length === 0 ? /ready:/.test(seen) : (seen.match(/listening for "/g) ?? []).length >= wanted;
+      if (ready) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the daemon exited (${code}): ${seen}`)));
+  });
+  return child;
+}
+
+/** CPU (ms per second of wall time) and resident memory (MiB) of `pid` over `seconds`. */
+async function usage(pid: number, seconds: number): Promise<{ cpuMsPerS: number; rssMiB: number }> {
+  const ticks = () => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
+  };
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  await new Promise((resolve) => setTimeout(resolve, 3_000)); // settle after start
+  const [t0, w0] = [ticks(), performance.now()];
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  const cpuMsPerS = ((ticks() - t0) * 10) / ((performance.now() - w0) / 1000);
+  return { cpuMsPerS: round(cpuMsPerS, 1), rssMiB: round(rss(), 1) };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+try {
+  // 1. Turns in one room: wake word → first audio byte back, end of speech → first audio byte.
+  const command = decodeWav(readFileSync(commandWav('hey jarvis, what time is it')));
+  const kitchen = await new Satellite('kitchen').listen();
+  const one = await daemon([kitchen]);
+  const wakeToAudio: number[] = [];
+  const speechEndToAudio: number[] = [];
+  for (let i = 0; i < TURNS; i++) {
+    const heard = kitchen.next('detection');
+    const ended = kitchen.next('voice-stopped');
+    const audio = kitchen.next('audio-chunk');
+    const played = kitchen.next('audio-stop');
+    kitchen.say(command);
+    const [h, e, a] = [await heard, await ended, await audio];
+    await played;
+    wakeToAudio.push(a - h);
+    speechEndToAudio.push(a - e);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  one.kill('SIGTERM');
+  kitchen.close();
+
+  // 2. CPU and memory: no rooms, then ROOMS rooms streaming silence.
+  const idle = await daemon([]);
+  const none = await usage(idle.pid ?? 0, WINDOW_S);
+  idle.kill('SIGTERM');
+  const sats = await Promise.all(Array.from({ length: ROOMS }, (_, i) => new Satellite(`room${i + 1}`).listen()));
+  const many = await daemon(sats);
+  const streaming = await usage(many.pid ?? 0, WINDOW_S);
+  many.kill('SIGTERM');
+  for (const s of sats) s.close();
+
+  const figures = {
+    turns: TURNS,
+    wake_to_first_audio_ms_p50: round(median(wakeToAudio), 0),
+    end_of_speech_to_first_audio_ms_p50: round(median(speechEndToAudio), 0),
+    wake_to_first_audio_ms: wakeToAudio.map((x) => round(x, 0)),
+    rooms: ROOMS,
+    window_s: WINDOW_S,
+    daemon_no_rooms: none,
+    daemon_with_rooms: streaming,
+    cpu_ms_per_s_per_room: round((streaming.cpuMsPerS - none.cpuMsPerS) / ROOMS, 1),
+    rss_mib_per_room: round((streaming.rssMiB - none.rssMiB) / ROOMS, 1),
+  };
+  console.log(`rooms: wake word → first reply audio byte at the satellite ${figures.wake_to_first_audio_ms_p50} ms p50 (the command is spoken in between); end of speech → first audio byte ${figures.end_of_speech_to_first_audio_ms_p50} ms p50, over ${TURNS} turns`);
+  console.log(`rooms: per streaming room ${figures.cpu_ms_per_s_per_room} ms CPU per second (${round(figures.cpu_ms_per_s_per_room / 10, 1)} % of a core) and ${figures.rss_mib_per_room} MiB (daemon ${none.cpuMsPerS} → ${streaming.cpuMsPerS} ms/s, ${none.rssMiB} → ${streaming.rssMiB} MiB with ${ROOMS} rooms)`);
+  writeResults('rooms', figures);
+} finally {
+  for (const d of daemons) if (d.exitCode === null) d.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+}
