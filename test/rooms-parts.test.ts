@@ -10,6 +10,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { better, Rooms } from '../src/daemon/rooms.js';
 import { parseAvahiBrowse } from '../src/daemon/discover.js';
+import { pooledStt } from '../src/pipeline/stt.js';
+import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
+import { sameMeaning } from '../src/intents/match.js';
+import { commandSamples } from './helpers/speech.js';
 import { createLogger } from '../src/log.js';
 import { PushedAudio } from '../src/pipeline/capture.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
@@ -243,5 +247,32 @@ describe('finding satellites ([satellites] discover)', () => {
       await rooms.stop();
     }
     expect(services.seen).toEqual(['describe']); // asked once what it is, never told to run
+  });
+});
+
+describe('speech to text shared by rooms', () => {
+  it('a pool of pocketsphinx recognisers decodes two rooms\' commands at once, making a second only when both speak', async () => {
+    let made = 0;
+    const pool = pooledStt(() => {
+      made += 1;
+      return createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+    });
+    await pool.start?.();
+    try {
+      const one = await pool.transcribe(commandSamples('what time is it'));
+      expect([one.text, made]).toEqual(['what time is it', 1]);
+      const [time, sum] = [commandSamples('what time is it'), commandSamples('what is two plus two')];
+      const [a, b] = await Promise.all([pool.stream?.(time), pool.stream?.(sum)]); // primed, as the loop primes with the wake phrase
+      expect(made).toBe(2);
+      a?.push(time);
+      b?.push(sum);
+      const heard = await Promise.all([a?.end(), b?.end()]);
+      expect(heard.map((h) => h?.text)).toEqual(['what time is it', 'what is two plus two']);
+      a?.cancel(); // after end: fine, and returns nothing twice
+      await pool.transcribe(commandSamples('what time is it'));
+      expect(made).toBe(2);
+    } finally {
+      await pool.stop?.();
+    }
   });
 });

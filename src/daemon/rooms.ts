@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { PushedAudio } from '../pipeline/capture.js';
 import type { VoiceEvent } from '../pipeline/events.js';
-import type { SpeechToText } from '../pipeline/stt.js';
+import { pooledStt, type SpeechToText } from '../pipeline/stt.js';
 import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
 import { createSileroVad } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceRun } from '../pipeline/voice.js';
@@ -164,7 +164,7 @@ export class Rooms {
   readonly #rooms = new Map<string, Room>();
   readonly #arbiter = new Arbiter();
   #tts: { key: string; engine: TextToSpeech } | undefined;
-  #sharedStt: { key: string; engine: SpeechToText } | undefined;
+  #sharedStt: { key: string; engine: SpeechToText; reason: string; started: Promise<void> } | undefined;
   /** Satellites found on the network, by room name. */
   #discovered = new Map<string, Discovered>();
   /** Endpoints found that are not satellites (Wyoming services, IRIS itself): not asked again. */
@@ -301,15 +301,23 @@ export class Rooms {
         if (this.#tts?.key !== key) this.#tts = { key, engine: createTextToSpeech(this.#o.config(), this.#o.log) };
         return this.#tts.engine;
       },
-      // pocketsphinx decodes one utterance at a time: a recogniser per room, so rooms talk at
-      // once. whisper.cpp is a server loaded once: the rooms share it.
+      // One speech to text for all rooms: whisper.cpp is a server loaded once; pocketsphinx
+      // decodes one utterance at a time, so a pool of them lets rooms talk at once.
       stt: () => {
         const config = this.#o.config();
-        const { stt, reason } = chooseStt(config, this.#o.log);
-        if (stt.name === 'pocketsphinx') return { stt, reason, own: true };
         const key = JSON.stringify(config.stt);
-        if (this.#sharedStt?.key !== key) this.#sharedStt = { key, engine: stt };
-        return { stt: this.#sharedStt.engine, reason, own: false };
+        if (this.#sharedStt?.key !== key) {
+          void this.#sharedStt?.engine.stop?.().catch(() => undefined);
+          const { stt, reason } = chooseStt(config, this.#o.log);
+          const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#o.log).stt) : stt;
+          const started = engine.start?.() ?? Promise.resolve();
+          // Awaited by the room that asked; a failed start is tried again by the next one.
+          started.catch(() => {
+            if (this.#sharedStt?.engine === engine) this.#sharedStt = undefined;
+          });
+          this.#sharedStt = { key, engine, reason, started };
+        }
+        return this.#sharedStt;
       },
     };
   }
@@ -321,7 +329,8 @@ interface RoomDeps {
   readBeyond: (ms: number) => boolean;
   settings: (name: string) => SatelliteConfig | undefined;
   tts: () => TextToSpeech;
-  stt: () => { stt: SpeechToText; reason: string; own: boolean };
+  /** The rooms' speech to text (shared), why this engine, and its start. */
+  stt: () => { engine: SpeechToText; reason: string; started: Promise<void> };
 }
 
 interface Voice {
@@ -329,8 +338,6 @@ interface Voice {
   loop: VoiceLoop<TurnResult>;
   controller: AbortController;
   running: Promise<unknown>;
-  stt: SpeechToText;
-  ownStt: boolean;
   announcer: Announcer;
 }
 
@@ -510,8 +517,8 @@ class Room {
         createSileroVad(),
       ]);
       this.#wakeWord = wakeWordName(config.assistant.wake_word);
-      const { stt, reason, own } = this.deps.stt();
-      if (own) await stt.start?.();
+      const { engine: stt, reason, started } = this.deps.stt();
+      await started;
       const tts = this.#sayingTts(this.deps.tts());
       const sink = this.#sink();
       // The satellite plays its own chime (its awake WAV).
@@ -530,7 +537,7 @@ class Room {
       const running = loop.run(this.#source, controller.signal).catch((error: unknown) => {
         if (!controller.signal.aborted) this.#log.error(`voice loop: ${messageOf(error)}`);
       });
-      this.#voice = { mode, loop, controller, running, stt, ownStt: own, announcer };
+      this.#voice = { mode, loop, controller, running, announcer };
       this.#log.info(`${mode === 'wake' ? `listening for "${this.#wakeWord}" on its stream` : 'the satellite hears the wake word; IRIS takes the command'} (${reason})`);
     })().finally(() => (this.#starting = undefined));
     return this.#starting;
@@ -545,7 +552,6 @@ class Room {
     voice.controller.abort(new DOMException('stopping', 'AbortError'));
     for (const played of this.#played.splice(0)) played();
     await voice.running;
-    if (voice.ownStt) await voice.stt.stop?.().catch(() => undefined);
     return unsaid;
   }
 
