@@ -6,8 +6,9 @@
  * - wake word heard (IRIS's `detection` arrives) → first reply audio byte at the satellite, and
  *   end of speech (`voice-stopped`) → first reply audio byte, p50 over the turns, with
  *   pocketsphinx, espeak-ng and the local path ("what time is it");
- * - CPU and memory per streaming room: the daemon with 0 rooms and with ROOMS rooms streaming
- *   (IRIS runs the wake word on every stream), over WINDOW_S seconds each.
+ * - CPU and memory per streaming room: the daemon with 0, 1 and ROOMS rooms streaming silence
+ *   (IRIS runs the wake word on every stream), over WINDOW_S seconds each: what the first room
+ *   costs (it loads the shared models and recogniser) and what each further room adds.
  * Prints figures and writes scripts/results/rooms.json. Run: `npx tsx scripts/bench-rooms.ts`
  * (part of `npm run bench`; it uses dist/, built by `npm run build`).
  */
@@ -163,15 +164,18 @@ try {
   one.kill('SIGTERM');
   kitchen.close();
 
-  // 2. CPU and memory: no rooms, then ROOMS rooms streaming silence.
-  const idle = await daemon([]);
-  const none = await usage(idle.pid ?? 0, WINDOW_S);
-  idle.kill('SIGTERM');
-  const sats = await Promise.all(Array.from({ length: ROOMS }, (_, i) => new Satellite(`room${i + 1}`).listen()));
-  const many = await daemon(sats);
-  const streaming = await usage(many.pid ?? 0, WINDOW_S);
-  many.kill('SIGTERM');
-  for (const s of sats) s.close();
+  // 2. CPU and memory: no rooms, one room, ROOMS rooms, streaming silence.
+  const measure = async (count: number) => {
+    const sats = await Promise.all(Array.from({ length: count }, (_, i) => new Satellite(`room${i + 1}`).listen()));
+    const running = await daemon(sats);
+    const used = await usage(running.pid ?? 0, WINDOW_S);
+    running.kill('SIGTERM');
+    for (const s of sats) s.close();
+    return used;
+  };
+  const none = await measure(0);
+  const single = await measure(1);
+  const streaming = await measure(ROOMS);
 
   const figures = {
     turns: TURNS,
@@ -181,12 +185,14 @@ try {
     rooms: ROOMS,
     window_s: WINDOW_S,
     daemon_no_rooms: none,
+    daemon_one_room: single,
     daemon_with_rooms: streaming,
-    cpu_ms_per_s_per_room: round((streaming.cpuMsPerS - none.cpuMsPerS) / ROOMS, 1),
-    rss_mib_per_room: round((streaming.rssMiB - none.rssMiB) / ROOMS, 1),
+    first_room: { cpu_ms_per_s: round(single.cpuMsPerS - none.cpuMsPerS, 1), rss_mib: round(single.rssMiB - none.rssMiB, 1) },
+    cpu_ms_per_s_per_room: round((streaming.cpuMsPerS - single.cpuMsPerS) / (ROOMS - 1), 1),
+    rss_mib_per_room: round((streaming.rssMiB - single.rssMiB) / (ROOMS - 1), 1),
   };
   console.log(`rooms: wake word → first reply audio byte at the satellite ${figures.wake_to_first_audio_ms_p50} ms p50 (the command is spoken in between); end of speech → first audio byte ${figures.end_of_speech_to_first_audio_ms_p50} ms p50, over ${TURNS} turns`);
-  console.log(`rooms: per streaming room ${figures.cpu_ms_per_s_per_room} ms CPU per second (${round(figures.cpu_ms_per_s_per_room / 10, 1)} % of a core) and ${figures.rss_mib_per_room} MiB (daemon ${none.cpuMsPerS} → ${streaming.cpuMsPerS} ms/s, ${none.rssMiB} → ${streaming.rssMiB} MiB with ${ROOMS} rooms)`);
+  console.log(`rooms: each streaming room ${figures.cpu_ms_per_s_per_room} ms CPU per second (${round(figures.cpu_ms_per_s_per_room / 10, 1)} % of a core) and ${figures.rss_mib_per_room} MiB; the first ${figures.first_room.cpu_ms_per_s} ms/s and ${figures.first_room.rss_mib} MiB (shared models and recogniser); daemon ${none.cpuMsPerS} → ${single.cpuMsPerS} → ${streaming.cpuMsPerS} ms/s, ${none.rssMiB} → ${single.rssMiB} → ${streaming.rssMiB} MiB with 0, 1, ${ROOMS} rooms`);
   writeResults('rooms', figures);
 } finally {
   for (const d of daemons) if (d.exitCode === null) d.kill('SIGKILL');
