@@ -76,11 +76,12 @@ async function satellite(dir: string, name: string, wav: string, extra: string[]
 }
 
 /** The daemon with `config` (no microphone of its own, pocketsphinx, Ollama unreachable: the local path answers). */
-async function daemon(dir: string, config: string): Promise<{ child: ChildProcess; vars: { IRIS_CONFIG: string; IRIS_STATE_DIR: string; IRIS_SOCKET: string } }> {
+async function daemon(dir: string, config: string, stt = ''): Promise<{ child: ChildProcess; vars: { IRIS_CONFIG: string; IRIS_STATE_DIR: string; IRIS_SOCKET: string } }> {
   const ollama = await closedPort();
-  writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:${ollama}"\n[assistant]\ntimezone = "UTC"\nfollow_up_s = 0\n[audio]\ninput = ""\noutput = "null"\n[stt]\nengine = "pocketsphinx"\n${config}`);
+  writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:${ollama}"\n[assistant]\ntimezone = "UTC"\nfollow_up_s = 0\n[audio]\ninput = ""\noutput = "null"\n[stt]\nengine = "pocketsphinx"\n${stt}${config}`);
   const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };
   const child = startIris(['daemon', '--log-level', 'info'], vars);
+  if (process.env.ROOMS_DEBUG !== undefined) child.stderr?.on('data', (d: Buffer) => process.stderr.write(d));
   children.push(child);
   return { child, vars };
 }
@@ -139,6 +140,26 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     expect(said.length).toBeGreaterThan(2);
     expect(said.rms).toBeGreaterThan(0.02);
     expect(hall.events()).toEqual([]); // nothing said or signalled in the other room
+  }, 60_000);
+
+  it('a timer whose room is gone by the time it rings is said in every room left', async () => {
+    const dir = tempDir();
+    const study = await satellite(dir, 'study', commandWav('hey jarvis, set a timer for ten seconds'));
+    const hall = await satellite(dir, 'hall', commandWav('hey jarvis'));
+    // flite's "ten seconds" is heard right but at a confidence under the default 0.6.
+    const { child, vars } = await daemon(dir, `[satellites.study]\nuri = "tcp://127.0.0.1:${study.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`, 'min_confidence = 0.3\n');
+    await Promise.all([waitForLine(child, /room:study: listening for/), waitForLine(child, /room:hall: listening for/)]);
+    const answered = waitForLine(child, /room:study: turn 1: answered/);
+    study.go();
+    expect(await answered).toMatch(/"set a timer for ten seconds"/);
+    writeFileSync(vars.IRIS_CONFIG, readFileSync(vars.IRIS_CONFIG, 'utf8').replace(/\[satellites\.study\][^[]*/, ''));
+    const removed = waitForLine(child, /room study: removed/);
+    const said = waitForLine(child, /room:hall:announce: said timer #1 \(1 of/);
+    expect((await iris(['reload'], vars)).code).toBe(0);
+    await removed;
+    await said;
+    expect(hall.events()).toEqual(['timer-finished 1']);
+    expect(soxStat(hall.heard()).rms).toBeGreaterThan(0.02); // "Your timer is done."
   }, 60_000);
 
   it('two rooms talk at once: each hears its own command and gets its own answer', async () => {
