@@ -40,6 +40,8 @@ interface Satellite {
   heard: () => string;
   /** What the satellite was told, one "EVENT text" line each. */
   events: () => string[];
+  /** Resolves once the satellite has logged `pattern` `times` times since it started. */
+  logged: (pattern: RegExp, times: number) => Promise<void>;
 }
 
 /** A wyoming-satellite listening on a free port, its microphone playing `wav` once told to go. */
@@ -57,11 +59,17 @@ async function satellite(dir: string, name: string, wav: string, extra: string[]
     '--synthesize-command', record('synthesize'),
     '--timer-started-command', record('timer-started'),
     '--timer-finished-command', record('timer-finished'),
+    '--error-command', record('error'),
     ...extra,
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(child);
+  let said = '';
+  const watchers: (() => void)[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => {
+    said += chunk.toString();
+    for (const check of [...watchers]) check();
+  });
   await waitForLine(child, /Ready/);
-  child.stderr?.resume();
   return {
     port: at,
     child,
@@ -72,6 +80,15 @@ async function satellite(dir: string, name: string, wav: string, extra: string[]
       return out;
     },
     events: () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []),
+    logged: (pattern, times) => new Promise((resolve) => {
+      const check = () => {
+        if ((said.match(new RegExp(pattern.source, 'g')) ?? []).length < times) return;
+        watchers.splice(watchers.indexOf(check), 1);
+        resolve();
+      };
+      watchers.push(check);
+      check();
+    }),
   };
 }
 
@@ -179,6 +196,20 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     expect(a.events()).toEqual(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]);
     expect(b.events()).toEqual(['transcript what is two plus two', "synthesize That's 4."]);
     for (const sat of [a, b]) expect(soxStat(sat.heard()).rms).toBeGreaterThan(0.02);
+  }, 60_000);
+
+  it('a satellite that heard its wake word but then no command is told so, and goes back to listening for it', async () => {
+    const dir = tempDir();
+    const wyoming = await closedPort();
+    const sat = await satellite(dir, 'porch', commandWav('hey jarvis', { padS: [0.5, 0.5] }), ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis']);
+    const { child } = await daemon(dir, `[wyoming]\nlisten = "tcp://127.0.0.1:${wyoming}"\n[satellites.porch]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
+    await waitForLine(child, /room:porch: connected/);
+    const nothing = waitForLine(child, /room:porch: turn 1: no_speech/);
+    await sat.logged(/Waiting for wake word/, 1); // since IRIS told it to run
+    sat.go();
+    await nothing;
+    await sat.logged(/Waiting for wake word/, 2); // again, after IRIS's error
+    expect(sat.events()).toEqual(['error No speech was heard']);
   }, 60_000);
 
   it('the same wake word heard in two rooms is answered once, by the room that heard it best', async () => {

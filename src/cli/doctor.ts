@@ -207,7 +207,7 @@ export async function satelliteChecks(config: Config, policy: () => Promise<Addr
       const info = await describeEndpoint(uri);
       const satellite = info.satellite as { name?: unknown; area?: unknown } | undefined;
       if (satellite === undefined) return { ok: false, what, detail: `${uri} answers, but as Wyoming services, not a satellite` };
-      return { ok: true, what, detail: `${uri} answers as a satellite${typeof satellite.name === 'string' ? ` ("${satellite.name.slice(0, 60)}")` : ''}` };
+      return { ok: true, what, detail: `${uri} answers as a satellite${typeof satellite.name === 'string' ? ` (${JSON.stringify(satellite.name.slice(0, 60))})` : ''}` };
     } catch (error) {
       return { ok: false, what, detail: `${uri}: not answering (${messageOf(error)})` };
     }

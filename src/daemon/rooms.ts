@@ -274,7 +274,7 @@ export class Rooms {
               this.#notSatellites.add(d.uri);
               continue;
             }
-            log.info(`found "${d.service}" at ${d.uri}: room ${d.name}`);
+            log.info(`found ${JSON.stringify(d.service)} at ${d.uri}: room ${d.name}`);
           }
           next.set(d.name, d);
         }
@@ -362,6 +362,8 @@ class Room {
   /** This room lost the wake word to another: its command ends quietly. */
   #yielded = false;
   #wakeWord = '';
+  /** Announcements for this room before its voice was up. */
+  #waiting: Announcement[] = [];
 
   constructor(
     readonly name: string,
@@ -420,7 +422,7 @@ class Room {
   announce(announcement: Announcement): void {
     if (announcement.kind === 'timer') this.#link.send('timer-finished', { id: announcement.id });
     if (this.#voice) this.#voice.announcer.announce(announcement);
-    else this.#log.info(`${announcement.kind} #${announcement.id}: ${announcement.text} (no voice yet)`);
+    else this.#waiting.push(announcement); // said once the satellite runs its pipeline
   }
 
   /** Pause the satellite, close the link, stop the loop; returns what was still to be said. */
@@ -428,7 +430,7 @@ class Room {
     const unsaid = await this.#stopVoice();
     await this.#link.stop();
     this.#source.end();
-    return unsaid;
+    return [...unsaid, ...this.#waiting.splice(0)];
   }
 
   async restartVoice(): Promise<void> {
@@ -442,7 +444,7 @@ class Room {
     const satellite = info.satellite;
     this.#satellite = satellite !== null && typeof satellite === 'object' ? (satellite as Record<string, unknown>) : {};
     this.#doing = 'idle';
-    const name = typeof this.#satellite.name === 'string' ? ` ("${this.#satellite.name.slice(0, 60)}")` : '';
+    const name = typeof this.#satellite.name === 'string' ? ` (${JSON.stringify(this.#satellite.name.slice(0, 60))})` : ''; // the peer's text: quoted, one line
     this.#log.info(`connected to ${this.uri}${name}, area ${this.area}`);
     if (satellite === undefined) this.#log.warn(`${this.uri} describes no satellite; is it a Wyoming service rather than a satellite?`);
   }
@@ -538,6 +540,7 @@ class Room {
         if (!controller.signal.aborted) this.#log.error(`voice loop: ${messageOf(error)}`);
       });
       this.#voice = { mode, loop, controller, running, announcer };
+      for (const announcement of this.#waiting.splice(0)) announcer.announce(announcement);
       this.#log.info(`${mode === 'wake' ? `listening for "${this.#wakeWord}" on its stream` : 'the satellite hears the wake word; IRIS takes the command'} (${reason})`);
     })().finally(() => (this.#starting = undefined));
     return this.#starting;
