@@ -119,7 +119,7 @@ export class SatelliteLink {
     const pongTimeoutMs = this.#o.pongTimeoutMs ?? 5_000;
     this.#state = 'connecting';
     return new Promise<string>((resolve) => {
-      const socket = connect({ host, port });
+      const socket = connect({ host, port, noDelay: true }); // small events (a transcript, a detection) go out at once
       this.#socket = socket;
       const reader = new EventReader();
       let running = false;
