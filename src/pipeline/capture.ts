@@ -1,7 +1,8 @@
 /**
  * Audio sources. `arecord` is the microphone: spawned with an argument vector, raw 16 kHz mono
  * S16_LE on stdout, re-framed into 80 ms chunks (a pipe delivers blocks of any size). A WAV
- * file is the other source, for `iris listen --file` and tests: the same frames, unpaced.
+ * file is another, for `iris listen --file` and tests: the same frames, unpaced. Pushed audio
+ * is the third: a satellite's chunks as they arrive over the network (daemon/rooms.ts).
  */
 import { spawn } from 'node:child_process';
 import { setImmediate as nextTurn } from 'node:timers/promises';
