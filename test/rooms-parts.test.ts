@@ -276,3 +276,31 @@ describe('speech to text shared by rooms', () => {
     }
   });
 });
+
+describe('a satellite that floods', () => {
+  it('sending audio far faster than real time is dropped with one line (before it can take the CPU from other rooms) and retried', async () => {
+    const flood = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'flood' } }));
+      if (event.type === 'run-satellite') {
+        socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
+        const second = Buffer.alloc(32_000); // 1 s of silence
+        for (let i = 0; i < 30; i++) socket.write(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, second));
+      }
+    });
+    const logs: string[] = [];
+    const config = parseConfig(`[satellites.flood]\nuri = "tcp://127.0.0.1:${flood.port}"\n`, 'c');
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+      retryMs: 50,
+    });
+    rooms.start();
+    try {
+      await until(() => flood.connections() >= 2);
+      expect(logs.find((l) => l.includes('faster than real time'))).toMatch(/^warn rooms:flood: tcp:\/\/127\.0\.0\.1:\d+: it sent audio faster than real time \(1[1-9] s in 0\.\d s\); reconnecting in 0\.1 s$/);
+    } finally {
+      await rooms.stop();
+    }
+  });
+});

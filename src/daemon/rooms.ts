@@ -22,7 +22,7 @@ import { VoiceLoop, type Responder, type VoiceRun } from '../pipeline/voice.js';
 import { createOpenWakeWord, wakeWordName } from '../pipeline/wakeword.js';
 import type { Announcement } from '../toolhost/api.js';
 import type { TurnResult } from '../conversation/types.js';
-import { wavEvents, type WyomingEvent } from '../wyoming/events.js';
+import { wavEvents, WyomingError, type WyomingEvent } from '../wyoming/events.js';
 import { SatelliteLink, type LinkState } from '../wyoming/client.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { toSpeech } from '../wyoming/server.js';
@@ -37,6 +37,9 @@ export const ARBITRATION_MS = 500;
 const SCORE_TIE = 0.1;
 /** Loudness is the RMS of this many of the latest audio chunks (a satellite's are 64 ms): ~0.8 s. */
 const LOUDNESS_FRAMES = 12;
+/** A satellite may send audio this much faster than real time (bursts after a stall), plus `AUDIO_SLACK_S`; beyond, it is dropped. */
+const MAX_AUDIO_PACE = 1.5;
+const AUDIO_SLACK_S = 10;
 /** A played reply is taken as heard this long after its audio would have ended, without `played` (ms), as Home Assistant does. */
 const PLAYED_GRACE_MS = 500;
 
@@ -364,6 +367,8 @@ class Room {
   #wakeWord = '';
   /** Announcements for this room before its voice was up. */
   #waiting: Announcement[] = [];
+  /** Audio received on this connection (s), and since when (performance.now()). */
+  #audio = { seconds: 0, sinceMs: 0 };
 
   constructor(
     readonly name: string,
@@ -444,6 +449,7 @@ class Room {
     const satellite = info.satellite;
     this.#satellite = satellite !== null && typeof satellite === 'object' ? (satellite as Record<string, unknown>) : {};
     this.#doing = 'idle';
+    this.#audio = { seconds: 0, sinceMs: performance.now() };
     const name = typeof this.#satellite.name === 'string' ? ` (${JSON.stringify(this.#satellite.name.slice(0, 60))})` : ''; // the peer's text: quoted, one line
     this.#log.info(`connected to ${this.uri}${name}, area ${this.area}`);
     if (satellite === undefined) this.#log.warn(`${this.uri} describes no satellite; is it a Wyoming service rather than a satellite?`);
@@ -465,6 +471,12 @@ class Room {
       case 'audio-chunk': {
         if (event.payload === undefined) return;
         const samples = toSpeech(event);
+        // A peer streaming faster than real time would take the CPU from every other room.
+        this.#audio.seconds += samples.length / 16_000;
+        const wallS = (performance.now() - this.#audio.sinceMs) / 1000;
+        if (this.#audio.seconds > wallS * MAX_AUDIO_PACE + AUDIO_SLACK_S) {
+          throw new WyomingError('wyoming_too_fast', `it sent audio faster than real time (${Math.round(this.#audio.seconds)} s in ${wallS.toFixed(1)} s)`);
+        }
         this.#source.push(samples);
         this.#loudness.push(rms(samples));
         if (this.#loudness.length > LOUDNESS_FRAMES * 2) this.#loudness.splice(0, this.#loudness.length - LOUDNESS_FRAMES * 2);

@@ -176,7 +176,9 @@ export class SatelliteLink {
             try {
               this.#o.onEvent(event);
             } catch (error) {
-              fail(`could not handle "${event.type}" (${messageOf(error)})`);
+              // Audio IRIS cannot take (a format, a pace): the satellite is told why, then dropped.
+              if (error instanceof WyomingError) socket.end(encodeEvent('error', { text: messageOf(error), code: error.code }));
+              fail(error instanceof WyomingError ? messageOf(error) : `could not handle "${event.type}" (${messageOf(error)})`);
             }
           }
         }
