@@ -139,12 +139,13 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     const wyoming = await closedPort();
     const command = join(dir, 'timer.wav'); // people pause after the wake word for a satellite's chime
     execFileSync('sox', [commandWav('hey jarvis', { padS: [0.5, 1] }), commandWav('set a timer for three seconds', { padS: [0, 1.5] }), command]);
-    const study = await satellite(dir, 'study', command, ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis']);
+    const study = await satellite(dir, 'study', command, ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis', '--debug']);
     const hall = await satellite(dir, 'hall', commandWav('hey jarvis, what time is it'));
     const { child } = await daemon(dir, `[wyoming]\nlisten = "tcp://127.0.0.1:${wyoming}"\n[satellites.study]\nuri = "tcp://127.0.0.1:${study.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`);
     const hallListens = waitForLine(child, /room:hall: listening for "hey_jarvis" on its stream/);
     await waitForLine(child, /room:study: connected/);
     await hallListens;
+    await study.logged(/Connected to wake service/, 1); // it started before IRIS's wake service listened, and retries
     const answered = waitForLine(child, /room:study: turn 1: answered/);
     const announced = waitForLine(child, /room:study:announce: said timer #1 \(1 of/);
     study.go();
@@ -201,11 +202,12 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
   it('a satellite that heard its wake word but then no command is told so, and goes back to listening for it', async () => {
     const dir = tempDir();
     const wyoming = await closedPort();
-    const sat = await satellite(dir, 'porch', commandWav('hey jarvis', { padS: [0.5, 0.5] }), ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis']);
+    const sat = await satellite(dir, 'porch', commandWav('hey jarvis', { padS: [0.5, 0.5] }), ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis', '--debug']);
     const { child } = await daemon(dir, `[wyoming]\nlisten = "tcp://127.0.0.1:${wyoming}"\n[satellites.porch]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
     await waitForLine(child, /room:porch: connected/);
     const nothing = waitForLine(child, /room:porch: turn 1: no_speech/);
     await sat.logged(/Waiting for wake word/, 1); // since IRIS told it to run
+    await sat.logged(/Connected to wake service/, 1);
     sat.go();
     await nothing;
     await sat.logged(/Waiting for wake word/, 2); // again, after IRIS's error

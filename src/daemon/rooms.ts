@@ -593,6 +593,7 @@ class Room {
             clearTimeout(timer);
             signal.removeEventListener('abort', done);
             this.#played = this.#played.filter((p) => p !== done);
+            if (this.#voice?.loop.idle !== false) this.#doing = 'idle'; // an announcement said
             resolve();
           };
           const timer = setTimeout(done, seconds * 1000 + PLAYED_GRACE_MS);
