@@ -188,9 +188,11 @@ export class Rooms {
   reconfigure(): void {
     const configured = Object.entries(satelliteRooms(this.#o.config())).filter(([, s]) => s.enabled !== false);
     const taken = new Set(configured.flatMap(([name, s]) => [name, s.uri]));
-    const found = [...this.#discovered.values()].filter((d) => !taken.has(d.name) && !taken.has(d.uri)).map((d): [string, { uri: string }] => [d.name, { uri: d.uri }]);
+    const discover = this.#o.config().satellites.discover === true;
+    // Found rooms go with discovery: switched off, they are dropped with it.
+    const found = discover ? [...this.#discovered.values()].filter((d) => !taken.has(d.name) && !taken.has(d.uri)).map((d): [string, { uri: string }] => [d.name, { uri: d.uri }]) : [];
     const wanted: [string, { uri: string }][] = [...configured, ...found];
-    if (this.#o.config().satellites.discover === true) this.#browsing ??= this.#browse();
+    if (discover) this.#browsing ??= this.#browse();
     const names = new Set(wanted.map(([name]) => name));
     for (const [name, room] of this.#rooms) {
       const now = wanted.find(([n]) => n === name)?.[1];
@@ -215,10 +217,6 @@ export class Rooms {
     this.#sharedStt = undefined;
     await Promise.all([...this.#rooms.values()].map((room) => room.restartVoice()));
     await stt?.engine.stop?.().catch(() => undefined);
-  }
-
-  get names(): string[] {
-    return [...this.#rooms.keys()];
   }
 
   /** The area a room's conversation tells the model ('' for no such room). */
