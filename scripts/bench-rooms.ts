@@ -14,97 +14,21 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav } from '../src/pipeline/wav.js';
-import { encodeEvent, EventReader } from '../src/wyoming/events.js';
 import { commandWav } from '../test/helpers/speech.js';
+import { StreamingSatellite } from '../test/helpers/satellite.js';
 import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 
 const TURNS = 6;
 const ROOMS = 4;
 const WINDOW_S = 20;
-const CHUNK = 1024; // samples, as wyoming-satellite sends them
-
-/** A satellite on loopback: streams silence, or a command when told, and stamps IRIS's events. */
-class Satellite {
-  readonly server: Server;
-  port = 0;
-  #socket: Socket | undefined;
-  #queue: Int16Array[] = [];
-  #timer: NodeJS.Timeout | undefined;
-  #waiters: { type: string; resolve: (atMs: number) => void }[] = [];
-
-  constructor(readonly name: string) {
-    this.server = createServer((socket) => this.#serve(socket));
-  }
-
-  async listen(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as { port: number }).port;
-    return this;
-  }
-
-  /** Speak `samples` into the stream from the next chunk on. */
-  say(samples: Int16Array): void {
-    for (let i = 0; i < samples.length; i += CHUNK) {
-      const chunk = new Int16Array(CHUNK);
-      chunk.set(samples.subarray(i, i + CHUNK));
-      this.#queue.push(chunk);
-    }
-  }
-
-  /** performance.now() when the next event of `type` arrives. */
-  next(type: string): Promise<number> {
-    return new Promise((resolve) => this.#waiters.push({ type, resolve }));
-  }
-
-  close(): void {
-    clearTimeout(this.#timer);
-    this.#socket?.destroy();
-    this.server.close();
-  }
-
-  #serve(socket: Socket): void {
-    this.#socket = socket;
-    socket.on('error', () => undefined);
-    const reader = new EventReader();
-    socket.on('data', (chunk: Buffer) => {
-      const now = performance.now();
-      for (const event of reader.push(chunk)) {
-        for (const w of this.#waiters.filter((x) => x.type === event.type)) w.resolve(now);
-        this.#waiters = this.#waiters.filter((x) => x.type !== event.type);
-        if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: this.name, installed: true } }));
-        if (event.type === 'ping') socket.write(encodeEvent('pong'));
-        if (event.type === 'audio-stop') socket.write(encodeEvent('played'));
-        if (event.type === 'run-satellite') {
-          socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
-          this.#stream(socket);
-        }
-      }
-    });
-  }
-
-  /** Real-time pace: chunk n leaves at start + n × 64 ms. */
-  #stream(socket: Socket): void {
-    const start = performance.now();
-    let sent = 0;
-    const tick = () => {
-      if (socket.destroyed) return;
-      const samples = this.#queue.shift() ?? new Int16Array(CHUNK);
-      socket.write(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.from(samples.buffer)));
-      sent += 1;
-      this.#timer = setTimeout(tick, Math.max(0, start + (sent * CHUNK * 1000) / 16_000 - performance.now()));
-    };
-    tick();
-  }
-}
 
 const work = mkdtempSync(join(tmpdir(), 'iris-bench-rooms-'));
 const daemons: ChildProcess[] = [];
 
-async function daemon(satellites: Satellite[]): Promise<ChildProcess> {
+async function daemon(satellites: StreamingSatellite[]): Promise<ChildProcess> {
   const dir = mkdtempSync(join(work, 'd-'));
   const rooms = satellites.map((s) => `[satellites.${s.name}]\nuri = "tcp://127.0.0.1:${s.port}"\n`).join('');
   writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:9"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = ""\n[stt]\nengine = "pocketsphinx"\n${rooms}`);
@@ -145,7 +69,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 try {
   // 1. Turns in one room: wake word → first audio byte back, end of speech → first audio byte.
   const command = decodeWav(readFileSync(commandWav('hey jarvis, what time is it')));
-  const kitchen = await new Satellite('kitchen').listen();
+  const kitchen = await new StreamingSatellite('kitchen').listen();
   const one = await daemon([kitchen]);
   const wakeToAudio: number[] = [];
   const speechEndToAudio: number[] = [];
@@ -166,7 +90,7 @@ try {
 
   // 2. CPU and memory: no rooms, one room, ROOMS rooms, streaming silence.
   const measure = async (count: number) => {
-    const sats = await Promise.all(Array.from({ length: count }, (_, i) => new Satellite(`room${i + 1}`).listen()));
+    const sats = await Promise.all(Array.from({ length: count }, (_, i) => new StreamingSatellite(`room${i + 1}`).listen()));
     const running = await daemon(sats);
     const used = await usage(running.pid ?? 0, WINDOW_S);
     running.kill('SIGTERM');

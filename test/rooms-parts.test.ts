@@ -14,6 +14,7 @@ import { pooledStt } from '../src/pipeline/stt.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { sameMeaning } from '../src/intents/match.js';
 import { commandSamples } from './helpers/speech.js';
+import { StreamingSatellite } from './helpers/satellite.js';
 import { createLogger } from '../src/log.js';
 import { PushedAudio } from '../src/pipeline/capture.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
@@ -303,4 +304,41 @@ describe('a satellite that floods', () => {
       await rooms.stop();
     }
   });
+});
+
+describe('barge-in in a room', () => {
+  it('the wake word during a reply stops the audio being sent at once (audio-stop) and takes the new command', async () => {
+    setup = await withDouble();
+    const s = setup;
+    const pieces = Array.from({ length: 8 }, (_v, i) => `Here is sentence ${i + 1} of a long answer that keeps on going for a while. `);
+    s.double.script({ content: ['Going ahead, and here is a long story. ', ...pieces] });
+    const sat = await new StreamingSatellite('den').listen();
+    const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[stt]\nengine = "pocketsphinx"\n[satellites.den]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const conversation = s.iris.conversation();
+    const rooms = new Rooms({ config: () => config, log: createLogger('rooms', { write: () => undefined }), respond: () => (text, signal, heard) => conversation.turn(text, signal, heard) });
+    rooms.start();
+    try {
+      await sat.next('detect'); // the room's loop listens
+      const replying = sat.next('audio-chunk');
+      sat.say(commandSamples('hey jarvis, go ahead', { padS: [0.3, 1] }));
+      await replying;
+      const heardAgain = sat.next('detection');
+      const stopped = sat.next('audio-stop');
+      const answered = sat.next('transcript'); // the second command's
+      sat.say(commandSamples('hey jarvis, what time is it', { padS: [0.3, 2] }));
+      const [detectedMs, stoppedMs] = await Promise.all([heardAgain, stopped]);
+      expect(stoppedMs - detectedMs).toBeLessThan(200);
+      await answered;
+      const texts = sat.received.filter((e) => e.type === 'transcript').map((e) => e.data.text);
+      expect(texts).toEqual(['go ahead', 'what time is it']);
+      // What was sent of the long answer: well under its length (~20 s of speech).
+      const firstReply = sat.received.slice(0, sat.received.findIndex((e) => e.type === 'audio-stop') + 1);
+      const seconds = firstReply.filter((e) => e.type === 'audio-chunk').reduce((sum, e) => sum + e.bytes, 0) / (22_050 * 2);
+      expect(seconds).toBeLessThan(6);
+      expect(firstReply.at(-1)?.atMs).toBe(stoppedMs);
+    } finally {
+      await rooms.stop();
+      sat.close();
+    }
+  }, 60_000);
 });

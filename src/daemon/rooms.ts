@@ -40,6 +40,8 @@ const LOUDNESS_FRAMES = 12;
 /** A satellite may send audio this much faster than real time (bursts after a stall), plus `AUDIO_SLACK_S`; beyond, it is dropped. */
 const MAX_AUDIO_PACE = 1.5;
 const AUDIO_SLACK_S = 10;
+/** Reply audio is sent this far ahead of where the satellite plays it (ms): network and its buffers, never a gap. */
+const LEAD_MS = 500;
 /** A played reply is taken as heard this long after its audio would have ended, without `played` (ms), as Home Assistant does. */
 const PLAYED_GRACE_MS = 500;
 
@@ -356,6 +358,8 @@ class Room {
   /** When that `run-pipeline` arrived (performance.now()). */
   #triggeredMs = 0;
   #played: (() => void)[] = [];
+  /** `played` events still to come for sentences cut short, to be ignored. */
+  #stalePlayed = 0;
   #loudness: number[] = [];
   #doing: RoomStatus['doing'] = 'offline';
   #lastHeard: string | undefined;
@@ -448,6 +452,7 @@ class Room {
     this.#satellite = satellite !== null && typeof satellite === 'object' ? (satellite as Record<string, unknown>) : {};
     this.#doing = 'idle';
     this.#audio = { seconds: 0, sinceMs: performance.now() };
+    this.#stalePlayed = 0;
     const name = typeof this.#satellite.name === 'string' ? ` (${JSON.stringify(this.#satellite.name.slice(0, 60))})` : ''; // the peer's text: quoted, one line
     this.#log.info(`connected to ${this.uri}${name}, area ${this.area}`);
     if (satellite === undefined) this.#log.warn(`${this.uri} describes no satellite; is it a Wyoming service rather than a satellite?`);
@@ -497,7 +502,8 @@ class Room {
         this.#detection = typeof data.name === 'string' ? data.name.slice(0, 100) : '';
         return;
       case 'played':
-        this.#played.shift()?.();
+        if (this.#stalePlayed > 0) this.#stalePlayed -= 1;
+        else this.#played.shift()?.();
         return;
       case 'audio-start':
       case 'audio-stop':
@@ -578,14 +584,29 @@ class Room {
     };
   }
 
-  /** Speech out: the WAV as audio events to the satellite; done at `played`, or when it would have ended. */
+  /**
+   * Speech out: the WAV as audio events to the satellite, sent at the pace it plays (`LEAD_MS`
+   * ahead), so barge-in can stop it: an aborted sentence ends with `audio-stop` at once (Home
+   * Assistant's interruption) and what was not sent is never heard. Done at `played`, or when
+   * the audio would have ended.
+   */
   #sink(): AudioSink {
     return {
-      play: (wav, signal) => {
-        if (signal.aborted || !this.connected) return Promise.resolve();
+      play: async (wav, signal) => {
+        if (signal.aborted || !this.connected) return;
         const { events, seconds } = wavEvents(wav);
         this.#doing = 'speaking';
-        for (const { type, data, payload } of events) this.#link.send(type, data, payload);
+        const startMs = performance.now();
+        for (const { type, data, payload } of events) {
+          const dueMs = startMs + (type === 'audio-chunk' ? Number(data.timestamp) : 0) - LEAD_MS;
+          if (dueMs > performance.now()) await sleep(dueMs - performance.now(), undefined, { signal }).catch(() => undefined);
+          if (signal.aborted) {
+            this.#link.send('audio-stop', { timestamp: Math.round(performance.now() - startMs) });
+            this.#stalePlayed += 1; // the satellite's `played` for this one is not the next sentence's
+            return;
+          }
+          this.#link.send(type, data, payload);
+        }
         return new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
