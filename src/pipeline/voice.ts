@@ -194,8 +194,8 @@ export class VoiceLoop<R> {
         const triggered = this.#triggered;
         this.#triggered = undefined;
         if (triggered && command) {
-          // Heard again while a command is being taken: that command starts over.
-          command.stream?.cancel();
+          // Heard again while a command is being taken: that command ends, a new one starts.
+          report(this.#finish(command, 'cancelled'));
           command = undefined;
           this.#state = 'idle';
         }
