@@ -33,8 +33,12 @@ import { chooseStt, loopOptions } from './voice.js';
 
 /** Detections of the same wake word this close together are one person heard in several rooms (ms). */
 export const ARBITRATION_MS = 500;
-/** Wake scores closer than this are a tie, settled by loudness. */
-const SCORE_TIE = 0.1;
+/**
+ * Wake scores closer than this are a tie, settled by loudness: the score is the first frame's
+ * over the threshold, and frame alignment alone moves it by up to ~0.2 (the same audio in two
+ * rooms scored 0.82 and 1.00).
+ */
+const SCORE_TIE = 0.25;
 /** Loudness is the RMS of this many of the latest audio chunks (a satellite's are 64 ms): ~0.8 s. */
 const LOUDNESS_FRAMES = 12;
 /** A satellite may send audio this much faster than real time (bursts after a stall), plus `AUDIO_SLACK_S`; beyond, it is dropped. */
