@@ -31,6 +31,8 @@ export interface TimerRecord {
   /** Recurring reminders: a 5-field cron pattern in the home zone, and how it was said. */
   cron?: string;
   repeat?: string;
+  /** The room it was set in (a satellite's name): it is said there. */
+  room?: string;
 }
 
 export interface TimerState {
@@ -63,6 +65,7 @@ const validRecord = ajv.compile({
     duration_s: { type: 'number' },
     cron: { type: 'string' },
     repeat: { type: 'string' },
+    room: { type: 'string' },
   },
   required: ['id', 'kind', 'label', 'due'],
 });
@@ -220,7 +223,7 @@ function announcement(t: TimerRecord, missed: boolean, now: DateTime): Announcem
     : t.kind === 'timer'
       ? `${capitalise(what)} is done.`
       : `Reminder: ${t.label}.`;
-  return { kind: missed ? 'missed' : t.kind, text, id: t.id, due: t.due };
+  return { kind: missed ? 'missed' : t.kind, text, id: t.id, due: t.due, ...(t.room === undefined ? {} : { room: t.room }) };
 }
 
 const capitalise = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
@@ -349,11 +352,11 @@ function createTimers(context: ToolContext): ToolSet {
           },
           required: ['duration'],
         },
-        async run(args: Record<string, unknown>) {
+        async run(args: Record<string, unknown>, { room }) {
           const seconds = parseDuration(args.duration as string | number);
           if (typeof seconds === 'string') return errorResult(seconds);
           const label = (typeof args.label === 'string' ? args.label : '').trim().replace(/\s*timer$/i, '').slice(0, 80);
-          const t = await add({ kind: 'timer', label, due: now().plus({ seconds }).toISO() ?? '', duration_s: seconds });
+          const t = await add({ kind: 'timer', label, due: now().plus({ seconds }).toISO() ?? '', duration_s: seconds, ...(room === undefined ? {} : { room }) });
           const name = label === '' ? 'Timer' : `${capitalise(label)} timer`;
           return textResult(`${name} set for ${describeDuration(seconds)}.`, { timer: t });
         },
@@ -366,7 +369,7 @@ function createTimers(context: ToolContext): ToolSet {
           properties: { at: { type: 'string' }, text: { type: 'string' } },
           required: ['at', 'text'],
         },
-        async run(args: Record<string, unknown>) {
+        async run(args: Record<string, unknown>, { room }) {
           const text = String(args.text).trim().replace(/^to\s+/i, '').replace(/[.!]+$/, '').slice(0, 200);
           if (text === '') return errorResult('Say what to remind about, in "text".');
           const at = now();
@@ -375,6 +378,7 @@ function createTimers(context: ToolContext): ToolSet {
           const record: Omit<TimerRecord, 'id' | 'created'> = { kind: 'reminder', label: text, due: when.due.toISO() ?? '' };
           if (when.cron !== undefined) record.cron = when.cron;
           if (when.repeat !== undefined) record.repeat = when.repeat;
+          if (room !== undefined) record.room = room;
           const t = await add(record);
           const timing = when.repeat !== undefined
             ? `${when.repeat}, starting at ${describeTime(when.due, at)}`

@@ -16,6 +16,11 @@ import type { Logger } from '../log.js';
 import { createOpenWakeWord } from '../pipeline/wakeword.js';
 import { earcon } from '../pipeline/playback.js';
 import { arecordArgs } from '../pipeline/capture.js';
+import { BlockList, isIP } from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { satelliteRooms } from '../config/schema.js';
+import { describeEndpoint } from '../wyoming/client.js';
+import { parseListen } from '../wyoming/server.js';
 
 export interface Check {
   ok: boolean;
@@ -31,6 +36,7 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
   checks.push(...(await audioChecks(config)));
   checks.push(await wakeWordCheck(config));
   checks.push(speechToTextCheck(config, log));
+  checks.push(...(await satelliteChecks(config)));
   await iris.mcp.servers.startAll(); // a real start, not the cached tool lists
   for (const server of iris.mcp.servers.status()) {
     const ok = server.state === 'up' || server.state === 'disabled';
@@ -136,6 +142,76 @@ function speechToTextCheck(config: Config, log: Logger): Check {
     what: 'speech to text',
     detail: `${reason}. It understands time, arithmetic and timer commands only; for everything else run: sudo iris models fetch base.en`,
   };
+}
+
+/** What the unit lets the daemon reach: its IPAddressAllow and IPAddressDeny, as `systemctl show` prints them. */
+export interface AddressPolicy {
+  allow: string[];
+  deny: string[];
+}
+
+/** `systemctl show iris -p IPAddressAllow -p IPAddressDeny` read; undefined when there is no unit to ask (no systemd, not installed). */
+export async function unitAddressPolicy(): Promise<AddressPolicy | undefined> {
+  try {
+    const { stdout } = await run('systemctl', ['show', 'iris', '-p', 'IPAddressAllow', '-p', 'IPAddressDeny'], { timeout: 5_000 });
+    return parseAddressPolicy(stdout);
+  } catch {
+    return undefined;
+  }
+}
+
+/** "IPAddressAllow=127.0.0.0/8 ::1/128\nIPAddressDeny=0.0.0.0/0 ::/0" → the lists; undefined when neither is set. */
+export function parseAddressPolicy(shown: string): AddressPolicy | undefined {
+  const list = (key: string) => (new RegExp(`^${key}=(.*)$`, 'm').exec(shown)?.[1] ?? '').split(/\s+/).filter(Boolean);
+  const policy = { allow: list('IPAddressAllow'), deny: list('IPAddressDeny') };
+  return policy.allow.length === 0 && policy.deny.length === 0 ? undefined : policy;
+}
+
+/** Whether the unit lets the daemon reach `address` (systemd.resource-control(5): an allowed address is reachable; else a denied one is not). */
+export function unitAllows(address: string, policy: AddressPolicy): boolean {
+  const matches = (prefixes: string[]): boolean => {
+    const list = new BlockList(); // node's own prefix matcher: IPv4 and IPv6, no hand-written bit maths
+    for (const entry of prefixes) {
+      const [net = '', bits] = entry.split('/');
+      const type = isIP(net) === 6 ? 'ipv6' : 'ipv4';
+      if (isIP(net) === 0) continue;
+      list.addSubnet(net, bits === undefined ? (type === 'ipv6' ? 128 : 32) : Number(bits), type);
+    }
+    return list.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+  };
+  return matches(policy.allow) || !matches(policy.deny);
+}
+
+/**
+ * Each room's satellite: does it answer `describe` as a satellite, and may the hardened unit
+ * reach its address at all (IPAddressDeny=any keeps LAN hosts out unless allowed)?
+ */
+export async function satelliteChecks(config: Config, policy: () => Promise<AddressPolicy | undefined> = unitAddressPolicy): Promise<Check[]> {
+  const rooms = Object.entries(satelliteRooms(config)).filter(([, s]) => s.enabled !== false);
+  if (rooms.length === 0) return [];
+  const unit = await policy();
+  return Promise.all(rooms.map(async ([name, { uri }]): Promise<Check> => {
+    const what = `satellite ${name}`;
+    const { host } = parseListen(uri);
+    let addresses: string[];
+    try {
+      addresses = isIP(host) === 0 ? (await lookup(host, { all: true })).map((a) => a.address) : [host];
+    } catch (error) {
+      return { ok: false, what, detail: `${uri}: cannot resolve ${host} (${messageOf(error)})` };
+    }
+    const blocked = unit === undefined ? [] : addresses.filter((a) => !unitAllows(a, unit));
+    if (blocked.length > 0) {
+      return { ok: false, what, detail: `${uri}: the iris unit may not reach ${blocked.join(', ')} (IPAddressDeny); allow it with \`sudo systemctl edit iris\`: [Service] IPAddressAllow=${blocked.join(' ')}` };
+    }
+    try {
+      const info = await describeEndpoint(uri);
+      const satellite = info.satellite as { name?: unknown; area?: unknown } | undefined;
+      if (satellite === undefined) return { ok: false, what, detail: `${uri} answers, but as Wyoming services, not a satellite` };
+      return { ok: true, what, detail: `${uri} answers as a satellite${typeof satellite.name === 'string' ? ` (${JSON.stringify(satellite.name.slice(0, 60))})` : ''}` };
+    } catch (error) {
+      return { ok: false, what, detail: `${uri}: not answering (${messageOf(error)})` };
+    }
+  }));
 }
 
 function lastLine(error: unknown): string {

@@ -26,6 +26,7 @@ import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
+import type { RoomStatus } from '../daemon/rooms.js';
 import { doctor } from './doctor.js';
 import { login, logout } from './login.js';
 import { describe, listen, type ListenReport } from './listen.js';
@@ -121,6 +122,15 @@ async function callTool(g: Globals, name: string, args: unknown): Promise<CallTo
 
 /** A server's state for people: "needs sign-in", not the JSON's "needs-sign-in". */
 const stateWords = (state: ServerStatus['state']): string => (state === 'needs-sign-in' ? 'needs sign-in' : state);
+/** One room as `iris status` prints it: "kitchen (kitchen): connected, idle, last heard 12:03:04, \"what time is it\"". */
+function roomLine(room: RoomStatus): string {
+  const parts = [room.state === 'connected' ? `connected, ${room.doing}` : room.state];
+  if (room.mode !== undefined) parts.push(room.mode === 'wake' ? 'IRIS hears the wake word' : 'the satellite hears the wake word');
+  if (room.last_heard !== undefined) parts.push(`last heard ${new Date(room.last_heard).toLocaleTimeString()}`);
+  if (room.last_transcript !== undefined) parts.push(JSON.stringify(room.last_transcript));
+  if (room.state !== 'connected' && room.detail !== undefined) parts.push(room.detail);
+  return `${room.name} (${room.area}, ${room.uri}): ${parts.join(', ')}`;
+}
 
 /** One server as `iris status` and `iris mcp list` print it. */
 function serverLine(s: ServerStatus): string {
@@ -435,6 +445,7 @@ export function buildProgram(): Command {
       print(`timers and reminders: ${status.timers}`);
       for (const s of status.mcp) print(`MCP ${serverLine(s)}`);
       print(`voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`);
+      for (const room of status.rooms ?? []) print(`room ${roomLine(room)}`);
     });
 
   const configCommand = program.command('config').description('the config file');

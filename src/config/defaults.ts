@@ -24,6 +24,12 @@ const EXAMPLES = `
 # [mcp.servers.home]
 # url = "http://127.0.0.1:8123/mcp"
 # headers = { Authorization = "Bearer \${HOME_TOKEN}" }
+
+# Rooms: one table per Wyoming satellite IRIS is the brain of. For example:
+#
+# [satellites.kitchen]
+# uri = "tcp://192.168.1.30:10700"
+# area = "kitchen"
 `;
 
 export function renderDefaultConfig(): string {

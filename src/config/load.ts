@@ -136,7 +136,8 @@ function checkToml(text: string, env: NodeJS.ProcessEnv): { data?: unknown; prob
     problems.push({ line: lineOf(pointer), message }),
   );
   if (!validate(data)) {
-    for (const error of validate.errors ?? []) problems.push({ line: lineOf(errorPointer(error)), message: describe(error, data) });
+    // A bad table name is reported once, by `propertyNames`, not again by the pattern inside it.
+    for (const error of (validate.errors ?? []).filter((e) => e.propertyName === undefined)) problems.push({ line: lineOf(errorPointer(error)), message: describe(error, data) });
   }
   const config = data as Config;
   for (const [name, server] of Object.entries(config.mcp?.servers ?? {})) {
@@ -352,6 +353,10 @@ function describe(error: ErrorObject, data: unknown, scope: Scope = CONFIG_SCOPE
       return `"${key}" must be ${article(String(error.params.type))}, not ${describeType(value)} (${shown})`;
     case 'enum':
       return `"${key}" must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}, not ${shown}`;
+    case 'propertyNames':
+      return `[${key}."${String(error.params.propertyName)}"]: a name is 1–60 letters, digits, "_", "." or "-"`;
+    case 'pattern':
+      return /(^|\.)(uri|listen)$/.test(key) ? `"${key}" = ${shown} is not tcp://HOST:PORT` : `"${key}" ${error.message ?? 'is invalid'} (${shown})`;
     case 'format':
       return error.params.format === 'iana-zone'
         ? `"${key}" = ${shown} is not an IANA time zone (e.g. "Europe/Berlin", "America/New_York")`

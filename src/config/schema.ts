@@ -78,6 +78,22 @@ const mcpServer = {
   },
 } as const;
 
+const satellite = {
+  type: 'object',
+  description: 'A room: a Wyoming satellite (wyoming-satellite) IRIS is the brain of.',
+  additionalProperties: false,
+  required: ['uri'],
+  properties: {
+    uri: {
+      type: 'string',
+      pattern: '^tcp://(\\[[0-9a-fA-F:]+\\]|[^:/\\s]+):[0-9]{1,5}$',
+      description: 'Where the satellite listens, e.g. "tcp://kitchen.lan:10700". Other hosts need the unit\'s IPAddressAllow (README.Debian).',
+    },
+    area: { type: 'string', default: '', description: 'The room it is in, told to the model ("the kitchen"); empty: what the satellite says, else the table\'s name.' },
+    enabled: { type: 'boolean', default: true, description: 'Connect to it.' },
+  },
+} as const;
+
 export const configSchema = {
   type: 'object',
   additionalProperties: false,
@@ -212,6 +228,20 @@ export const configSchema = {
         },
       },
     },
+    satellites: {
+      type: 'object',
+      default: {},
+      description: 'Rooms: one [satellites.NAME] table per Wyoming satellite.',
+      properties: {
+        discover: {
+          type: 'boolean',
+          default: false,
+          description: 'Also find satellites on the network (_wyoming._tcp, through avahi-browse) and serve each as a room.',
+        },
+      },
+      additionalProperties: satellite,
+      propertyNames: { pattern: '^[A-Za-z0-9_.-]{1,60}$' },
+    },
     audio: {
       type: 'object',
       additionalProperties: false,
@@ -312,5 +342,11 @@ export const configSchema = {
 /** The validated config, every default filled in, deeply frozen. */
 export type Config = FromSchema<typeof configSchema>;
 export type McpServerConfig = FromSchema<typeof mcpServer>;
+export type SatelliteConfig = FromSchema<typeof satellite>;
+
+/** The configured rooms, by name (the `[satellites.NAME]` tables; `discover` is not one). */
+export function satelliteRooms(config: Config): Record<string, SatelliteConfig> {
+  return Object.fromEntries(Object.entries(config.satellites).filter((entry): entry is [string, SatelliteConfig] => typeof entry[1] === 'object'));
+}
 /** One `[mcp.servers.NAME]` table; also each entry of `[mcp] servers_file`. */
 export const mcpServerSchema = mcpServer;

@@ -131,7 +131,7 @@ export class Conversation {
     }
 
     // What the person typed acts at once; what was heard is confirmed first where the tool asks.
-    const local = await answerLocally(text, host, signal, match, (input.heard ?? input.confidence !== undefined) ? 'spoken' : 'typed');
+    const local = await answerLocally(text, host, signal, match, (input.heard ?? input.confidence !== undefined) ? 'spoken' : 'typed', this.#options.place?.room);
     if (local?.pending !== undefined) this.#pending = { call: local.pending };
     if (local !== undefined) return this.#localReply(user, local.reply, local.tool_calls, out, started);
 
@@ -158,7 +158,8 @@ export class Conversation {
     const { model } = pending;
     if (model !== undefined) return this.#model((turn) => turn.resume({ ...pending, model }, yes, user, this.#memory), signal, out, started);
     if (!yes) return this.#localReply(user, "OK, I won't.", [], out, started);
-    const result = await this.#options.host.runConfirmed(pending.call, { signal });
+    const room = this.#options.place?.room;
+    const result = await this.#options.host.runConfirmed(pending.call, { signal, ...(room === undefined ? {} : { room }) });
     return this.#localReply(user, resultText(result), [toolCallRecord(pending.call.label, pending.call.arguments, result)], out, started);
   }
 

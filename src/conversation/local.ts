@@ -60,12 +60,13 @@ export async function answerLocally(
   signal?: AbortSignal,
   match?: IntentMatch,
   origin: Exclude<CallOrigin, 'model'> = 'typed',
+  room?: string,
 ): Promise<LocalAnswer | undefined> {
   const found = match ?? await matchIntent(utterance);
   const tool = found?.intent.tool;
   if (found === undefined || tool === undefined || !host.has(tool)) return undefined;
   const how = REPLIES[found.intent.name] ?? {};
-  const result = await host.call(tool, found.args, signal === undefined ? { origin } : { signal, origin });
+  const result = await host.call(tool, found.args, { origin, ...(signal === undefined ? {} : { signal }), ...(room === undefined ? {} : { room }) });
   if (result.pending !== undefined) return { reply: result.pending.question, tool_calls: [], pending: result.pending };
   // A request the tool could not read may be the model's to answer; a tool that broke (the
   // state dir not writable) is said as it is, not handed to the model to guess around.

@@ -65,7 +65,7 @@ export class ModelTurn {
     for (let round = 1; round <= config.ollama.max_tool_rounds; round++) {
       const definitions = host.definitions();
       const fitted = fitToBudget({
-        system: { role: 'system', content: nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions) },
+        system: { role: 'system', content: `${nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions)}${whereSaid(this.options.place?.area())}` },
         tools: nativeTools ? definitions.map(toModelTool) : [],
         history: memory.history,
         current: this.round,
@@ -160,9 +160,11 @@ export class ModelTurn {
   }
 
   /** Run a call that may ask the person something: its result, or its first question. */
-  async #start(run: (options: { signal: AbortSignal; ask: AskPerson }) => Promise<HostResult>): Promise<{ result: HostResult } | { question: string; call: AskingCall }> {
+  async #start(run: (options: { signal: AbortSignal; ask: AskPerson; room?: string }) => Promise<HostResult>): Promise<{ result: HostResult } | { question: string; call: AskingCall }> {
     const { config, log } = this.options;
-    const call = new AskingCall(run, { timeoutMs: () => config.assistant.confirm_timeout_s * 1000, log });
+    // Every call is told the room it came from (timers set there are said there).
+    const room = this.options.place?.room;
+    const call = new AskingCall((options) => run(room === undefined ? options : { ...options, room }), { timeoutMs: () => config.assistant.confirm_timeout_s * 1000, log });
     const step = await call.next(this.signal, (sentence) => this.#say(speakable(sentence)));
     if (this.signal.aborted) throw this.signal.reason;
     return 'question' in step ? { question: step.question, call } : step;
@@ -407,6 +409,11 @@ export class ModelTurn {
       repairs: this.#repairs,
     };
   }
+}
+
+/** The room the person speaks from, for the system prompt ("turn off the light" means this room's). */
+function whereSaid(area: string | undefined): string {
+  return area === undefined || area === '' ? '' : `\nThe person is in the ${area}; requests without a place mean the ${area}.`;
 }
 
 function supportsTools(info: ModelInfo): boolean {

@@ -51,6 +51,14 @@ export interface ConversationOptions {
   log: Logger;
   /** Epoch ms; default Date.now. */
   now?: () => number;
+  /** Where the person is, for a room's conversation: tools learn the room, the model its area. */
+  place?: Place;
+}
+
+/** A satellite's room: its name (timers are said there) and its area, read at use (a reload may change it). */
+export interface Place {
+  room: string;
+  area: () => string;
 }
 
 /** How a turn's text came in: spoken ones carry the recogniser's confidence. */

@@ -8,6 +8,7 @@ import { loadTokenizer } from '../budget/tokenizer.js';
 import type { Config } from '../config/schema.js';
 import type { ChatBackend } from '../conversation/backend.js';
 import { Conversation, type ConversationOptions } from '../conversation/engine.js';
+import type { Place } from '../conversation/types.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -41,8 +42,8 @@ export interface Iris {
   readonly config: Config;
   readonly host: ToolHost;
   readonly mcp: { servers: McpServers; proxy: McpProxy };
-  /** A new conversation (its own memory) on this IRIS's tools and model. */
-  conversation(): Conversation;
+  /** A new conversation (its own memory) on this IRIS's tools and model; a room's knows its `place`. */
+  conversation(place?: Place): Conversation;
   /** Read the MCP server list and cached tool lists; servers start lazily after this. */
   init(): Promise<void>;
   /** Put a re-read config in force: read at use from then on; MCP servers reconfigured. */
@@ -104,7 +105,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     },
     host,
     mcp: { servers, proxy },
-    conversation() {
+    conversation(place) {
       // Getters, not copies: a long-lived conversation (the daemon's) follows a reloaded config.
       const settings: ConversationOptions = {
         get config() {
@@ -118,6 +119,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
         log: log.child('conversation'),
       };
       if (options.now) settings.now = options.now;
+      if (place) settings.place = place;
       return new Conversation(settings);
     },
     init: () => configureServers(current),

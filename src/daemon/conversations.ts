@@ -14,7 +14,8 @@ const ID = /^[\w.:@-]{1,100}$/;
 export class Conversations {
   readonly #byId = new Map<string, Conversation>();
 
-  constructor(private readonly create: () => Conversation) {}
+  /** `create` makes the conversation a new id names. */
+  constructor(private readonly create: (id: string) => Conversation) {}
 
   /** The conversation `id` names (a new one when it is unknown), or a new one with a new id. */
   open(id?: unknown): { id: string; conversation: Conversation } {
@@ -22,7 +23,7 @@ export class Conversations {
       throw new Error('"conversation" must be 1–100 letters, digits or . _ : @ -');
     }
     const key = id ?? randomUUID();
-    const conversation = this.#byId.get(key) ?? this.create();
+    const conversation = this.#byId.get(key) ?? this.create(key);
     this.#byId.delete(key); // re-inserted last: Map order is recency
     this.#byId.set(key, conversation);
     for (const oldest of this.#byId.keys()) {

@@ -17,7 +17,8 @@ import { serveWyoming } from '../wyoming/server.js';
 import { irisServices } from '../wyoming/services.js';
 import { createNotifier } from './notify.js';
 import { VoiceService, type VoiceServiceOptions } from './voice.js';
-import type { TurnResult } from '../conversation/engine.js';
+import { Rooms } from './rooms.js';
+import type { Conversation, TurnResult } from '../conversation/engine.js';
 
 export interface DaemonOptions {
   /** The config file: re-read on SIGHUP and `iris reload`, named to `iris status` and CLI commands. */
@@ -31,6 +32,8 @@ export interface DaemonOptions {
   voice?: Pick<VoiceServiceOptions<TurnResult>, 'source' | 'sink' | 'retryMs'>;
   /** Resolves when the daemon should stop; default: SIGTERM or SIGINT. */
   stopSignal?: Promise<string>;
+  /** First reconnect delay for satellites (ms); tests shorten it. */
+  satelliteRetryMs?: number;
 }
 
 /**
@@ -95,8 +98,26 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     onWake: () => spoken.warm(), // the model loads while the person speaks
     ...(options.voice ?? {}),
   });
-  // Timers can fire before the voice is up (missed ones, at start): the voice logs those.
-  const iris: Iris = assemble(config, { stateDir: options.stateDir, log, announce: (announcement) => voice.announce(announcement), signInByCode: true });
+  // Each room has its own conversation: its memory, follow-ups and pending questions, and its
+  // place (timers set there are said there; the model hears the room's area).
+  const roomConversations: Conversations = new Conversations((room): Conversation => iris.conversation({ room, area: (): string => rooms.area(room) }));
+  const rooms: Rooms = new Rooms({
+    config: () => iris.config,
+    log: log.child('room'),
+    respond: (room) => (text, signal, heard) => roomConversations.open(room).conversation.turn(text, signal, heard),
+    onWake: (room) => roomConversations.open(room).conversation.warm(),
+    ...(options.satelliteRetryMs === undefined ? {} : { retryMs: options.satelliteRetryMs }),
+  });
+  // Timers can fire before the voice is up (missed ones, at start): the voice logs those. One
+  // set in a room is said there (in every room and here when that room is gone).
+  const iris: Iris = assemble(config, {
+    stateDir: options.stateDir,
+    log,
+    announce: (announcement) => {
+      if (!rooms.announce(announcement)) voice.announce(announcement);
+    },
+    signInByCode: true,
+  });
   try {
     await iris.start();
   } catch (error) {
@@ -107,6 +128,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const conversations = new Conversations(() => iris.conversation()); // one per `iris ask` client
   const spoken = iris.conversation(); // and one for the microphone
   await voice.start();
+  rooms.start();
   /** Re-read the config; a broken one is reported (and thrown) and the running one kept. */
   const reload = async (): Promise<void> => {
     let next: Config;
@@ -124,7 +146,8 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     const startOnly = changedKeys(before, next, START_ONLY_SETTINGS);
     log.info(`config re-read${voiceKeys.length > 0 ? `; restarting the voice for ${voiceKeys.join(', ')}` : ''}`);
     if (startOnly.length > 0) log.warn(`${startOnly.join(', ')} changed: this applies at the next restart (systemctl restart iris)`);
-    if (voiceKeys.length > 0) await voice.restart();
+    rooms.reconfigure(); // rooms added, removed or moved
+    if (voiceKeys.length > 0) await Promise.all([voice.restart(), rooms.restartVoices()]);
   };
   const onHangup = (): void => void reload().catch(() => undefined);
   const status = async (): Promise<DaemonStatus> => {
@@ -139,6 +162,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
       timers: timers?.length ?? 0,
       mcp: iris.mcp.servers.status(),
       voice: voice.status,
+      rooms: rooms.status(),
     };
   };
   /** One control request; `signal` aborts when the daemon stops. */
@@ -197,6 +221,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   try {
     await closeControl();
     await closeWyoming();
+    for (const a of await rooms.stop()) log.info(`${a.kind} #${a.id} not said in room ${a.room ?? ''}: stopping`);
     await voice.stop();
     await iris.stop();
   } finally {

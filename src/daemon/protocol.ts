@@ -6,6 +6,7 @@ import type { TurnResult } from '../conversation/types.js';
 import type { CallToolResult } from '../toolhost/api.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import type { VoiceStatus } from './voice.js';
+import type { RoomStatus } from './rooms.js';
 
 export type ControlRequest =
   | { cmd: 'status' }
@@ -33,6 +34,8 @@ export interface DaemonStatus {
   timers: number;
   mcp: ServerStatus[];
   voice: VoiceStatus;
+  /** The satellites' rooms (`[satellites.NAME]`). */
+  rooms: RoomStatus[];
 }
 
 /** What each command answers with. */

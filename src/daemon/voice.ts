@@ -70,7 +70,8 @@ export async function createVoiceParts(config: Config, log: Logger): Promise<Voi
   return { wake, vad, stt, tts, sttReason: reason };
 }
 
-export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSink, respond: Responder<R>): VoiceLoopOptions<R> {
+/** The loop's settings from the config; `parts` without a wake word for a loop that is only triggered. */
+export function loopOptions<R>(config: Config, parts: Omit<VoiceParts, 'wake'> & { wake?: WakeWordDetector }, sink: AudioSink, respond: Responder<R>): VoiceLoopOptions<R> {
   return {
     ...parts,
     sink,

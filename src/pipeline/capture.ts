@@ -1,12 +1,13 @@
 /**
  * Audio sources. `arecord` is the microphone: spawned with an argument vector, raw 16 kHz mono
  * S16_LE on stdout, re-framed into 80 ms chunks (a pipe delivers blocks of any size). A WAV
- * file is the other source, for `iris listen --file` and tests: the same frames, unpaced.
+ * file is another, for `iris listen --file` and tests: the same frames, unpaced. Pushed audio
+ * is the third: a satellite's chunks as they arrive over the network (daemon/rooms.ts).
  */
 import { spawn } from 'node:child_process';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IrisError } from '../errors.js';
-import { FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSource } from './audio.js';
+import { FRAME_SAMPLES, FrameSplitter, SPEECH_FORMAT, type AudioChunk, type AudioSource } from './audio.js';
 import { stopChild } from './child.js';
 
 export class AudioError extends IrisError {
@@ -90,4 +91,91 @@ export function samplesSource(samples: Int16Array): AudioSource {
       }
     },
   };
+}
+
+/**
+ * Audio pushed in as it arrives (a satellite's `audio-chunk`s), read as 80 ms frames. What is
+ * not read yet waits, up to `maxBufferedS`; past that the oldest is dropped (a reader that fell
+ * that far behind would answer too late anyway).
+ */
+export class PushedAudio implements AudioSource {
+  readonly #splitter = new FrameSplitter(FRAME_SAMPLES);
+  readonly #frames: (AudioChunk & { receivedMs: number })[] = [];
+  readonly #maxFrames: number;
+  /** When recent frames arrived (performance.now()), by where they start in the stream: ~10 s kept. */
+  readonly #arrivals: { atS: number; receivedMs: number }[] = [];
+  #readingMs = 0;
+  #lastPushMs = 0;
+  #atS = 0;
+  #wake: (() => void) | undefined;
+  #ended = false;
+  /** Frames dropped because nobody read them in time. */
+  dropped = 0;
+
+  constructor(maxBufferedS = 30) {
+    this.#maxFrames = Math.ceil((maxBufferedS * SPEECH_FORMAT.rate) / FRAME_SAMPLES);
+  }
+
+  /** When the frame being read now arrived (performance.now() ms; 0 before the first). */
+  get readingMs(): number {
+    return this.#readingMs;
+  }
+
+  /** When audio last arrived (performance.now() ms; 0 before the first). */
+  get lastPushMs(): number {
+    return this.#lastPushMs;
+  }
+
+  /** When the audio at stream second `atS` arrived (performance.now() ms), while it is recent. */
+  receivedAt(atS: number): number | undefined {
+    for (let i = this.#arrivals.length - 1; i >= 0; i--) {
+      const arrival = this.#arrivals[i];
+      if (arrival !== undefined && arrival.atS <= atS) return arrival.receivedMs;
+    }
+    return undefined;
+  }
+
+  /** 16 kHz mono samples, in order. */
+  push(samples: Int16Array, receivedMs = performance.now()): void {
+    if (this.#ended || samples.length === 0) return;
+    this.#lastPushMs = receivedMs;
+    for (const frame of this.#splitter.split({ ...SPEECH_FORMAT, samples, atS: this.#atS })) {
+      this.#frames.push({ ...SPEECH_FORMAT, samples: frame.samples.slice(), atS: frame.atS, receivedMs });
+      this.#arrivals.push({ atS: frame.atS, receivedMs });
+    }
+    if (this.#arrivals.length > 128) this.#arrivals.splice(0, this.#arrivals.length - 128); // 128 frames: ~10 s
+    this.#atS += samples.length / SPEECH_FORMAT.rate;
+    while (this.#frames.length > this.#maxFrames) {
+      this.#frames.shift();
+      this.dropped += 1;
+    }
+    this.#wake?.();
+  }
+
+  /** No more audio: the reader ends once it has read what is buffered. */
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *frames(signal: AbortSignal): AsyncIterable<AudioChunk> {
+    const onAbort = () => this.#wake?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      while (!signal.aborted) {
+        const frame = this.#frames.shift();
+        if (frame !== undefined) {
+          const { receivedMs, ...chunk } = frame;
+          this.#readingMs = receivedMs;
+          yield chunk;
+          continue;
+        }
+        if (this.#ended) return;
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
 }

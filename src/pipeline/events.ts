@@ -13,6 +13,8 @@ export type VoiceEventType =
   | `${Stage}-end`
   | 'first-token'
   | 'first-audio'
+  /** The command's speech began (the endpointer heard voice). */
+  | 'speech-start'
   | 'barge-in'
   /** Scoring the words at a pause (`atS`: where in the audio), done, or voided by more speech. */
   | 'settle-start'

@@ -26,7 +26,24 @@ export class ModelError extends IrisError {
 type Ort = typeof import('onnxruntime-node');
 let ort: Promise<Ort> | undefined;
 
-export async function loadOnnx(file: string): Promise<OnnxModel> {
+/**
+ * Sessions by model file, shared: a session holds no state between runs (a model's state is an
+ * input and an output, kept by its caller), so every room's detector uses the same weights
+ * instead of loading them again (~25 MiB a room for the wake word and VAD).
+ */
+const sessions = new Map<string, Promise<OnnxModel>>();
+
+export function loadOnnx(file: string): Promise<OnnxModel> {
+  let session = sessions.get(file);
+  if (session === undefined) {
+    session = openOnnx(file);
+    sessions.set(file, session);
+    void session.catch(() => sessions.delete(file)); // a failed load is tried again next time
+  }
+  return session;
+}
+
+async function openOnnx(file: string): Promise<OnnxModel> {
   if (!existsSync(file)) throw new ModelError('model_missing', `model file not found: ${file}`);
   ort ??= import('onnxruntime-node');
   const runtime = await ort;

@@ -52,3 +52,74 @@ export interface SttStream {
 export class SttError extends IrisError {
   override name = 'SttError' as const;
 }
+
+/**
+ * Recognisers that decode one utterance at a time (pocketsphinx), shared by rooms that may speak
+ * at once: an utterance takes a free one; when all are busy another is made, up to `max`, and
+ * past that it waits for one. Memory follows the commands in flight, not the number of rooms.
+ */
+export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
+  const first = create();
+  const all: SpeechToText[] = [first];
+  const idle: SpeechToText[] = [first];
+  const waiting: ((engine: SpeechToText) => void)[] = [];
+  const take = async (): Promise<SpeechToText> => {
+    const free = idle.pop();
+    if (free !== undefined) return free;
+    if (all.length >= max) return new Promise((resolve) => waiting.push(resolve));
+    const made = create();
+    all.push(made);
+    await made.start?.();
+    return made;
+  };
+  const give = (engine: SpeechToText): void => {
+    const next = waiting.shift();
+    if (next !== undefined) next(engine);
+    else idle.push(engine);
+  };
+  const pool: SpeechToText = {
+    name: first.name,
+    async start() {
+      await first.start?.();
+    },
+    async transcribe(samples, signal) {
+      const engine = await take();
+      try {
+        return await engine.transcribe(samples, signal);
+      } finally {
+        give(engine);
+      }
+    },
+    async stop() {
+      await Promise.all(all.map((engine) => engine.stop?.() ?? Promise.resolve()));
+    },
+  };
+  if (first.stream === undefined) return pool;
+  pool.stream = async (prime) => {
+    const engine = await take();
+    let stream: SttStream;
+    try {
+      stream = await (engine.stream?.(prime) ?? Promise.reject(new SttError('stt_failed', `${engine.name} cannot decode as audio arrives`)));
+    } catch (error) {
+      give(engine);
+      throw error;
+    }
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      give(engine);
+    };
+    return {
+      push: (samples) => stream.push(samples),
+      partial: () => stream.partial(),
+      ...(stream.settle === undefined ? {} : { settle: () => (stream.settle as NonNullable<SttStream['settle']>)() }),
+      end: () => stream.end().finally(release),
+      cancel: () => {
+        stream.cancel();
+        release();
+      },
+    };
+  };
+  return pool;
+}

@@ -4,7 +4,10 @@
  * all the time, so the wake word spoken during a reply is heard: it aborts the turn's one
  * AbortController (model stream, tool calls, synthesis, playback) and a new command starts.
  * After a reply it listens `followUpS` more without the wake word. `once` runs a single turn
- * and waits for it (iris listen: a file source is not real time).
+ * and waits for it (iris listen: a file source is not real time). The pipeline can also start
+ * at the speech stage: `trigger()` (a satellite heard the wake word itself) makes the next
+ * audio a command, and a loop without a wake-word detector starts only that way; `drop()`
+ * ends the command being taken without a word (another room answers).
  */
 import { concatSamples, durationS, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
@@ -49,7 +52,8 @@ export interface VoiceRun<R> {
 }
 
 export interface VoiceLoopOptions<R> {
-  wake: WakeWordDetector;
+  /** The wake word on the audio; none when something else hears it and calls `trigger()`. */
+  wake?: WakeWordDetector;
   vad: VoiceActivity;
   stt: SpeechToText;
   tts: TextToSpeech;
@@ -98,6 +102,8 @@ interface Command {
   stream?: SttStream;
   /** The words being scored at a pause (`stream.settle`), and the audio since. */
   settle?: { held: Int16Array[] };
+  /** Speech has begun (`speech-start` emitted). */
+  voiced?: boolean;
 }
 
 const NOT_UNDERSTOOD = "Sorry, I didn't catch that.";
@@ -115,6 +121,10 @@ export class VoiceLoop<R> {
   #runs = 0;
   #events = new Map<number, VoiceEvent[]>();
   #turn: { run: number; controller: AbortController; done: Promise<void> } | undefined;
+  /** Set by `trigger()`: the next audio starts a command, with this detection if any. */
+  #triggered: { wake?: Detection } | undefined;
+  /** Set by `drop()`: the command being taken ends quietly at the next audio. */
+  #dropped = false;
 
   constructor(options: VoiceLoopOptions<R>) {
     this.#o = options;
@@ -123,6 +133,23 @@ export class VoiceLoop<R> {
   /** Idle: not taking a command and not replying (announcements wait for this). */
   get idle(): boolean {
     return this.#state === 'idle';
+  }
+
+  /**
+   * The wake word was heard elsewhere (a satellite's own detector): the next audio starts a
+   * command, barging in on a reply as the wake word does.
+   */
+  trigger(wake?: Detection): void {
+    this.#triggered = wake ? { wake } : {};
+  }
+
+  /**
+   * End the command being taken (or starting), without a reply or a sound; a reply already
+   * under way stops (another room answers it).
+   */
+  drop(): void {
+    if (this.#state === 'replying') this.#turn?.controller.abort(new DOMException('dropped', 'AbortError'));
+    else this.#dropped = true;
   }
 
   /**
@@ -164,7 +191,7 @@ export class VoiceLoop<R> {
         await startCommand(next, true);
       } else {
         this.#state = 'idle';
-        this.#o.wake.reset();
+        this.#o.wake?.reset();
         this.#emit(this.#runs + 1, 'run-start');
       }
     };
@@ -173,23 +200,45 @@ export class VoiceLoop<R> {
     try {
       for await (const chunk of source.frames(signal)) {
         lastAtS = chunk.atS + durationS(chunk.samples.length);
+        const triggered = this.#triggered;
+        this.#triggered = undefined;
+        if (triggered && command) {
+          // Heard again while a command is being taken: that command ends, a new one starts.
+          report(this.#finish(command, 'cancelled'));
+          command = undefined;
+          this.#state = 'idle';
+        }
         if (this.#state !== 'command') {
-          const detection = await this.#o.wake.process(chunk);
-          preRoll.push(chunk);
-          while (preRoll.length > 1 && durationS(preRoll.length * chunk.samples.length) > preRollS + 0.08) preRoll.shift();
-          if (!detection) continue;
-          this.#o.wake.reset();
+          const detection = triggered ? triggered.wake : await this.#o.wake?.process(chunk);
+          if (!triggered) {
+            preRoll.push(chunk);
+            while (preRoll.length > 1 && durationS(preRoll.length * chunk.samples.length) > preRollS + 0.08) preRoll.shift();
+          }
+          if (!detection && !triggered) continue;
+          this.#o.wake?.reset();
           this.#o.onWake?.();
           if (this.#state === 'replying' && this.#turn) {
-            this.#emit(this.#turn.run, 'barge-in', { atS: detection.atS });
+            this.#emit(this.#turn.run, 'barge-in', { atS: detection?.atS ?? chunk.atS });
             this.#turn.controller.abort(new DOMException('barge-in', 'AbortError'));
             this.#turn = undefined;
             this.#emit(this.#runs + 1, 'run-start', { bargeIn: true });
           }
-          await startCommand(++this.#runs, false, detection, preRoll.splice(0));
-          continue; // this chunk is the pre-roll's last
+          this.#dropped = false;
+          await startCommand(++this.#runs, false, detection, triggered ? [] : preRoll.splice(0));
+          if (!triggered) continue; // this chunk is the pre-roll's last
+          // Started at the speech stage: this chunk is the command's first.
         }
         if (!command) continue;
+        if (this.#dropped) {
+          this.#dropped = false;
+          const done = command;
+          command = undefined;
+          report(this.#finish(done, 'cancelled'));
+          this.#state = 'idle';
+          this.#o.wake?.reset();
+          this.#emit(this.#runs + 1, 'run-start');
+          continue;
+        }
         command.chunks.push(chunk.samples);
         // After a settle the audio waits: silence would void it, and the pause may end the turn.
         if (command.settle) command.settle.held.push(chunk.samples);
@@ -199,13 +248,17 @@ export class VoiceLoop<R> {
         if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
         this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
         const state = command.endpointer.state;
+        if (state !== 'waiting' && !command.voiced) {
+          command.voiced = true;
+          this.#emit(command.run, 'speech-start', { atS: chunk.atS });
+        }
         if (state === 'waiting' || state === 'speaking') continue;
         const done = command;
         command = undefined;
         if (state === 'no_speech') {
           report(this.#finish(done, 'no_speech'));
           this.#state = 'idle';
-          this.#o.wake.reset();
+          this.#o.wake?.reset();
           if (once) return finished;
           this.#emit(this.#runs + 1, 'run-start');
           continue;

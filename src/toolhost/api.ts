@@ -70,6 +70,8 @@ export interface CallContext {
   signal: AbortSignal;
   /** Ask the person something while the call runs (an MCP server's elicitation); absent where nobody can answer. */
   ask?: AskPerson;
+  /** The room the request came from (a satellite's name); none for the local microphone and typed requests. */
+  room?: string;
 }
 
 /**
@@ -146,6 +148,8 @@ export interface Announcement {
   id: string;
   /** When it was due (ISO 8601 with offset). */
   due: string;
+  /** Where it was asked for (a satellite's room): said there. */
+  room?: string;
 }
 
 /** A state document: every one carries the version of its shape. */

@@ -51,6 +51,8 @@ export interface CallOptions {
   origin?: CallOrigin;
   /** How the tool may ask the person something while it runs; without it, its questions are declined. */
   ask?: AskPerson;
+  /** The room the request came from, passed to the tool. */
+  room?: string;
 }
 
 export interface ToolHostOptions {
@@ -214,7 +216,7 @@ export class ToolHost {
     });
     const ask = options.ask === undefined ? {} : { ask: deadline.around(options.ask) };
     try {
-      const ran = Promise.resolve().then(() => tool.run(args, { signal: controller.signal, ...ask }));
+      const ran = Promise.resolve().then(() => tool.run(args, { signal: controller.signal, ...ask, ...(options.room === undefined ? {} : { room: options.room }) }));
       return normalise(await Promise.race([ran, stopped]));
     } catch (error) {
       if (isAbortError(error) || controller.signal.aborted) return errorResult(`${tool.name} was cancelled.`);

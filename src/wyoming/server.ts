@@ -18,10 +18,10 @@ import type { Logger } from '../log.js';
 import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT } from '../pipeline/audio.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
-import { decodeWav, encodeWav, wavInfo } from '../pipeline/wav.js';
+import { decodeWav, encodeWav } from '../pipeline/wav.js';
 import type { WakeWordDetector } from '../pipeline/wakeword.js';
 import { SentenceStream } from '../conversation/speech.js';
-import { encodeEvent, EventReader, WyomingError, type WyomingEvent } from './events.js';
+import { encodeEvent, EventReader, wavEvents, WyomingError, type WyomingEvent } from './events.js';
 
 export interface WyomingServices {
   /** What `describe` answers (the `info` event's data). */
@@ -48,8 +48,6 @@ export interface WyomingOptions {
 
 /** Longest audio taken for one transcription (samples at 16 kHz): 30 s. */
 const MAX_TRANSCRIBE_SAMPLES = 30 * 16_000;
-/** Audio sent back in chunks of this many bytes, as Home Assistant does. */
-const CHUNK_BYTES = 2048;
 
 /** `tcp://host:port` → host and port. */
 export function parseListen(uri: string): { host: string; port: number } {
@@ -219,15 +217,7 @@ class Session {
   async #speak(text: string): Promise<void> {
     if (text.trim() === '') return;
     const wav = await this.services.tts().synthesize(text, this.stopping);
-    const { rate, width, channels, dataOffset, dataBytes } = wavInfo(wav);
-    const pcm = wav.subarray(dataOffset, dataOffset + dataBytes);
-    const format = { rate, width, channels };
-    await this.#send('audio-start', { ...format, timestamp: 0 });
-    const bytesPerMs = (rate * width * channels) / 1000;
-    for (let at = 0; at < pcm.length; at += CHUNK_BYTES) {
-      await this.#send('audio-chunk', { ...format, timestamp: Math.round(at / bytesPerMs) }, pcm.subarray(at, at + CHUNK_BYTES));
-    }
-    await this.#send('audio-stop', { timestamp: Math.round(pcm.length / bytesPerMs) });
+    for (const { type, data, payload } of wavEvents(wav).events) await this.#send(type, data, payload);
   }
 
   #send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): Promise<void> {
@@ -250,7 +240,7 @@ class Session {
 }
 
 /** An audio chunk's PCM as 16 kHz mono 16-bit (resampled and mixed down when it is not). */
-function toSpeech(event: WyomingEvent): Int16Array {
+export function toSpeech(event: WyomingEvent): Int16Array {
   const { rate = 16_000, width = 2, channels = 1 } = event.data as { rate?: number; width?: number; channels?: number };
   if (width !== 2) throw new WyomingError('wyoming_audio', `audio of width ${String(width)}: IRIS takes 16-bit samples`);
   const payload = event.payload ?? Buffer.alloc(0);

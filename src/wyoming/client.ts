@@ -1,0 +1,220 @@
+/**
+ * IRIS as the client of a Wyoming satellite, as Home Assistant is (notes/wyoming.md §3–4): it
+ * connects, asks `describe` and waits for `info`, sends `run-satellite`, and keeps the link
+ * alive — a `ping` 2 s after each `pong`, answered within 5 s or the link is dropped; the
+ * satellite's own pings are answered with `pong`. A lost link is retried with backoff. The
+ * satellite is untrusted: events are bounded by the reader in events.ts, and a malformed one
+ * closes that link with one log line, nothing else disturbed.
+ */
+import { connect, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import { encodeEvent, EventReader, WyomingError, type WyomingEvent } from './events.js';
+import { parseListen } from './server.js';
+
+export interface SatelliteLinkOptions {
+  /** `tcp://host:port`. */
+  uri: string;
+  log: Logger;
+  /** Every event the satellite sends once it runs (not `ping`/`pong`, which the link answers). */
+  onEvent: (event: WyomingEvent) => void;
+  /** The satellite answered `describe` and was told to run (the `info` event's data). */
+  onConnected?: (info: Record<string, unknown>) => void;
+  /** The link is gone (`why` in words); it is retried unless stopped. */
+  onDisconnected?: (why: string) => void;
+  /** First retry delay (ms); doubles up to `maxRetryMs`. Default 1 s. */
+  retryMs?: number;
+  /** Longest retry delay (ms); default 30 s. */
+  maxRetryMs?: number;
+  /** Time for connecting and for the `info` answer (ms); default 5 s. */
+  connectTimeoutMs?: number;
+  /** A `ping` this long after each `pong` (ms); default 2 s, as Home Assistant. */
+  pingEveryMs?: number;
+  /** No `pong` within this long drops the link (ms); default 5 s, as Home Assistant. */
+  pongTimeoutMs?: number;
+  /** A satellite with this much unread output has stopped reading and is dropped (bytes); default 8 MiB. */
+  maxUnreadBytes?: number;
+}
+
+export type LinkState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
+
+/** One satellite, kept connected until `stop()`. */
+export class SatelliteLink {
+  readonly #o: SatelliteLinkOptions;
+  readonly #stopping = new AbortController();
+  #socket: Socket | undefined;
+  #running: Promise<void> | undefined;
+  #state: LinkState = 'disconnected';
+  #lastError = '';
+  /** Why the link was dropped from outside a session (`send`). */
+  #dropped: string | undefined;
+
+  constructor(options: SatelliteLinkOptions) {
+    this.#o = options;
+  }
+
+  get state(): LinkState {
+    return this.#state;
+  }
+
+  /** Why the link last went down ('' when it never did). */
+  get lastError(): string {
+    return this.#lastError;
+  }
+
+  /** Connect in the background, and reconnect whenever the link is lost. */
+  start(): void {
+    this.#running ??= this.#keepConnected();
+  }
+
+  /** Send an event; dropped when not connected. */
+  send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): void {
+    const socket = this.#socket;
+    if (socket === undefined || socket.destroyed || this.#state !== 'connected') return;
+    if (socket.writableLength > (this.#o.maxUnreadBytes ?? 8 * 1024 * 1024)) {
+      this.#drop(socket, 'it stopped reading');
+      return;
+    }
+    socket.write(encodeEvent(type, data, payload));
+  }
+
+  /** Tell the satellite to pause (as Home Assistant does before closing), close, stop retrying. */
+  async stop(): Promise<void> {
+    this.#stopping.abort(new Error('stopping'));
+    const socket = this.#socket;
+    if (socket !== undefined && !socket.destroyed) {
+      if (this.#state === 'connected') socket.write(encodeEvent('pause-satellite'));
+      socket.end();
+      socket.destroySoon();
+    }
+    await this.#running;
+    this.#state = 'stopped';
+  }
+
+  async #keepConnected(): Promise<void> {
+    const signal = this.#stopping.signal;
+    const first = this.#o.retryMs ?? 1_000;
+    const max = this.#o.maxRetryMs ?? 30_000;
+    let retryMs = first;
+    while (!signal.aborted) {
+      const started = Date.now();
+      const why = await this.#session().catch((error: unknown) => messageOf(error));
+      if (signal.aborted) return;
+      this.#state = 'disconnected';
+      this.#lastError = why;
+      this.#o.onDisconnected?.(why);
+      if (Date.now() - started > max) retryMs = first; // it ran for a while: start the backoff over
+      this.#o.log.warn(`${this.#o.uri}: ${why}; reconnecting in ${Math.round(retryMs / 100) / 10} s`);
+      await sleep(retryMs, undefined, { signal }).catch(() => undefined);
+      retryMs = Math.min(retryMs * 2, max);
+    }
+  }
+
+  /** One connection, from connect to close; resolves with why it ended. */
+  #session(): Promise<string> {
+    const { host, port } = parseListen(this.#o.uri);
+    const connectTimeoutMs = this.#o.connectTimeoutMs ?? 5_000;
+    const pingEveryMs = this.#o.pingEveryMs ?? 2_000;
+    const pongTimeoutMs = this.#o.pongTimeoutMs ?? 5_000;
+    this.#state = 'connecting';
+    return new Promise<string>((resolve) => {
+      const socket = connect({ host, port, noDelay: true }); // small events (a transcript, a detection) go out at once
+      this.#socket = socket;
+      const reader = new EventReader();
+      let running = false;
+      let why = 'the satellite closed the connection';
+      let timer: NodeJS.Timeout | undefined;
+      const arm = (ms: number, then: () => void) => {
+        clearTimeout(timer);
+        timer = setTimeout(then, ms);
+      };
+      const fail = (reason: string) => {
+        why = reason;
+        socket.destroy();
+      };
+      arm(connectTimeoutMs, () => fail(running ? 'no pong' : `no answer within ${connectTimeoutMs / 1000} s`));
+      socket.on('connect', () => socket.write(encodeEvent('describe')));
+      socket.on('error', (error: NodeJS.ErrnoException) => (why = error.code === 'ECONNREFUSED' ? 'connection refused' : messageOf(error)));
+      socket.on('close', () => {
+        clearTimeout(timer);
+        if (this.#socket === socket) this.#socket = undefined;
+        resolve(this.#dropped ?? why);
+        this.#dropped = undefined;
+      });
+      socket.on('data', (chunk: Buffer) => {
+        let events: WyomingEvent[];
+        try {
+          events = reader.push(chunk);
+        } catch (error) {
+          // One line for the log; the satellite is told why, then dropped.
+          socket.end(encodeEvent('error', { text: messageOf(error), code: error instanceof WyomingError ? error.code : 'failed' }));
+          fail(`sent a bad event (${messageOf(error)})`);
+          return;
+        }
+        for (const event of events) {
+          if (socket.destroyed) return;
+          if (event.type === 'ping') {
+            socket.write(encodeEvent('pong', typeof event.data.text === 'string' ? { text: event.data.text } : {}));
+          } else if (event.type === 'pong') {
+            arm(pingEveryMs, () => {
+              socket.write(encodeEvent('ping'));
+              arm(pongTimeoutMs, () => fail(`no pong within ${pongTimeoutMs / 1000} s`));
+            });
+          } else if (!running && event.type === 'info') {
+            running = true;
+            this.#state = 'connected';
+            socket.write(encodeEvent('run-satellite'));
+            socket.write(encodeEvent('ping'));
+            arm(pongTimeoutMs, () => fail(`no pong within ${pongTimeoutMs / 1000} s`));
+            try {
+              this.#o.onConnected?.(event.data);
+            } catch (error) {
+              fail(messageOf(error));
+            }
+          } else if (running) {
+            try {
+              this.#o.onEvent(event);
+            } catch (error) {
+              // Audio IRIS cannot take (a format, a pace): the satellite is told why, then dropped.
+              if (error instanceof WyomingError) socket.end(encodeEvent('error', { text: messageOf(error), code: error.code }));
+              fail(error instanceof WyomingError ? messageOf(error) : `could not handle "${event.type}" (${messageOf(error)})`);
+            }
+          }
+        }
+      });
+    });
+  }
+
+  #drop(socket: Socket, why: string): void {
+    this.#dropped = why;
+    socket.destroy();
+  }
+}
+
+/** Ask a Wyoming endpoint `describe` and return its `info` (then close): for `iris doctor` and discovery. */
+export function describeEndpoint(uri: string, timeoutMs = 2_000): Promise<Record<string, unknown>> {
+  const { host, port } = parseListen(uri);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port });
+    const reader = new EventReader();
+    const timer = setTimeout(() => finish(new WyomingError('wyoming_timeout', `no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    const finish = (result: Error | Record<string, unknown>) => {
+      clearTimeout(timer);
+      socket.destroy();
+      if (result instanceof Error) reject(result);
+      else resolve(result);
+    };
+    socket.on('connect', () => socket.write(encodeEvent('describe')));
+    socket.on('error', (error: NodeJS.ErrnoException) => finish(new WyomingError('wyoming_unreachable', error.code ?? messageOf(error))));
+    socket.on('close', () => finish(new WyomingError('wyoming_unreachable', 'closed without an answer')));
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        const info = reader.push(chunk).find((e) => e.type === 'info');
+        if (info) finish(info.data);
+      } catch (error) {
+        finish(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  });
+}

@@ -1,0 +1,345 @@
+/**
+ * The parts rooms are made of, each against real peers: the satellite link against a raw TCP
+ * satellite (the order Home Assistant keeps, pings both ways, a silent or malformed peer
+ * dropped and retried), a room's conversation against the Ollama double (the model hears the
+ * room's area; a timer set there remembers the room), the evidence rule, pushed audio.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { better, Rooms } from '../src/daemon/rooms.js';
+import { parseAvahiBrowse } from '../src/daemon/discover.js';
+import { pooledStt } from '../src/pipeline/stt.js';
+import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
+import { sameMeaning } from '../src/intents/match.js';
+import { commandSamples } from './helpers/speech.js';
+import { StreamingSatellite } from './helpers/satellite.js';
+import { createLogger } from '../src/log.js';
+import { PushedAudio } from '../src/pipeline/capture.js';
+import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
+import { SatelliteLink } from '../src/wyoming/client.js';
+import { withDouble, type Setup } from './helpers/conversation.js';
+import { parseAddressPolicy, satelliteChecks, unitAllows } from '../src/cli/doctor.js';
+import { parseConfig } from '../src/config/load.js';
+import type { ConfigError } from '../src/errors.js';
+import { closedPort } from './helpers/net.js';
+
+const servers: Server[] = [];
+const links: SatelliteLink[] = [];
+let setup: Setup | undefined;
+afterEach(async () => {
+  await Promise.all(links.splice(0).map((l) => l.stop()));
+  for (const s of servers.splice(0)) s.close();
+  await setup?.double.close();
+  setup = undefined;
+});
+
+/** A raw satellite: `answer` decides what it sends back to each event IRIS sends. */
+async function rawSatellite(answer: (event: WyomingEvent, socket: Socket) => void): Promise<{ port: number; seen: string[]; connections: () => number }> {
+  const seen: string[] = [];
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections += 1;
+    socket.on('error', () => undefined);
+    const reader = new EventReader();
+    socket.on('data', (chunk: Buffer) => {
+      for (const event of reader.push(chunk)) {
+        seen.push(event.type);
+        answer(event, socket);
+      }
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, seen, connections: () => connections };
+}
+
+function link(port: number, logs: string[], events: WyomingEvent[] = [], timing = {}): SatelliteLink {
+  const l = new SatelliteLink({
+    uri: `tcp://127.0.0.1:${port}`,
+    log: createLogger('sat', { write: (line) => logs.push(line) }),
+    onEvent: (e) => events.push(e),
+    retryMs: 50,
+    ...timing,
+  });
+  links.push(l);
+  l.start();
+  return l;
+}
+
+const until = async (check: () => boolean): Promise<void> => {
+  while (!check()) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('the satellite link', () => {
+  it('asks describe, then run-satellite once it has the info; pings and answers pings; passes the rest on', async () => {
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'raw', area: 'attic' } }));
+      if (event.type === 'run-satellite') {
+        socket.write(encodeEvent('ping', { text: 'hi' }));
+        socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
+      }
+      if (event.type === 'ping') socket.write(encodeEvent('pong'));
+    });
+    const events: WyomingEvent[] = [];
+    const l = link(sat.port, [], events, { pingEveryMs: 20 });
+    await until(() => sat.seen.filter((t) => t === 'ping').length >= 3);
+    expect(sat.seen.slice(0, 3)).toEqual(['describe', 'run-satellite', 'ping']);
+    expect(sat.seen).toContain('pong'); // its ping answered
+    expect(events.map((e) => e.type)).toEqual(['run-pipeline']); // ping and pong stay in the link
+    expect(l.state).toBe('connected');
+  });
+
+  it('drops a satellite that stops answering pings, and one that sends a malformed event, with one log line each; retries both', async () => {
+    const silent = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: {} }));
+    });
+    const garbled = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write('{"type": "info", "data_length": -1}\n');
+    });
+    const logs: string[] = [];
+    link(silent.port, logs, [], { pongTimeoutMs: 100 });
+    link(garbled.port, logs, []);
+    await until(() => silent.connections() >= 2 && garbled.connections() >= 2);
+    const first = (port: number) => logs.find((line) => line.includes(`:${port}:`));
+    expect(first(silent.port)).toMatch(/no pong within 0\.1 s; reconnecting in 0\.1 s/);
+    expect(first(garbled.port)).toMatch(/sent a bad event \("data_length" is not a length\); reconnecting/);
+    expect(logs.every((line) => line.split('\n').length === 1)).toBe(true);
+  });
+
+  it('says pause-satellite before closing', async () => {
+    let paused: () => void = () => undefined;
+    const said = new Promise<void>((resolve) => (paused = resolve));
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: {} }));
+      if (event.type === 'pause-satellite') paused();
+    });
+    const l = link(sat.port, []);
+    await until(() => l.state === 'connected');
+    await l.stop();
+    await said;
+  });
+});
+
+describe('a room\'s conversation', () => {
+  it('tells the model the room\'s area, and a timer set there (by the model or by voice) remembers the room', async () => {
+    setup = await withDouble();
+    const s = setup;
+    s.double.script({ tool_calls: [{ name: 'set_timer', arguments: { duration: '5m', label: 'pasta' } }] }, { content: ['Pasta timer set.'] });
+    let area = 'kitchen';
+    const kitchen = s.iris.conversation({ room: 'kitchen', area: () => area });
+    expect((await kitchen.turn('start the pasta timer please').result).reply).toBe('Pasta timer set.');
+    expect(s.double.chats[0]?.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('The person is in the kitchen;') });
+    area = 'big kitchen'; // a reload renamed it: the next model turn says so
+    await kitchen.turn('set a timer for ten minutes', undefined, { confidence: 0.95 }).result; // the local path, as heard
+    const timers = (await s.iris.host.call('list_timers', {})).structuredContent?.timers as { label: string; room?: string }[];
+    expect(timers.map((t) => [t.label, t.room])).toEqual([['pasta', 'kitchen'], ['', 'kitchen']]);
+    s.double.script({ content: ['It is off.'] }, { content: ['Hello.'] });
+    await kitchen.turn('is the oven off').result;
+    expect(s.double.chats[2]?.messages[0]?.content).toMatch(/The person is in the big kitchen;/);
+    await s.iris.conversation().turn('hello there friend').result;
+    expect(s.double.chats[3]?.messages[0]?.content).not.toMatch(/The person is in/); // no room, no place
+  });
+});
+
+describe('which room answers', () => {
+  it.each([
+    [{ score: 0.9, loudness: 0.01 }, { score: 0.6, loudness: 0.2 }, true, 'a clearly higher wake score wins'],
+    [{ score: 0.9, loudness: 0.01 }, { score: 0.85, loudness: 0.2 }, false, 'close scores: the louder wins'],
+    [{ score: 1, loudness: 0.022 }, { score: 0.82, loudness: 0.079 }, false, 'as measured for the same audio in a far and a near room: alignment noise, the louder wins'],
+    [{ loudness: 0.3 }, { score: 0.99, loudness: 0.2 }, true, 'a satellite\'s own detection has no score: loudness'],
+  ])('%j over %j: %s (%s)', (a, b, expected, _why) => {
+    expect(better(a, b)).toBe(expected);
+  });
+});
+
+describe('pushed audio', () => {
+  it('re-frames pushed blocks into 80 ms frames stamped with their place, and drops the oldest past its bound', async () => {
+    const audio = new PushedAudio(0.16); // two frames
+    for (let i = 0; i < 5; i++) audio.push(new Int16Array(1024).fill(i));
+    audio.end();
+    const frames: { atS: number; first: number }[] = [];
+    for await (const frame of audio.frames(new AbortController().signal)) frames.push({ atS: frame.atS, first: frame.samples[0] ?? -1 });
+    expect(frames).toEqual([{ atS: 0.16, first: 2 }, { atS: 0.24, first: 3 }]); // 5120 samples = 4 frames; the first 2 dropped
+    expect(audio.dropped).toBe(2);
+  });
+});
+
+describe('iris doctor and the hardened unit', () => {
+  /** What `systemctl show iris -p IPAddressAllow -p IPAddressDeny` prints for the shipped unit plus a drop-in allowing one LAN host. */
+  const SHOWN = 'IPAddressAllow=127.0.0.0/8 ::1/128 192.168.1.20/32\nIPAddressDeny=0.0.0.0/0 ::/0\n';
+
+  it('reads the unit\'s address policy as systemd applies it: an allowed address is reachable, else a denied one is not', () => {
+    const policy = parseAddressPolicy(SHOWN);
+    expect(policy).toEqual({ allow: ['127.0.0.0/8', '::1/128', '192.168.1.20/32'], deny: ['0.0.0.0/0', '::/0'] });
+    if (policy === undefined) return;
+    expect(['127.0.0.1', '::1', '192.168.1.20', '192.168.1.21', 'fd00::5'].map((a) => unitAllows(a, policy))).toEqual([true, true, true, false, false]);
+    expect(parseAddressPolicy('IPAddressAllow=\nIPAddressDeny=\n')).toBeUndefined(); // no policy: nothing to check
+  });
+
+  it('says which satellite the unit blocks and how to allow it, which answers, and which does not', async () => {
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'kitchen satellite' } }));
+    });
+    const closed = await closedPort();
+    const config = parseConfig(`[satellites.kitchen]\nuri = "tcp://127.0.0.1:${sat.port}"\n[satellites.garden]\nuri = "tcp://192.168.1.77:10700"\n[satellites.shed]\nuri = "tcp://127.0.0.1:${closed}"\n`, 'test-config');
+    const checks = await satelliteChecks(config, () => Promise.resolve(parseAddressPolicy(SHOWN)));
+    expect(checks).toEqual([
+      { ok: true, what: 'satellite kitchen', detail: `tcp://127.0.0.1:${sat.port} answers as a satellite ("kitchen satellite")` },
+      { ok: false, what: 'satellite garden', detail: 'tcp://192.168.1.77:10700: the iris unit may not reach 192.168.1.77 (IPAddressDeny); allow it with `sudo systemctl edit iris`: [Service] IPAddressAllow=192.168.1.77' },
+      { ok: false, what: 'satellite shed', detail: `tcp://127.0.0.1:${closed}: not answering (ECONNREFUSED)` },
+    ]);
+  });
+});
+
+describe('[satellites] in the config', () => {
+  it('takes rooms by name with uri and area; refuses a bad address, a bad name and a room without an address, each with its line', () => {
+    const config = parseConfig('[satellites]\ndiscover = true\n[satellites.kitchen]\nuri = "tcp://kitchen.lan:10700"\narea = "kitchen"\n', 'c');
+    expect(config.satellites).toEqual({ discover: true, kitchen: { uri: 'tcp://kitchen.lan:10700', area: 'kitchen', enabled: true } });
+    let problems: readonly string[] = [];
+    try {
+      parseConfig('[satellites.kitchen]\nuri = "kitchen.lan:10700"\n[satellites."living room"]\nuri = "tcp://a:1"\n[satellites.den]\narea = "den"\n', 'c');
+    } catch (error) {
+      problems = (error as ConfigError).problems;
+    }
+    expect(problems).toEqual([
+      'c:1: [satellites."living room"]: a name is 1–60 letters, digits, "_", "." or "-"',
+      'c:2: "satellites.kitchen.uri" = "kitchen.lan:10700" is not tcp://HOST:PORT',
+      'c:5: "satellites.den" must have required property \'uri\' ({"area":"den","enabled":true})',
+    ]);
+  });
+});
+
+describe('finding satellites ([satellites] discover)', () => {
+  const OUTPUT = readFileSync(fileURLToPath(new URL('fixtures/avahi-browse-wyoming.txt', import.meta.url)), 'utf8');
+
+  it('reads avahi-browse\'s parseable output: resolved services, IPv4 first, escaped names, bad ports and link-local addresses skipped', () => {
+    expect(parseAvahiBrowse(OUTPUT)).toEqual([
+      { service: 'Kitchen satellite', name: 'kitchen-satellite', host: 'kitchen-pi.local', address: '192.168.1.20', port: 10700, uri: 'tcp://192.168.1.20:10700' },
+      { service: 'iris on nas', name: 'iris-on-nas', host: 'nas.local', address: '192.168.1.5', port: 10700, uri: 'tcp://192.168.1.5:10700' },
+      { service: 'Küche.2', name: 'kuche.2', host: 'kueche.local', address: '192.168.1.21', port: 10700, uri: 'tcp://192.168.1.21:10700' },
+    ]);
+  });
+
+  it('serves a satellite it finds as a room, and passes over an endpoint that is no satellite', async () => {
+    const sat = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'kitchen', area: 'Kitchen <script>' } }));
+    });
+    const services = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { asr: [] }));
+    });
+    const output = OUTPUT.replace('192.168.1.20;10700', `127.0.0.1;${sat.port}`).replace('192.168.1.5;10700', `127.0.0.1;${services.port}`).replace(/^=.*K\\195.*$/m, '');
+    const logs: string[] = [];
+    const config = parseConfig('[satellites]\ndiscover = true\n', 'c');
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+      browse: () => Promise.resolve(parseAvahiBrowse(output)),
+      browseEveryMs: 20,
+    });
+    rooms.start();
+    try {
+      await until(() => rooms.status().some((r) => r.state === 'connected'));
+      expect(rooms.status()).toEqual([expect.objectContaining({ name: 'kitchen-satellite', uri: `tcp://127.0.0.1:${sat.port}`, area: 'Kitchen script', state: 'connected' })]);
+      expect(logs.filter((l) => l.includes('found'))).toEqual([`info rooms:discover: found "Kitchen satellite" at tcp://127.0.0.1:${sat.port}: room kitchen-satellite`]);
+      await until(() => services.connections() >= 1);
+    } finally {
+      await rooms.stop();
+    }
+    expect(services.seen).toEqual(['describe']); // asked once what it is, never told to run
+  });
+});
+
+describe('speech to text shared by rooms', () => {
+  it('a pool of pocketsphinx recognisers decodes two rooms\' commands at once, making a second only when both speak', async () => {
+    let made = 0;
+    const pool = pooledStt(() => {
+      made += 1;
+      return createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning });
+    });
+    await pool.start?.();
+    try {
+      const one = await pool.transcribe(commandSamples('what time is it'));
+      expect([one.text, made]).toEqual(['what time is it', 1]);
+      const [time, sum] = [commandSamples('what time is it'), commandSamples('what is two plus two')];
+      const [a, b] = await Promise.all([pool.stream?.(time), pool.stream?.(sum)]); // primed, as the loop primes with the wake phrase
+      expect(made).toBe(2);
+      a?.push(time);
+      b?.push(sum);
+      const heard = await Promise.all([a?.end(), b?.end()]);
+      expect(heard.map((h) => h?.text)).toEqual(['what time is it', 'what is two plus two']);
+      a?.cancel(); // after end: fine, and returns nothing twice
+      await pool.transcribe(commandSamples('what time is it'));
+      expect(made).toBe(2);
+    } finally {
+      await pool.stop?.();
+    }
+  });
+});
+
+describe('a satellite that floods', () => {
+  it('sending audio far faster than real time is dropped with one line (before it can take the CPU from other rooms) and retried', async () => {
+    const flood = await rawSatellite((event, socket) => {
+      if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'flood' } }));
+      if (event.type === 'run-satellite') {
+        socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
+        const second = Buffer.alloc(32_000); // 1 s of silence
+        for (let i = 0; i < 30; i++) socket.write(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, second));
+      }
+    });
+    const logs: string[] = [];
+    const config = parseConfig(`[satellites.flood]\nuri = "tcp://127.0.0.1:${flood.port}"\n`, 'c');
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+      retryMs: 50,
+    });
+    rooms.start();
+    try {
+      await until(() => flood.connections() >= 2);
+      expect(logs.find((l) => l.includes('faster than real time'))).toMatch(/^warn rooms:flood: tcp:\/\/127\.0\.0\.1:\d+: it sent audio faster than real time \(1[1-9] s in 0\.\d s\); reconnecting in 0\.1 s$/);
+    } finally {
+      await rooms.stop();
+    }
+  });
+});
+
+describe('barge-in in a room', () => {
+  it('the wake word during a reply stops the audio being sent at once (audio-stop) and takes the new command', async () => {
+    setup = await withDouble();
+    const s = setup;
+    const pieces = Array.from({ length: 8 }, (_v, i) => `Here is sentence ${i + 1} of a long answer that keeps on going for a while. `);
+    s.double.script({ content: ['Going ahead, and here is a long story. ', ...pieces] });
+    const sat = await new StreamingSatellite('den').listen();
+    const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[stt]\nengine = "pocketsphinx"\n[satellites.den]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const conversation = s.iris.conversation();
+    const rooms = new Rooms({ config: () => config, log: createLogger('rooms', { write: () => undefined }), respond: () => (text, signal, heard) => conversation.turn(text, signal, heard) });
+    rooms.start();
+    try {
+      await sat.next('detect'); // the room's loop listens
+      const replying = sat.next('audio-chunk');
+      sat.say(commandSamples('hey jarvis, go ahead', { padS: [0.3, 1] }));
+      await replying;
+      const heardAgain = sat.next('detection');
+      const stopped = sat.next('audio-stop');
+      const answered = sat.next('transcript'); // the second command's
+      sat.say(commandSamples('hey jarvis, what time is it', { padS: [0.3, 2] }));
+      const [detectedMs, stoppedMs] = await Promise.all([heardAgain, stopped]);
+      expect(stoppedMs - detectedMs).toBeLessThan(200);
+      await answered;
+      const texts = sat.received.filter((e) => e.type === 'transcript').map((e) => e.data.text);
+      expect(texts).toEqual(['go ahead', 'what time is it']);
+      // What was sent of the long answer: well under its length (~20 s of speech).
+      const firstReply = sat.received.slice(0, sat.received.findIndex((e) => e.type === 'audio-stop') + 1);
+      const seconds = firstReply.filter((e) => e.type === 'audio-chunk').reduce((sum, e) => sum + e.bytes, 0) / (22_050 * 2);
+      expect(seconds).toBeLessThan(6);
+      expect(firstReply.at(-1)?.atMs).toBe(stoppedMs);
+    } finally {
+      await rooms.stop();
+      sat.close();
+    }
+  }, 60_000);
+});
