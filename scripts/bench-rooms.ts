@@ -24,6 +24,9 @@ import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 const TURNS = 6;
 const ROOMS = 4;
 const WINDOW_S = 20;
+/** Rooms streaming at once for the capacity check (`IRIS_BENCH_CARRY`): does a reply in one of
+ * them stay quick while IRIS runs the wake word on every stream? */
+const CARRY = Number(process.env.IRIS_BENCH_CARRY ?? 24);
 
 const work = mkdtempSync(join(tmpdir(), 'iris-bench-rooms-'));
 const daemons: ChildProcess[] = [];
@@ -105,6 +108,26 @@ try {
   const single = await measure(1);
   const streaming = await measure(ROOMS);
 
+  // 3. Capacity: CARRY rooms streaming; the daemon's CPU, and a command answered in one of them.
+  const crowd = await Promise.all(Array.from({ length: CARRY }, (_, i) => new StreamingSatellite(`room${i + 1}`).listen()));
+  const busy = await daemon(crowd);
+  const crowded = usage(busy.pid ?? 0, WINDOW_S);
+  const crowdedReplies: number[] = [];
+  const speaker = crowd[0] as StreamingSatellite;
+  for (let i = 0; i < 3; i++) {
+    const ended = speaker.next('voice-stopped');
+    const audio = speaker.next('audio-chunk');
+    const played = speaker.next('audio-stop');
+    speaker.say(command);
+    const [e, a] = [await ended, await audio];
+    await played;
+    crowdedReplies.push(a - e);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  const carried = await crowded;
+  busy.kill('SIGTERM');
+  for (const s of crowd) s.close();
+
   const figures = {
     turns: TURNS,
     wake_to_first_audio_ms_p50: round(median(wakeToAudio), 0),
@@ -117,11 +140,15 @@ try {
     daemon_with_rooms: streaming,
     first_room: { cpu_ms_per_s: round(single.cpuMsPerS - none.cpuMsPerS, 1), rss_mib: round(single.rssMiB - none.rssMiB, 1) },
     cpu_ms_per_s_per_room: round((streaming.cpuMsPerS - single.cpuMsPerS) / (ROOMS - 1), 1),
+    // CARRY rooms streaming, three commands said in one of them meanwhile: the daemon's CPU (of
+    // the 2,000 ms/s two cores give) and that room's end of speech → first reply audio byte.
+    carry: { rooms: CARRY, daemon: carried, share_of_two_cores: round(carried.cpuMsPerS / 2000, 2), end_of_speech_to_first_audio_ms: crowdedReplies.map((x) => round(x, 0)) },
     // Not a per-room memory figure: what each further room adds (~10 MiB) is below the run-to-run
     // swing of the daemon's peak RSS (±30 MiB), so the totals are reported as measured.
   };
   console.log(`rooms: wake word → first reply audio byte at the satellite ${figures.wake_to_first_audio_ms_p50} ms p50 (the command is spoken in between); end of speech → first audio byte ${figures.end_of_speech_to_first_audio_ms_p50} ms p50, over ${TURNS} turns`);
   console.log(`rooms: each further streaming room ${figures.cpu_ms_per_s_per_room} ms CPU per second (${round(figures.cpu_ms_per_s_per_room / 10, 1)} % of a core), the first ${figures.first_room.cpu_ms_per_s} ms/s; daemon CPU ${none.cpuMsPerS} → ${single.cpuMsPerS} → ${streaming.cpuMsPerS} ms/s and peak RSS ${none.rssMiB} → ${single.rssMiB} → ${streaming.rssMiB} MiB with 0, 1, ${ROOMS} rooms`);
+  console.log(`rooms: ${CARRY} rooms streaming: daemon CPU ${carried.cpuMsPerS} ms/s (${round(carried.cpuMsPerS / 20, 0)} % of 2 cores), peak RSS ${carried.rssMiB} MiB; a command in one of them, end of speech → first audio byte ${figures.carry.end_of_speech_to_first_audio_ms.join(', ')} ms`);
   writeResults('rooms', figures);
 } finally {
   for (const d of daemons) if (d.exitCode === null) d.kill('SIGKILL');

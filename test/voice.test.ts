@@ -213,6 +213,16 @@ describe('the voice loop', () => {
     expect(end - second).toBeGreaterThan(0.05); // scored before the pause ended the turn
   });
 
+  it('stopped while a command is being spoken (a room removed, the daemon stopping), it never acts on half of it', async () => {
+    const controller = new AbortController();
+    const { asked, respond } = replies('Done.');
+    const whole = commandSamples('hey jarvis, remind me in an hour to call mom', { padS: [0.5, 0] });
+    const half = whole.subarray(0, Math.floor(whole.length * 0.8));
+    const runs = await new VoiceLoop(base(new CollectingSink(), respond)).run(scriptedSource([half, () => Promise.resolve(controller.abort(new Error('stopping')))]), controller.signal);
+    expect(runs.map((r) => r.outcome)).toEqual(['cancelled']);
+    expect(asked).toEqual([]);
+  });
+
   it('after not catching a command it listens again without the wake word', async () => {
     const { asked, respond } = replies('Done.');
     const runs: string[] = [];

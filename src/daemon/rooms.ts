@@ -77,7 +77,7 @@ export interface RoomsOptions {
   /** First reconnect delay (ms); tests shorten it. */
   retryMs?: number;
   /** Find satellites on the network (`[satellites] discover`); default avahi-browse. */
-  browse?: () => Promise<Discovered[]>;
+  browse?: (signal: AbortSignal) => Promise<Discovered[]>;
   /** Browse this often (ms); default a minute. */
   browseEveryMs?: number;
 }
@@ -252,7 +252,7 @@ export class Rooms {
 
   async stop(): Promise<Announcement[]> {
     this.#stopping.abort(new Error('stopping'));
-    await this.#browsing;
+    await this.#browsing; // quick: the browse and each describe follow the stop signal
     this.#arbiter.stop();
     const unsaid = await Promise.all([...this.#rooms.values()].map((room) => room.stop()));
     this.#rooms.clear();
@@ -268,10 +268,11 @@ export class Rooms {
     let said = '';
     while (!signal.aborted && this.#o.config().satellites.discover === true) {
       try {
-        const found = await (this.#o.browse ?? browseWyoming)();
+        const found = await (this.#o.browse ?? browseWyoming)(signal);
         said = '';
         const next = new Map<string, Discovered>();
         for (const d of found) {
+          if (signal.aborted) break;
           if (this.#notSatellites.has(d.uri)) continue;
           const known = [...this.#discovered.values()].some((k) => k.uri === d.uri);
           if (!known) {
@@ -557,7 +558,11 @@ class Room {
       const controller = new AbortController();
       const announcer = new Announcer({ sink, tts: this.deps.tts(), isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
       const running = loop.run(this.#source, controller.signal).catch((error: unknown) => {
-        if (!controller.signal.aborted) this.#log.error(`voice loop: ${messageOf(error)}`);
+        if (controller.signal.aborted) return;
+        this.#log.error(`voice loop: ${messageOf(error)}`);
+        // Not a deaf room: the satellite's next run-pipeline starts a new loop.
+        if (this.#voice?.loop === loop) this.#voice = undefined;
+        this.#link.send('error', { text: 'IRIS could not listen; it starts again at the next wake word', code: 'failed' });
       });
       this.#voice = { mode, loop, controller, running, announcer };
       for (const announcement of this.#waiting.splice(0)) announcer.announce(announcement);

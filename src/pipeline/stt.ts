@@ -69,7 +69,12 @@ export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
     if (all.length >= max) return new Promise((resolve) => waiting.push(resolve));
     const made = create();
     all.push(made);
-    await made.start?.();
+    try {
+      await made.start?.();
+    } catch (error) {
+      all.splice(all.indexOf(made), 1); // a slot for the next try, not a broken engine kept
+      throw error;
+    }
     return made;
   };
   const give = (engine: SpeechToText): void => {

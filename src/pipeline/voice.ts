@@ -270,10 +270,12 @@ export class VoiceLoop<R> {
           return finished;
         }
       }
-      // The source ended (a file): a command still being spoken ends here.
+      // The source ended (a file): a command still being spoken ends here. Stopped instead (a
+      // room removed, the daemon stopping): half a command is never acted on.
       if (command) {
         const done = command;
-        if (done.endpointer.state === 'speaking') {
+        if (signal.aborted) report(this.#finish(done, 'cancelled'));
+        else if (done.endpointer.state === 'speaking') {
           this.#emit(done.run, 'end_of_speech-end', { atS: lastAtS, state: 'end_of_audio' });
           await this.#startTurn(done, signal).then(onTurnEnd);
         } else report(this.#finish(done, 'no_speech'));
@@ -291,6 +293,7 @@ export class VoiceLoop<R> {
   #startTurn(command: Command, outer: AbortSignal): Promise<VoiceRun<R>> {
     const controller = new AbortController();
     const stop = () => controller.abort(outer.reason);
+    if (outer.aborted) stop(); // an aborted signal fires no more 'abort' events
     outer.addEventListener('abort', stop, { once: true });
     this.#state = 'replying';
     const work = this.#reply(command, controller.signal).finally(() => outer.removeEventListener('abort', stop));

@@ -155,7 +155,10 @@ export class SatelliteLink {
         for (const event of events) {
           if (socket.destroyed) return;
           if (event.type === 'ping') {
-            socket.write(encodeEvent('pong', typeof event.data.text === 'string' ? { text: event.data.text } : {}));
+            // Answered through the same limit as every send: a peer that pings and never reads
+            // must not fill the daemon's memory with pongs.
+            if (socket.writableLength > (this.#o.maxUnreadBytes ?? 8 * 1024 * 1024)) return this.#drop(socket, 'it stopped reading');
+            socket.write(encodeEvent('pong', typeof event.data.text === 'string' ? { text: event.data.text.slice(0, 256) } : {}));
           } else if (event.type === 'pong') {
             arm(pingEveryMs, () => {
               socket.write(encodeEvent('ping'));
@@ -178,7 +181,7 @@ export class SatelliteLink {
             } catch (error) {
               // Audio IRIS cannot take (a format, a pace): the satellite is told why, then dropped.
               if (error instanceof WyomingError) socket.end(encodeEvent('error', { text: messageOf(error), code: error.code }));
-              fail(error instanceof WyomingError ? messageOf(error) : `could not handle "${event.type}" (${messageOf(error)})`);
+              fail(error instanceof WyomingError ? messageOf(error) : `could not handle ${JSON.stringify(event.type.slice(0, 60))} (${messageOf(error)})`);
             }
           }
         }
