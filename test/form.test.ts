@@ -37,6 +37,16 @@ describe('fitting replies to a form', () => {
     });
   });
 
+  it("never runs a server's regular expression on the person's words", async () => {
+    // ^(a+)+$ against "aaaa…b" backtracks for minutes; MCP's form fields have no pattern.
+    const { interview } = open(form({ type: 'object', properties: { code: { type: 'string', title: 'Code', pattern: '^(a+)+$', maxLength: 5 } }, required: ['code'] }));
+    const started = performance.now();
+    const again = await interview.reply(`${'a'.repeat(40)}b`, false);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(again.say).toMatch(/must NOT have more than 5 characters/);
+    expect(again.say).not.toMatch(/pattern/);
+  });
+
   it('reads choices by value or title, numbers in words, and yes/no for a boolean', async () => {
     const { interview } = open(form({
       type: 'object',

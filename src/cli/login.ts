@@ -103,11 +103,13 @@ export async function login(o: LoginOptions): Promise<string> {
     const typed = pasted(o.input);
     const answer = await Promise.race([redirect.next, typed.next, timeout()]).finally(() => typed.close());
     const params = answer.searchParams;
-    const error = params.get('error');
-    if (error !== null) throw new SignInError('refused', `the authorization server refused the sign-in: ${printable(error)}${params.get('error_description') ? ` (${printable(params.get('error_description'))})` : ''}`);
+    // The state first: a redirect that is not this sign-in's (any local process can call the
+    // listener) gets no say, not even its error text on the terminal.
     if (params.get('state') !== provider.expectedState) {
       throw new SignInError('state', 'the redirect does not belong to this sign-in (its state does not match); nothing was stored. Start iris mcp login again and use the newest address');
     }
+    const error = params.get('error');
+    if (error !== null) throw new SignInError('refused', `the authorization server refused the sign-in: ${printable(error)}${params.get('error_description') ? ` (${printable(params.get('error_description'))})` : ''}`);
     const issuer = discovery.authorizationServerMetadata?.issuer ?? discovery.authorizationServerUrl;
     const iss = params.get('iss');
     if (iss !== null ? !sameIssuer(iss, issuer) : (discovery.authorizationServerMetadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)?.authorization_response_iss_parameter_supported === true) {

@@ -80,7 +80,7 @@ export class FormInterview {
     const fields = readFields(question.schema, ajv);
     let validate: ValidateFunction | undefined;
     try {
-      validate = ajv.compile(question.schema);
+      validate = ajv.compile(unpatterned(question.schema));
     } catch {
       // a form ajv refuses: said as such below
     }
@@ -109,7 +109,7 @@ export class FormInterview {
     const fitted = fit(field, text, words, said, spoken);
     if ('problem' in fitted) return this.#again(fitted.problem);
     const { value } = fitted;
-    if (!field.validate(value)) return this.#again(`"${String(value)}" won't do: it ${explain(field.validate.errors ?? [])}.`);
+    if (!field.validate(value)) return this.#again(`"${plain(String(value), LABEL_CHARS)}" won't do: it ${plain(explain(field.validate.errors ?? []), MESSAGE_CHARS)}.`);
     this.#content[field.name] = value;
     this.#at += 1;
     this.#retried = false;
@@ -130,7 +130,7 @@ export class FormInterview {
       if (value !== undefined) content[field.name] = value;
     }
     if (!this.#validate(content)) {
-      return { answer: { action: 'decline' }, say: `The ${this.#server} server's form doesn't accept its own defaults (${explain(this.#validate.errors ?? [])}), so I declined.` };
+      return { answer: { action: 'decline' }, say: `The ${this.#server} server's form doesn't accept its own defaults (${plain(explain(this.#validate.errors ?? []), MESSAGE_CHARS)}), so I declined.` };
     }
     return { answer: { action: 'accept', content } };
   }
@@ -159,7 +159,7 @@ function readFields(schema: FormSchema, ajv: Ajv): Field[] | string {
     const type = primitive ? (raw.type as Field['type']) : 'other';
     let validate: ValidateFunction;
     try {
-      validate = ajv.compile(raw);
+      validate = ajv.compile(unpatterned(raw));
     } catch {
       return `something it describes in a way IRIS cannot read ("${title}")`; // a schema ajv refuses
     }
@@ -252,6 +252,13 @@ function sentence(text: string): string {
 }
 
 /** The server's text as plain words: no control characters or brackets, one line, capped. */
+/**
+ * MCP's form fields have no `pattern`: a server's regular expression run on the person's words
+ * could stall the daemon (catastrophic backtracking), so any is dropped before ajv compiles.
+ */
+const unpatterned = <T>(schema: T): T =>
+  JSON.parse(JSON.stringify(schema, (key, value: unknown) => (key === 'pattern' || key === 'patternProperties' ? undefined : value))) as T;
+
 function plain(text: string, max: number): string {
   const flat = plainText(text).replace(/\s+/g, ' ').trim();
   if (flat.length <= max) return flat;

@@ -104,8 +104,7 @@ export class ModelTurn {
         this.confirmation = undefined;
         this.asked?.call.abandon();
         this.asked = undefined;
-        // An address is said without its scheme ("auth.example.org/device"), not as "the link".
-        return this.#askFor(asIs.replace(/\bhttps?:\/\//gi, ''));
+        return this.#sayAsIs(asIs);
       }
       if (this.confirmation !== undefined) return this.#askToConfirm(this.confirmation.call);
       if (this.asked !== undefined) return this.#askFor(this.#question);
@@ -127,6 +126,7 @@ export class ModelTurn {
         return this.#askFor(ran.question);
       }
       result = ran.result;
+      if (isSaidAsIs(result)) return this.#sayAsIs(resultText(result));
     }
     return this.run([...this.#withResult(pending.model, pending.call.label, pending.call.arguments, result), user], memory);
   }
@@ -143,6 +143,7 @@ export class ModelTurn {
       this.asked = asked;
       return this.#askFor(step.question);
     }
+    if (isSaidAsIs(step.result)) return this.#sayAsIs(resultText(step.result));
     return this.run(this.#withResult(asked.model, asked.name, asked.arguments, step.result), memory);
   }
 
@@ -315,6 +316,12 @@ export class ModelTurn {
       this.asked = { ...asking, model };
     }
     return asIs;
+  }
+
+  /** End the turn with IRIS's own sentence, word for word; an address is said without its
+   * scheme ("auth.example.org/device"), not as "the link". */
+  #sayAsIs(text: string): string {
+    return this.#askFor(text.replace(/\bhttps?:\/\//gi, ''));
   }
 
   /** End the turn with a running call's question; the next utterance answers it. */

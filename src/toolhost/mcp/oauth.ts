@@ -354,6 +354,12 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     const { discovery, tokens } = doc;
     const client = await this.clientInformation().catch(() => undefined);
     if (discovery === undefined || tokens?.refresh_token === undefined || client === undefined) return;
+    // A refresh token goes back only to the server that issued it: a sign-in begun elsewhere
+    // (new discovery stored, old tokens kept) must not send it to another authorization server.
+    if (tokens.issuer === undefined || !sameIssuer(tokens.issuer, discovery.authorizationServerUrl)) {
+      this.#o.log.warn(`${this.#o.name}: the stored tokens are from another authorization server; not refreshed`);
+      return;
+    }
     try {
       const fresh = await refreshAuthorization(discovery.authorizationServerUrl, {
         ...(discovery.authorizationServerMetadata === undefined ? {} : { metadata: discovery.authorizationServerMetadata }),
@@ -518,6 +524,11 @@ export interface DeviceSignIn {
 export async function startDeviceSignIn(name: string, config: McpServerConfig, options: HttpAuthOptions & { signal: AbortSignal }): Promise<DeviceSignIn | undefined> {
   const { oauth } = config;
   if (config.url === undefined || oauth?.client_id === undefined || oauth.grant === 'client_credentials') return undefined;
+  // Nobody watches a sign-in the daemon starts: a client secret goes only to the pinned issuer.
+  if (oauth.client_secret !== undefined && oauth.issuer === undefined) {
+    options.log.warn(`${name}: no sign-in by code with a client_secret but no [oauth] issuer to send it to`);
+    return undefined;
+  }
   const fetchFn = boundedFetch(options.timeoutMs);
   const store = authStore(options.stateDir, name, options.log);
   const doc = (await store.read()) ?? { version: 1 as const };
@@ -544,10 +555,19 @@ export async function startDeviceSignIn(name: string, config: McpServerConfig, o
     return undefined;
   }
   checkEndpoint('verification address', where);
+  // Both are said word for word as IRIS's own sentence: only a plain code and the address's
+  // host and path, never other text the server put there.
+  if (!/^[A-Za-z0-9-]{4,16}$/.test(userCode)) {
+    options.log.warn(`${name}: the authorization server's user code is not a plain code; no sign-in by code`);
+    return undefined;
+  }
+  const address = new URL(where);
+  const said = `${address.host}${address.pathname === '/' ? '' : address.pathname}`.slice(0, 80);
   const tokenEndpoint = metadata.token_endpoint;
-  const until = Date.now() + (typeof expiresIn === 'number' ? expiresIn : 600) * 1000;
+  // At most 30 minutes, polled no faster than every DEVICE_INTERVAL_S, whatever the server says.
+  const until = Date.now() + Math.min(typeof expiresIn === 'number' ? expiresIn : 600, 1800) * 1000;
   const done = (async (): Promise<boolean> => {
-    let everyS = typeof interval === 'number' && interval > 0 ? interval : DEVICE_INTERVAL_S;
+    let everyS = Math.max(typeof interval === 'number' ? interval : 0, DEVICE_INTERVAL_S);
     while (Date.now() < until) {
       await sleep(everyS * 1000, undefined, { signal: options.signal });
       const answer = await post(tokenEndpoint, { grant_type: DEVICE_GRANT, device_code: deviceCode }).catch((error: unknown) => ({ status: 0, json: { error: messageOf(error) } }));
@@ -571,5 +591,5 @@ export async function startDeviceSignIn(name: string, config: McpServerConfig, o
     if (!options.signal.aborted) options.log.warn(`${name}: the sign-in by code failed (${messageOf(error)})`);
     return false;
   });
-  return { sentence: `To sign in to ${name}, go to ${where} and enter the code ${userCode}.`, done };
+  return { sentence: `To sign in to ${name}, go to ${address.protocol}//${said} and enter the code ${userCode}.`, done };
 }

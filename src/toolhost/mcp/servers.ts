@@ -329,9 +329,11 @@ export class McpServers {
    * (MCP does not say which call a question belongs to); with none, it is declined.
    */
   async #ask(server: Server, question: ToolQuestion, signal: AbortSignal): Promise<ToolAnswer> {
-    const ask = server.askers[0];
-    if (ask !== undefined) return ask(question, signal);
-    this.#log.info(`${server.name}: asked the person a question where nobody can answer; declined`);
+    const [ask, ...others] = server.askers;
+    // MCP does not say which call a question belongs to: with calls from two conversations in
+    // flight (two rooms), asking one of them could put one person's question to another.
+    if (ask !== undefined && others.length === 0) return ask(question, signal);
+    this.#log.info(`${server.name}: asked the person a question ${ask === undefined ? 'where nobody can answer' : 'while several of its calls run, so whose it is is unknown'}; declined`);
     return { action: 'decline' };
   }
 
