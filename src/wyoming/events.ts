@@ -55,9 +55,21 @@ export function wavEvents(wav: Buffer): { events: { type: string; data: Record<s
 export class EventReader {
   #buffer: Buffer = Buffer.alloc(0);
   #pending: { type: string; data: Record<string, unknown>; dataLength: number; payloadLength: number } | undefined;
+  /** Chunks of a payload still arriving, joined once it is whole (joining at every chunk made a
+   * 4 MiB payload cost hundreds of MiB of copying). */
+  #waiting: Buffer[] = [];
+  #waitingBytes = 0;
 
   push(chunk: Buffer): WyomingEvent[] {
-    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
+    const pending = this.#pending;
+    if (pending !== undefined && this.#buffer.length + this.#waitingBytes + chunk.length < pending.dataLength + pending.payloadLength) {
+      this.#waiting.push(chunk);
+      this.#waitingBytes += chunk.length;
+      return [];
+    }
+    this.#buffer = this.#buffer.length === 0 && this.#waiting.length === 0 ? chunk : Buffer.concat([this.#buffer, ...this.#waiting, chunk]);
+    this.#waiting = [];
+    this.#waitingBytes = 0;
     const events: WyomingEvent[] = [];
     for (;;) {
       if (this.#pending === undefined) {
