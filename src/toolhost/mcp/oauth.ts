@@ -372,9 +372,17 @@ export class StoredOAuthProvider implements OAuthClientProvider {
       this.#o.log.info(`${this.#o.name}: access token refreshed before it expired${fresh.expires_in === undefined ? '' : `; valid ${fresh.expires_in} s`}`);
     } catch (error) {
       const text = messageOf(error).split('\n')[0] ?? '';
-      if (/invalid_grant|invalid_client|unauthorized_client|Invalid grant/i.test(`${(error as Error).name} ${text}`)) {
+      // The SDK's error classes (InvalidGrantError …) or the OAuth codes; a description is optional.
+      if (/invalid[_ ]?grant|invalid[_ ]?client|unauthorized[_ ]?client/i.test(`${(error as Error).name} ${text}`)) {
         this.#o.log.warn(`${this.#o.name}: the refresh token was refused (${text})`);
-        await this.invalidateCredentials('tokens');
+        // Only if it is still the stored one: another IRIS process (the CLI beside the daemon)
+        // may have refreshed first, and refresh tokens rotate, so this one was used up, not revoked.
+        await this.#change((d) => {
+          if (d.tokens?.refresh_token !== tokens.refresh_token) return;
+          delete d.tokens;
+          delete d.expires_at;
+          delete d.lifetime_ms;
+        });
       } else this.#o.log.warn(`${this.#o.name}: refreshing the access token failed (${text}); trying the old one`);
     }
   }
