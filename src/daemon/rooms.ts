@@ -375,7 +375,8 @@ class Room {
   /** Announcements for this room before its voice was up. */
   #waiting: Announcement[] = [];
   /** Audio received on this connection (s), and since when (performance.now()). */
-  #audio = { seconds: 0, sinceMs: 0 };
+  /** Audio received since the link came up, and the pace allowance left (seconds of audio). */
+  #audio = { seconds: 0, sinceMs: 0, credit: AUDIO_SLACK_S, atMs: 0 };
 
   constructor(
     readonly name: string,
@@ -456,7 +457,7 @@ class Room {
     const satellite = info.satellite;
     this.#satellite = satellite !== null && typeof satellite === 'object' ? (satellite as Record<string, unknown>) : {};
     this.#doing = 'idle';
-    this.#audio = { seconds: 0, sinceMs: performance.now() };
+    this.#audio = { seconds: 0, sinceMs: performance.now(), credit: AUDIO_SLACK_S, atMs: performance.now() };
     this.#stalePlayed = 0;
     const name = typeof this.#satellite.name === 'string' ? ` (${JSON.stringify(this.#satellite.name.slice(0, 60))})` : ''; // the peer's text: quoted, one line
     this.#log.info(`connected to ${this.uri}${name}, area ${this.area}`);
@@ -480,10 +481,15 @@ class Room {
         if (event.payload === undefined) return;
         const samples = toSpeech(event);
         // A peer streaming faster than real time would take the CPU from every other room.
-        this.#audio.seconds += samples.length / 16_000;
-        const wallS = (performance.now() - this.#audio.sinceMs) / 1000;
-        if (this.#audio.seconds > wallS * MAX_AUDIO_PACE + AUDIO_SLACK_S) {
-          throw new WyomingError('wyoming_too_fast', `it sent audio faster than real time (${Math.round(this.#audio.seconds)} s in ${wallS.toFixed(1)} s)`);
+        // A token bucket: the allowance grows at MAX_AUDIO_PACE seconds of audio a second, up
+        // to AUDIO_SLACK_S, so a satellite quiet for an hour has not saved up an hour of it.
+        const now = performance.now();
+        const audio = this.#audio;
+        audio.seconds += samples.length / 16_000;
+        audio.credit = Math.min(AUDIO_SLACK_S, audio.credit + ((now - audio.atMs) / 1000) * MAX_AUDIO_PACE) - samples.length / 16_000;
+        audio.atMs = now;
+        if (audio.credit < 0) {
+          throw new WyomingError('wyoming_too_fast', `it sent audio faster than real time (${Math.round(audio.seconds)} s in ${((now - audio.sinceMs) / 1000).toFixed(1)} s)`);
         }
         this.#source.push(samples);
         this.#loudness.push(rms(samples));
