@@ -67,6 +67,21 @@ function setup(servers: string, extra = '') {
 
 const server = (name: string, url: string, oauth = ''): string => `[mcp.servers.${name}]\nurl = "${url}"\n${oauth === '' ? '' : `[mcp.servers.${name}.oauth]\n${oauth}\n`}`;
 
+/** A running daemon for `work`; its log is kept (searched for tokens at the end), and it is stopped after. */
+async function withDaemon(vars: Record<string, string>, work: (daemon: ChildProcess, log: () => string) => Promise<void>): Promise<void> {
+  const daemon = startIris(['daemon'], vars);
+  let daemonLog = '';
+  daemon.stderr?.on('data', (chunk: Buffer) => (daemonLog += chunk.toString()));
+  try {
+    await work(daemon, () => daemonLog);
+  } finally {
+    const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+    daemon.kill('SIGTERM');
+    await stopped;
+    seen.push(daemonLog);
+  }
+}
+
 /** Start `iris mcp login NAME`; resolves with the child and the authorization URL it printed. */
 async function startLogin(vars: Record<string, string>, args: string[], issuer = as.issuer): Promise<{ child: ChildProcess; url: string; done: Promise<Run> }> {
   const child = startIris(['mcp', 'login', ...args], vars, true);
@@ -93,10 +108,7 @@ const SENTENCE = 'The calendar tools need you to sign in again: run iris mcp log
 describe('iris mcp login', () => {
   it('signs in on the loopback redirect with dynamic registration; a running daemon reconnects and the tools work', async () => {
     const { vars, doc, run } = setup(server('calendar', calendar.url));
-    const daemon = startIris(['daemon'], vars);
-    let daemonLog = '';
-    daemon.stderr?.on('data', (chunk: Buffer) => (daemonLog += chunk.toString()));
-    try {
+    await withDaemon(vars, async (daemon, log) => {
       const waiting = waitForLine(daemon, /calendar: needs sign-in/);
       await waitForLine(daemon, /ready:/);
       await waiting;
@@ -118,7 +130,7 @@ describe('iris mcp login', () => {
       expect(stored?.client?.issuer).toBe(as.issuer);
       expect(stored?.client?.client_id).not.toBe(PRE_REGISTERED.client_id); // registered dynamically
       expect(statSync(join(vars.IRIS_STATE_DIR, 'mcp-auth', 'calendar.json')).mode & 0o777).toBe(0o600);
-      expect(daemonLog.match(/calendar: needs sign-in/g)).toHaveLength(1);
+      expect(log().match(/calendar: needs sign-in/g)).toHaveLength(1);
       seen.push((await run(['status', '--json'])).stdout);
 
       // Signed out: the daemon hears of it, and the tools say how to sign in again.
@@ -128,12 +140,7 @@ describe('iris mcp login', () => {
       expect(doc('calendar')).toBeUndefined();
       expect((await run(['status'])).stdout).toContain(`MCP calendar: needs sign-in, 2 tools`);
       expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 1, stdout: `${SENTENCE}\n` });
-    } finally {
-      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
-      daemon.kill('SIGTERM');
-      await stopped;
-      seen.push(daemonLog);
-    }
+    });
   }, 30_000);
 
   it('signs in with a pre-registered client and a pasted address; refreshes before expiry and when the token is refused; a revoked grant means sign in again', async () => {
@@ -247,28 +254,20 @@ describe('iris mcp login', () => {
 
   it('signs in by voice where the authorization server offers a code to enter (RFC 8628): the daemon says where, polls, and reconnects', async () => {
     const { vars, doc, run } = setup(server('calendar', calendar.url, `client_id = "${DEVICE.client_id}"\nissuer = "${as.issuer}"`));
-    const daemon = startIris(['daemon'], vars);
-    let daemonLog = '';
-    daemon.stderr?.on('data', (chunk: Buffer) => (daemonLog += chunk.toString()));
-    try {
+    await withDaemon(vars, async (daemon, log) => {
       await waitForLine(daemon, /ready:/);
       const asked = await run(['tools', 'call', 'calendar.whoami']);
       const spoken = /^To sign in to calendar, go to (http:\/\/127\.0\.0\.1:\d+\/device) and enter the code ([B-Z]{4}-[B-Z]{4})\.\n$/.exec(asked.stdout);
       expect(asked.code).toBe(1);
-      expect(spoken, `${asked.stdout}${asked.stderr}${daemonLog}`).not.toBeNull();
+      expect(spoken, `${asked.stdout}${asked.stderr}${log()}`).not.toBeNull();
       expect((await run(['tools', 'call', 'calendar.whoami'])).stdout).toBe(asked.stdout); // the same code until it is used
       const up = waitForLine(daemon, /calendar: up over streamable-http/);
       expect(await enterCode(spoken?.[1] ?? '', spoken?.[2] ?? '')).toMatch(/Sign-in Success/);
       await up;
-      expect(daemonLog).toMatch(/calendar: signed in by code/);
+      expect(log()).toMatch(/calendar: signed in by code/);
       expect(await run(['tools', 'call', 'calendar.whoami'])).toMatchObject({ code: 0, stdout: 'signed in as alice with calendar.read\n' });
       expect(doc('calendar')?.tokens?.issuer).toBe(as.issuer);
-    } finally {
-      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
-      daemon.kill('SIGTERM');
-      await stopped;
-      seen.push(daemonLog);
-    }
+    });
   }, 30_000);
 
   it('signs in with the client-credentials grant, without a person', async () => {

@@ -3,32 +3,20 @@
 // conversation_id is answered only in that conversation.
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Conversations } from '../src/daemon/conversations.js';
-import { createLogger } from '../src/log.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
-import { serveWyoming } from '../src/wyoming/server.js';
-import { irisServices } from '../src/wyoming/services.js';
-import { withDouble, type Setup } from './helpers/conversation.js';
+import type { WyomingOptions } from '../src/wyoming/server.js';
+import { serveIris, type Served } from './helpers/wyoming.js';
 import { speechSamples } from './helpers/speech.js';
 
-let setup: Setup | undefined;
-let close: (() => Promise<void>) | undefined;
+let served: Served | undefined;
 afterEach(async () => {
-  await close?.();
-  await setup?.iris.stop();
-  await setup?.double.close();
-  setup = undefined;
-  close = undefined;
+  await served?.stop();
+  served = undefined;
 });
 
-async function serve(): Promise<{ port: number; s: Setup; logs: string[] }> {
-  const s = await withDouble();
-  setup = s;
-  const logs: string[] = [];
-  const log = createLogger('wyoming', { level: 'debug', write: (line) => logs.push(line) });
-  const server = await serveWyoming('tcp://127.0.0.1:0', irisServices(() => s.iris.config, new Conversations(() => s.iris.conversation()), log), log);
-  close = server.close;
-  return { port: server.port, s, logs };
+async function serve(options: WyomingOptions = {}): Promise<Served> {
+  served = await serveIris(options);
+  return served;
 }
 
 /** One connection, as Home Assistant opens one per request: send `events`, read until `until`. */

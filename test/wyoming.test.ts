@@ -6,12 +6,9 @@ import { existsSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Conversations } from '../src/daemon/conversations.js';
-import { createLogger } from '../src/log.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
-import { serveWyoming, type WyomingOptions } from '../src/wyoming/server.js';
-import { irisServices } from '../src/wyoming/services.js';
-import { withDouble, type Setup } from './helpers/conversation.js';
+import type { WyomingOptions } from '../src/wyoming/server.js';
+import { serveIris, type Served } from './helpers/wyoming.js';
 import { commandWav } from './helpers/speech.js';
 import { startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
@@ -25,29 +22,19 @@ const KIT = `${ROOT}.cache/wyoming-testkit`;
 const HA_PYTHON = `${KIT}/ha/bin/python`;
 const CLIENT = fileURLToPath(new URL('fixtures/wyoming-ha-client.py', import.meta.url));
 
-let setup: Setup | undefined;
-let close: (() => Promise<void>) | undefined;
+let served: Served | undefined;
 afterEach(async () => {
-  await close?.();
-  await setup?.iris.stop();
-  await setup?.double.close();
-  setup = undefined;
-  close = undefined;
+  await served?.stop();
+  served = undefined;
 });
 
 beforeAll(() => {
   if (!existsSync(HA_PYTHON)) execFileSync('bash', [`${ROOT}../shared/testkit/wyoming/install.sh`, KIT], { stdio: 'ignore' });
 }, 300_000);
 
-async function serve(options: WyomingOptions = {}): Promise<{ port: number; s: Setup; logs: string[] }> {
-  const s = await withDouble();
-  setup = s;
-  const logs: string[] = [];
-  const log = createLogger('wyoming', { level: 'debug', write: (line) => logs.push(line) });
-  const services = irisServices(() => s.iris.config, new Conversations(() => s.iris.conversation()), log);
-  const server = await serveWyoming('tcp://127.0.0.1:0', services, log, options);
-  close = server.close;
-  return { port: server.port, s, logs };
+async function serve(options: WyomingOptions = {}): Promise<Served> {
+  served = await serveIris(options);
+  return served;
 }
 
 describe('Home Assistant (the wyoming 1.9 library) against IRIS', () => {
