@@ -343,3 +343,49 @@ describe('barge-in in a room', () => {
     }
   }, 60_000);
 });
+
+describe('a satellite that ends its pipeline early', () => {
+  it('end_stage asr: the words go back as the transcript, and nothing is answered or said', async () => {
+    const sat = await new StreamingSatellite('hall', { start_stage: 'wake', end_stage: 'asr', restart_on_end: true }).listen();
+    const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[stt]\nengine = "pocketsphinx"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const asked: string[] = [];
+    const rooms = new Rooms({ config: () => config, log: createLogger('rooms', { write: () => undefined }), respond: () => (text) => {
+      asked.push(text);
+      return { sentences: (async function* () { await Promise.resolve(); yield 'never'; })(), result: Promise.resolve({ reply: 'never', route: 'local', tool_calls: [] } as never) };
+    } });
+    rooms.start();
+    try {
+      await sat.next('detect');
+      const heard = sat.next('transcript');
+      const listening = sat.next('detect'); // the next run, at the wake word again
+      sat.say(commandSamples('hey jarvis, what time is it', { padS: [0.3, 1.2] }));
+      await heard;
+      await listening;
+      expect(sat.received.filter((e) => e.type === 'transcript').map((e) => e.data.text)).toEqual(['what time is it']);
+      expect(asked).toEqual([]);
+      expect(sat.received.map((e) => e.type).filter((t) => t === 'synthesize' || t === 'audio-start')).toEqual([]);
+    } finally {
+      await rooms.stop();
+      sat.close();
+    }
+  }, 60_000);
+
+  it.each(['nonsense', '__proto__', 'wake'])('a pipeline from asr to %j is refused with an error, and the room stays', async (end) => {
+    const logs: string[] = [];
+    const sat = await new StreamingSatellite('hall', { start_stage: end === 'wake' ? 'asr' : 'wake', end_stage: end }).listen();
+    const config = parseConfig(`[stt]\nengine = "pocketsphinx"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const rooms = new Rooms({ config: () => config, log: createLogger('rooms', { write: (line) => logs.push(line) }), respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }) });
+    rooms.start();
+    try {
+      await sat.next('error');
+      const error = sat.received.find((e) => e.type === 'error');
+      expect(error?.data).toMatchObject({ code: 'iris-stage' });
+      expect(String(error?.data.text)).toContain('cannot end a pipeline');
+      expect(rooms.status()[0]).toMatchObject({ name: 'hall', state: 'connected' });
+    } finally {
+      await rooms.stop();
+      sat.close();
+    }
+  }, 30_000);
+});
+

@@ -11,7 +11,7 @@ import { messageOf } from '../errors.js';
 import { createTextToSpeech } from '../pipeline/tts.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { chooseStt } from '../daemon/voice.js';
+import { chooseStt } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
 import { createOpenWakeWord } from '../pipeline/wakeword.js';
 import { earcon } from '../pipeline/playback.js';

@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import type { Conversation, TurnResult } from '../conversation/engine.js';
 import { createVoiceParts, loopOptions } from '../daemon/voice.js';
+import { Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
 import { samplesSource } from '../pipeline/capture.js';
 import { CollectingSink } from '../pipeline/playback.js';
@@ -26,13 +27,14 @@ export interface ListenReport extends Partial<TurnResult> {
 
 export async function listen(config: Config, conversation: Conversation, log: Logger, file: string, out?: string): Promise<ListenReport> {
   const samples = decodeWav(await readFile(file), file);
-  const parts = await createVoiceParts(config, log);
+  const engines = new Engines(() => config, log);
+  const parts = await createVoiceParts(engines);
   const sink = new CollectingSink();
   const controller = new AbortController();
   const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
   process.once('SIGINT', interrupt);
   try {
-    await parts.stt.start?.(); // as the daemon does at start: the stt timing is the transcription
+    await parts.sttStarted; // as the daemon does at start: the stt timing is the transcription
     const options = loopOptions(config, parts, sink, (text, signal, heard) => conversation.turn(text, signal, heard));
     const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0 });
     const [run] = await loop.run(samplesSource(samples), controller.signal, true);
@@ -46,7 +48,7 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
       ...(run.result ?? {}),
       wake: run.wake
         ? { detected: true, word: run.wake.word, score: round(run.wake.score, 3), at_s: round(run.wake.atS, 2) }
-        : { detected: false, word: parts.wake.word },
+        : { detected: false, word: parts.wake?.word ?? '' },
       ...(run.transcript === undefined ? {} : { transcript: run.transcript }),
       ...(run.confidence === undefined ? {} : { confidence: run.confidence }),
       ...(out !== undefined && sink.clips > 0 ? { out } : {}),
@@ -57,7 +59,7 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
     };
   } finally {
     process.off('SIGINT', interrupt);
-    await parts.stt.stop?.();
+    await engines.stop();
   }
 }
 

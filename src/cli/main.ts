@@ -21,7 +21,9 @@ import { access, realpath, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { fetchPiperVoice, PIPER_VOICES } from '../pipeline/voices.js';
-import { createTextToSpeech } from '../pipeline/tts.js';
+import { Engines } from '../pipeline/engines.js';
+import { runPipeline } from '../pipeline/pipeline.js';
+import { CollectingSink } from '../pipeline/playback.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
@@ -472,9 +474,12 @@ export function buildProgram(): Command {
     .action(async (words: string[], opts: { out: string }, cmd: Command) => {
       const g = globals(cmd);
       const config = await readConfig(g);
-      const tts = createTextToSpeech(config, createLogger('iris', { level: g.logLevel }));
+      const tts = new Engines(() => config, createLogger('iris', { level: g.logLevel })).tts();
+      const sink = new CollectingSink();
       try {
-        await writeFile(opts.out, await tts.synthesize(speakable(words.join(' '))));
+        // A run of the pipeline from speech to speech, into a file.
+        await runPipeline({ text: speakable(words.join(' ')) }, { start: 'tts', end: 'tts', tts, sink, signal: new AbortController().signal });
+        await writeFile(opts.out, sink.wav());
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }

@@ -1,5 +1,6 @@
 /**
- * Timers and reminders said aloud. An announcement waits until the voice loop is idle (never
+ * Timers and reminders said aloud, each saying a run of the pipeline from speech to speech
+ * (pipeline.ts). An announcement waits until the voice loop is idle (never
  * over a reply or while a command is being spoken), then is repeated every `announce_every_s`
  * up to `announce_repeats` times, unless the wake word acknowledges it first — which also
  * stops one being said.
@@ -8,6 +9,7 @@ import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AudioSink } from '../pipeline/audio.js';
+import { runPipeline } from '../pipeline/pipeline.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
 import type { Announcement } from '../toolhost/api.js';
 
@@ -91,8 +93,7 @@ export class Announcer {
     this.#speaking = controller;
     next.said = true;
     try {
-      const wav = await this.#o.tts.synthesize(next.announcement.text, controller.signal);
-      await this.#o.sink.play(wav, controller.signal);
+      await runPipeline({ text: next.announcement.text }, { start: 'tts', end: 'tts', tts: this.#o.tts, sink: this.#o.sink, signal: controller.signal });
     } catch (error) {
       if (!controller.signal.aborted) this.#o.log.warn(`could not say #${next.announcement.id}: ${messageOf(error)}`);
     } finally {

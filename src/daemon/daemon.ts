@@ -18,6 +18,7 @@ import { irisServices } from '../wyoming/services.js';
 import { createNotifier } from './notify.js';
 import { VoiceService, type VoiceServiceOptions } from './voice.js';
 import { Rooms } from './rooms.js';
+import { Engines } from '../pipeline/engines.js';
 import type { Conversation, TurnResult } from '../conversation/engine.js';
 
 export interface DaemonOptions {
@@ -91,9 +92,13 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     }
     throw error;
   }
+  // One set of engines for every voice: the microphone, the rooms and Wyoming's requests share
+  // the recogniser pool, the voice and the wake-word models.
+  const engines = new Engines(() => iris.config, log.child('voice')); // read only once used, after `iris` exists
   const voice = new VoiceService<TurnResult>({
     config: () => iris.config, // read only once started, after `iris` exists
     log: log.child('voice'),
+    engines,
     respond: (text, signal, heard) => spoken.turn(text, signal, heard), // `spoken` exists before the voice starts
     onWake: () => spoken.warm(), // the model loads while the person speaks
     ...(options.voice ?? {}),
@@ -104,6 +109,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   const rooms: Rooms = new Rooms({
     config: () => iris.config,
     log: log.child('room'),
+    engines,
     respond: (room) => (text, signal, heard) => roomConversations.open(room).conversation.turn(text, signal, heard),
     onWake: (room) => roomConversations.open(room).conversation.warm(),
     ...(options.satelliteRetryMs === undefined ? {} : { retryMs: options.satelliteRetryMs }),
@@ -195,7 +201,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   let closeWyoming: () => Promise<void> = () => Promise.resolve();
   if (iris.config.wyoming.listen !== '') {
     try {
-      closeWyoming = (await serveWyoming(iris.config.wyoming.listen, irisServices(() => iris.config, conversations, log.child('wyoming')), log.child('wyoming'))).close;
+      closeWyoming = (await serveWyoming(iris.config.wyoming.listen, irisServices(() => iris.config, conversations, log.child('wyoming'), engines), log.child('wyoming'))).close;
     } catch (error) {
       log.error(`no Wyoming server at ${iris.config.wyoming.listen} (${messageOf(error)}); Home Assistant cannot reach IRIS`);
     }
@@ -223,6 +229,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     await closeWyoming();
     for (const a of await rooms.stop()) log.info(`${a.kind} #${a.id} not said in room ${a.room ?? ''}: stopping`);
     await voice.stop();
+    await engines.stop();
     await iris.stop();
   } finally {
     clearTimeout(deadline);

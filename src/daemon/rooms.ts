@@ -4,7 +4,8 @@
  * a `PushedAudio` fed by its `audio-chunk`s, a sink that sends the reply back as audio events,
  * sentence by sentence — with the room's own conversation (memory, follow-ups, confirmations),
  * announcer and turn, so two rooms talk at once. The pipeline starts where the satellite asks:
- * at `wake` (IRIS hears the wake word on the stream) or at `asr` (the satellite heard it).
+ * at `wake` (IRIS hears the wake word on the stream) or at `asr` (the satellite heard it), and
+ * ends where it asks (`end_stage`: after the words, the answer, or the spoken reply).
  * When several rooms hear the wake word within `ARBITRATION_MS`, the one with the best evidence
  * (wake score, then loudness) answers and the others drop their command quietly.
  */
@@ -15,11 +16,11 @@ import type { Logger } from '../log.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { PushedAudio } from '../pipeline/capture.js';
 import type { VoiceEvent } from '../pipeline/events.js';
-import { pooledStt, type SpeechToText } from '../pipeline/stt.js';
-import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
-import { createSileroVad } from '../pipeline/vad.js';
+import { Engines } from '../pipeline/engines.js';
+import type { PipelineStage } from '../pipeline/pipeline.js';
+import type { TextToSpeech } from '../pipeline/tts.js';
 import { VoiceLoop, type Responder, type VoiceRun } from '../pipeline/voice.js';
-import { createOpenWakeWord, wakeWordName } from '../pipeline/wakeword.js';
+import { wakeWordName } from '../pipeline/wakeword.js';
 import type { Announcement } from '../toolhost/api.js';
 import type { TurnResult } from '../conversation/types.js';
 import { wavEvents, WyomingError, type WyomingEvent } from '../wyoming/events.js';
@@ -29,7 +30,10 @@ import { toSpeech } from '../wyoming/server.js';
 import { Announcer } from './announcer.js';
 import { browseWyoming, type Discovered } from './discover.js';
 import { describeEndpoint } from '../wyoming/client.js';
-import { chooseStt, loopOptions } from './voice.js';
+import { createVoiceParts, loopOptions } from './voice.js';
+
+/** Wyoming's stage names → the pipeline's (`intent` and `handle` are both the conversation). */
+const WYOMING_STAGES: Record<string, PipelineStage> = { wake: 'wake', asr: 'stt', intent: 'conversation', handle: 'conversation', tts: 'tts' };
 
 /** Detections of the same wake word this close together are one person heard in several rooms (ms). */
 export const ARBITRATION_MS = 500;
@@ -70,6 +74,8 @@ export interface RoomStatus {
 export interface RoomsOptions {
   config: () => Config;
   log: Logger;
+  /** Where the engines come from (the daemon shares one with the microphone and Wyoming); default: their own. */
+  engines?: Engines;
   /** The room's conversation turn (the daemon keeps a conversation per room). */
   respond: (room: string) => Responder<TurnResult>;
   /** The wake word fired in `room`: warm the model. */
@@ -172,8 +178,7 @@ export class Rooms {
   readonly #o: RoomsOptions;
   readonly #rooms = new Map<string, Room>();
   readonly #arbiter = new Arbiter();
-  #tts: { key: string; engine: TextToSpeech } | undefined;
-  #sharedStt: { key: string; engine: SpeechToText; reason: string; started: Promise<void> } | undefined;
+  readonly #engines: Engines;
   /** Satellites found on the network, by room name. */
   #discovered = new Map<string, Discovered>();
   /** Endpoints found that are not satellites (Wyoming services, IRIS itself): not asked again. */
@@ -183,6 +188,7 @@ export class Rooms {
 
   constructor(options: RoomsOptions) {
     this.#o = options;
+    this.#engines = options.engines ?? new Engines(options.config, options.log);
   }
 
   /** Connect to every configured room (in the background), and browse for more when told to. */
@@ -218,11 +224,7 @@ export class Rooms {
 
   /** Rebuild each room's voice from the config in force (a voice setting changed). */
   async restartVoices(): Promise<void> {
-    this.#tts = undefined;
-    const stt = this.#sharedStt;
-    this.#sharedStt = undefined;
     await Promise.all([...this.#rooms.values()].map((room) => room.restartVoice()));
-    await stt?.engine.stop?.().catch(() => undefined);
   }
 
   /** The area a room's conversation tells the model ('' for no such room). */
@@ -256,8 +258,7 @@ export class Rooms {
     this.#arbiter.stop();
     const unsaid = await Promise.all([...this.#rooms.values()].map((room) => room.stop()));
     this.#rooms.clear();
-    await this.#sharedStt?.engine.stop?.().catch(() => undefined);
-    this.#sharedStt = undefined;
+    if (this.#o.engines === undefined) await this.#engines.stop(); // shared engines are their owner's to stop
     return unsaid.flat();
   }
 
@@ -304,29 +305,7 @@ export class Rooms {
       arbiter: this.#arbiter,
       readBeyond: (ms) => [...this.#rooms.values()].every((r) => r.readBeyond(ms)),
       settings: (name) => satelliteRooms(this.#o.config())[name],
-      tts: () => {
-        const key = JSON.stringify(this.#o.config().tts);
-        if (this.#tts?.key !== key) this.#tts = { key, engine: createTextToSpeech(this.#o.config(), this.#o.log) };
-        return this.#tts.engine;
-      },
-      // One speech to text for all rooms: whisper.cpp is a server loaded once; pocketsphinx
-      // decodes one utterance at a time, so a pool of them lets rooms talk at once.
-      stt: () => {
-        const config = this.#o.config();
-        const key = JSON.stringify(config.stt);
-        if (this.#sharedStt?.key !== key) {
-          void this.#sharedStt?.engine.stop?.().catch(() => undefined);
-          const { stt, reason } = chooseStt(config, this.#o.log);
-          const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#o.log).stt) : stt;
-          const started = engine.start?.() ?? Promise.resolve();
-          // Awaited by the room that asked; a failed start is tried again by the next one.
-          started.catch(() => {
-            if (this.#sharedStt?.engine === engine) this.#sharedStt = undefined;
-          });
-          this.#sharedStt = { key, engine, reason, started };
-        }
-        return this.#sharedStt;
-      },
+      engines: this.#engines,
     };
   }
 }
@@ -336,13 +315,14 @@ interface RoomDeps {
   /** Whether every room still streaming has read its audio past `ms` (performance.now()). */
   readBeyond: (ms: number) => boolean;
   settings: (name: string) => SatelliteConfig | undefined;
-  tts: () => TextToSpeech;
-  /** The rooms' speech to text (shared), why this engine, and its start. */
-  stt: () => { engine: SpeechToText; reason: string; started: Promise<void> };
+  /** Every room's engines: its own wake word and VAD on shared models, one recogniser pool, one voice. */
+  engines: Engines;
 }
 
 interface Voice {
   mode: 'wake' | 'asr';
+  /** Where the satellite's runs end. */
+  end: PipelineStage;
   loop: VoiceLoop<TurnResult>;
   controller: AbortController;
   running: Promise<unknown>;
@@ -447,9 +427,9 @@ class Room {
   }
 
   async restartVoice(): Promise<void> {
-    const mode = this.#voice?.mode;
+    const voice = this.#voice;
     const unsaid = await this.#stopVoice();
-    if (mode !== undefined) await this.#startVoice(mode);
+    if (voice !== undefined) await this.#startVoice(voice.mode, voice.end);
     for (const announcement of unsaid) this.announce(announcement);
   }
 
@@ -502,8 +482,14 @@ class Room {
           this.#link.send('error', { text: `IRIS starts a satellite's pipeline at the wake or asr stage, not "${String(stage)}"`, code: 'iris-stage' });
           return;
         }
+        const named = typeof data.end_stage === 'string' ? data.end_stage : data.end_stage === undefined ? 'tts' : '';
+        const end = Object.hasOwn(WYOMING_STAGES, named) ? WYOMING_STAGES[named] : undefined;
+        if (end === undefined || (stage === 'asr' && end === 'wake')) {
+          this.#link.send('error', { text: `IRIS cannot end a pipeline started at ${stage} at "${named.slice(0, 40)}"`, code: 'iris-stage' });
+          return;
+        }
         if (stage === 'asr') this.#triggeredMs = performance.now();
-        void this.#run(stage).catch((error: unknown) => {
+        void this.#run(stage, end).catch((error: unknown) => {
           this.#log.error(`voice off: ${messageOf(error)}`);
           this.#link.send('error', { text: 'IRIS could not start listening', code: 'iris-voice' });
         });
@@ -524,11 +510,11 @@ class Room {
     }
   }
 
-  /** The satellite asked for a pipeline from `stage`: the loop runs (rebuilt if the stage changed). */
-  async #run(stage: 'wake' | 'asr'): Promise<void> {
-    if (this.#voice?.mode !== stage) {
+  /** The satellite asked for a pipeline from `stage` to `end`: the loop runs (rebuilt if either changed). */
+  async #run(stage: 'wake' | 'asr', end: PipelineStage): Promise<void> {
+    if (this.#voice?.mode !== stage || this.#voice.end !== end) {
       await this.#stopVoice();
-      await this.#startVoice(stage);
+      await this.#startVoice(stage, end);
     }
     if (stage === 'asr') {
       const word = this.#detection !== undefined && this.#detection !== '' ? this.#detection : this.#wakeWord;
@@ -537,32 +523,28 @@ class Room {
     }
   }
 
-  async #startVoice(mode: 'wake' | 'asr'): Promise<void> {
+  async #startVoice(mode: 'wake' | 'asr', end: PipelineStage): Promise<void> {
     if (this.#starting) return this.#starting;
     this.#starting = (async () => {
       const config = this.o.config();
-      const [wake, vad] = await Promise.all([
-        mode === 'wake' ? createOpenWakeWord({ model: config.assistant.wake_word, threshold: config.assistant.wake_threshold }) : Promise.resolve(undefined),
-        createSileroVad(),
-      ]);
+      const parts = await createVoiceParts(this.deps.engines, mode === 'wake');
       this.#wakeWord = wakeWordName(config.assistant.wake_word);
-      const { engine: stt, reason, started } = this.deps.stt();
-      await started;
-      const tts = this.#sayingTts(this.deps.tts());
+      await parts.sttStarted;
       const sink = this.#sink();
       // The satellite plays its own chime (its awake WAV).
-      const { earcon: _satellitesChime, ...options } = loopOptions(config, { vad, stt, tts, sttReason: reason, ...(wake ? { wake } : {}) }, sink, this.o.respond(this.name));
+      const { earcon: _satellitesChime, ...options } = loopOptions(config, { ...parts, tts: this.#sayingTts(parts.tts) }, sink, this.o.respond(this.name));
       const loop = new VoiceLoop<TurnResult>({
         ...options,
         // A satellite that hears the wake word itself streams only the command: IRIS cannot
         // listen on for a follow-up.
         followUpS: mode === 'asr' ? 0 : config.assistant.follow_up_s,
+        end,
         onWake: () => this.o.onWake?.(this.name),
         onEvent: (event) => this.#onVoiceEvent(event, mode),
         onRun: (run, line) => this.#onRun(run, line),
       });
       const controller = new AbortController();
-      const announcer = new Announcer({ sink, tts: this.deps.tts(), isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
+      const announcer = new Announcer({ sink, tts: parts.tts, isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
       const running = loop.run(this.#source, controller.signal).catch((error: unknown) => {
         if (controller.signal.aborted) return;
         this.#log.error(`voice loop: ${messageOf(error)}`);
@@ -570,9 +552,9 @@ class Room {
         if (this.#voice?.loop === loop) this.#voice = undefined;
         this.#link.send('error', { text: 'IRIS could not listen; it starts again at the next wake word', code: 'failed' });
       });
-      this.#voice = { mode, loop, controller, running, announcer };
+      this.#voice = { mode, end, loop, controller, running, announcer };
       for (const announcement of this.#waiting.splice(0)) announcer.announce(announcement);
-      this.#log.info(`${mode === 'wake' ? `listening for "${this.#wakeWord}" on its stream` : 'the satellite hears the wake word; IRIS takes the command'} (${reason})`);
+      this.#log.info(`${mode === 'wake' ? `listening for "${this.#wakeWord}" on its stream` : 'the satellite hears the wake word; IRIS takes the command'} (${parts.sttReason})`);
     })().finally(() => (this.#starting = undefined));
     return this.#starting;
   }

@@ -1,10 +1,9 @@
 /**
- * The voice half of the composition root: builds the pipeline's parts from the config (wake
+ * The voice half of the composition root: a stream's pipeline parts from the engines (wake
  * word, VAD, speech to text, speech out) for the daemon and for `iris listen` alike, and runs
  * the daemon's microphone loop — a missing or vanished microphone is logged and retried with
  * backoff while text, timers and tools keep working.
  */
-import { existsSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
@@ -12,68 +11,40 @@ import type { Logger } from '../log.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
 import { aplaySink, earcon } from '../pipeline/playback.js';
-import { sameMeaning } from '../intents/match.js';
 import { prefixState } from '../intents/prefix.js';
-import { RIVALS } from '../intents/sentences.js';
-import { createPocketsphinx } from '../pipeline/pocketsphinx.js';
+import { Engines } from '../pipeline/engines.js';
 import type { SpeechToText } from '../pipeline/stt.js';
-import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
-import { createSileroVad, type VoiceActivity } from '../pipeline/vad.js';
+import type { TextToSpeech } from '../pipeline/tts.js';
+import type { VoiceActivity } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceLoopOptions } from '../pipeline/voice.js';
-import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
-import { checkModel, createWhisper, findWhisperServer } from '../pipeline/whisper.js';
+import type { WakeWordDetector } from '../pipeline/wakeword.js';
 import { Announcer } from './announcer.js';
 import type { Announcement } from '../toolhost/api.js';
 
 export interface VoiceParts {
-  wake: WakeWordDetector;
+  /** None for a stream whose wake word is heard elsewhere (a satellite's). */
+  wake?: WakeWordDetector;
   vad: VoiceActivity;
   stt: SpeechToText;
   tts: TextToSpeech;
   /** Why this speech-to-text engine, for logs and doctor. */
   sttReason: string;
+  /** The speech to text's start (a whisper-server loading its model). */
+  sttStarted: Promise<void>;
 }
 
-/** whisper.cpp when its model and server are there, else pocketsphinx with the command grammar. */
-export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; reason: string } {
-  const wake = wakeWordName(config.assistant.wake_word).replace(/_/g, ' ');
-  const fallback = (why: string) => ({
-    // Decodes agree when they ask for the same thing, not only in the same words.
-    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake], agree: sameMeaning, rivals: RIVALS }),
-    reason: why,
-  });
-  if (config.stt.engine === 'pocketsphinx') return fallback('pocketsphinx, as configured');
-  const model = config.stt.model;
-  if (!existsSync(model) || statSync(model).size === 0) {
-    return fallback(`pocketsphinx with a command grammar: no whisper model at ${model} (get one: iris models fetch base.en)`);
-  }
-  try {
-    checkModel(model); // a truncated or foreign file falls back instead of failing at start
-  } catch (error) {
-    return fallback(`pocketsphinx with a command grammar: ${messageOf(error)}`);
-  }
-  const server = findWhisperServer();
-  if (!server) return fallback('pocketsphinx with a command grammar: whisper-server is not installed');
-  return {
-    stt: createWhisper({ model, threads: config.stt.threads, audioCtx: config.stt.audio_ctx, command: server, log: log.child('whisper') }),
-    reason: `whisper.cpp (${model})`,
-  };
-}
-
-export async function createVoiceParts(config: Config, log: Logger): Promise<VoiceParts> {
-  const [wake, vad] = await Promise.all([
-    createOpenWakeWord({ model: config.assistant.wake_word, threshold: config.assistant.wake_threshold }),
-    createSileroVad(),
-  ]);
-  const { stt, reason } = chooseStt(config, log);
-  const tts = createTextToSpeech(config, log);
-  return { wake, vad, stt, tts, sttReason: reason };
+/** A stream's parts, from the engines: its own wake-word detector (none when `wake` is false) and VAD, the shared recogniser and voice. */
+export async function createVoiceParts(engines: Engines, wake = true): Promise<VoiceParts> {
+  const [detector, vad] = await Promise.all([wake ? engines.wake() : undefined, engines.vad()]);
+  const { engine: stt, reason, started } = engines.stt();
+  return { ...(detector ? { wake: detector } : {}), vad, stt, tts: engines.tts(), sttReason: reason, sttStarted: started };
 }
 
 /** The loop's settings from the config; `parts` without a wake word for a loop that is only triggered. */
-export function loopOptions<R>(config: Config, parts: Omit<VoiceParts, 'wake'> & { wake?: WakeWordDetector }, sink: AudioSink, respond: Responder<R>): VoiceLoopOptions<R> {
+export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSink, respond: Responder<R>): VoiceLoopOptions<R> {
+  const { sttReason: _reason, sttStarted: _started, ...engines } = parts;
   return {
-    ...parts,
+    ...engines,
     sink,
     respond,
     endpoint: { silenceS: config.audio.silence_s, maxS: config.audio.max_command_s, noSpeechS: config.audio.no_speech_s },
@@ -88,6 +59,8 @@ export function loopOptions<R>(config: Config, parts: Omit<VoiceParts, 'wake'> &
 export interface VoiceServiceOptions<R> {
   config: () => Config;
   log: Logger;
+  /** Where the engines come from (the daemon shares one with rooms and Wyoming); default: its own. */
+  engines?: Engines;
   respond: Responder<R>;
   /** Called when the wake word fires: warm the model. */
   onWake?: () => void;
@@ -112,6 +85,7 @@ const MAX_RETRY_MS = 60_000;
 export class VoiceService<R> {
   readonly #o: VoiceServiceOptions<R>;
   readonly #log: Logger;
+  readonly #engines: Engines;
   #controller = new AbortController();
   #running: Promise<void> | undefined;
   #parts: VoiceParts | undefined;
@@ -122,6 +96,7 @@ export class VoiceService<R> {
   constructor(options: VoiceServiceOptions<R>) {
     this.#o = options;
     this.#log = options.log;
+    this.#engines = options.engines ?? new Engines(options.config, options.log);
   }
 
   get status(): VoiceStatus {
@@ -134,16 +109,16 @@ export class VoiceService<R> {
     const sink = this.#o.sink ?? aplaySink({ device: config.audio.output });
     this.#status = { state: 'starting', detail: 'loading models' };
     try {
-      this.#parts = await createVoiceParts(config, this.#log);
+      this.#parts = await createVoiceParts(this.#engines);
     } catch (error) {
       this.#status = { state: 'failed', detail: messageOf(error) };
       this.#log.error(`voice off: ${messageOf(error)}`);
-      this.#announcer = new Announcer({ sink, tts: createTextToSpeech(config), isIdle: () => true, config: this.#o.config, log: this.#log.child('announce') });
+      this.#announcer = new Announcer({ sink, tts: this.#engines.tts(), isIdle: () => true, config: this.#o.config, log: this.#log.child('announce') });
       return;
     }
     const parts = this.#parts;
     this.#log.info(`speech to text: ${parts.sttReason}`);
-    await parts.stt.start?.().catch((error: unknown) => this.#log.error(`speech to text: ${messageOf(error)}`));
+    await parts.sttStarted.catch((error: unknown) => this.#log.error(`speech to text: ${messageOf(error)}`));
     const loop = new VoiceLoop<R>({
       ...loopOptions(config, parts, sink, this.#o.respond),
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
@@ -177,7 +152,7 @@ export class VoiceService<R> {
     this.#controller.abort(new DOMException('stopping', 'AbortError'));
     const unsaid = this.#announcer?.stop() ?? [];
     await this.#running;
-    await this.#parts?.stt.stop?.().catch(() => undefined);
+    if (this.#o.engines === undefined) await this.#engines.stop(); // shared engines are their owner's to stop
     return unsaid;
   }
 
@@ -202,7 +177,7 @@ export class VoiceService<R> {
     const device = this.#o.config().audio.input;
     let retryMs = this.#o.retryMs ?? 2_000;
     while (!signal.aborted) {
-      this.#status = { state: 'listening', detail: `microphone ${device}`, stt: this.#parts?.stt.name ?? '', wake_word: this.#parts?.wake.word ?? '' };
+      this.#status = { state: 'listening', detail: `microphone ${device}`, stt: this.#parts?.stt.name ?? '', wake_word: this.#parts?.wake?.word ?? '' };
       const started = Date.now();
       try {
         await loop.run(source, signal);

@@ -12,24 +12,14 @@
 import { concatSamples, durationS, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
 import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
+import { runPipeline, stripWakeWord, type PipelineStage, type Responder } from './pipeline.js';
 import type { SpeechToText, SttStream } from './stt.js';
 import type { TextToSpeech } from './tts.js';
 import type { VoiceActivity } from './vad.js';
 import type { Detection, WakeWordDetector } from './wakeword.js';
 
-/** What the pipeline needs of a conversation turn (conversation/engine.ts's `Turn` fits). */
-export interface ReplyStream<R> {
-  sentences: AsyncIterable<string>;
-  result: Promise<R>;
-}
-
-/** What the recogniser heard, passed along with the text. */
-export interface Heard {
-  /** The recogniser's confidence, 0–1. */
-  confidence: number;
-}
-
-export type Responder<R> = (text: string, signal: AbortSignal, heard: Heard) => ReplyStream<R>;
+export type { Heard, ReplyStream, Responder } from './pipeline.js';
+export { stripWakeWord } from './pipeline.js';
 
 /** `not_understood`: nothing was heard, or not surely enough to act on (below `minConfidence`). */
 export type Outcome = 'answered' | 'no_wake' | 'no_speech' | 'not_understood' | 'cancelled' | 'failed';
@@ -59,6 +49,9 @@ export interface VoiceLoopOptions<R> {
   tts: TextToSpeech;
   sink: AudioSink;
   respond: Responder<R>;
+  /** Where each run ends: `tts` (the reply spoken, the default), `conversation` (answered, not
+   * spoken), `stt` (the words only) or `wake` (the wake word only: no command is taken). */
+  end?: PipelineStage;
   /** End-of-speech settings (seconds). */
   endpoint?: EndpointerOptions;
   /** Keep listening this long after a reply, without the wake word (seconds); 0 = off. */
@@ -106,7 +99,6 @@ interface Command {
   voiced?: boolean;
 }
 
-const NOT_UNDERSTOOD = "Sorry, I didn't catch that.";
 /**
  * How far into `completePauseS` a whole command's words start being scored (the rival decodes
  * take 30–200 ms): half way, so the transcript is mostly ready when the pause ends the turn,
@@ -184,7 +176,7 @@ export class VoiceLoop<R> {
       report(run);
       if (this.#turn?.run !== run.run) return; // barged in: a new command already runs
       this.#turn = undefined;
-      const listenAgain = run.outcome === 'answered' || (run.outcome === 'not_understood' && run.transcript !== undefined);
+      const listenAgain = (this.#o.end ?? 'tts') === 'tts' && (run.outcome === 'answered' || (run.outcome === 'not_understood' && run.transcript !== undefined));
       if (listenAgain && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
         const next = ++this.#runs;
         this.#emit(next, 'run-start', { followUp: true });
@@ -224,6 +216,16 @@ export class VoiceLoop<R> {
             this.#emit(this.#runs + 1, 'run-start', { bargeIn: true });
           }
           this.#dropped = false;
+          if (this.#o.end === 'wake') {
+            // A run that ends at the wake word: heard, reported, and back to listening.
+            const run = ++this.#runs;
+            if (detection) this.#emit(run, 'wake-end', { word: detection.word, score: detection.score, atS: detection.atS });
+            report(this.#finish({ run, chunks: [], endpointer: new Endpointer(), followUp: false, ...(detection ? { wake: detection } : {}) }, 'answered'));
+            preRoll.length = 0;
+            if (once) return finished;
+            this.#emit(this.#runs + 1, 'run-start');
+            continue;
+          }
           await startCommand(++this.#runs, false, detection, triggered ? [] : preRoll.splice(0));
           if (!triggered) continue; // this chunk is the pre-roll's last
           // Started at the speech stage: this chunk is the command's first.
@@ -301,63 +303,30 @@ export class VoiceLoop<R> {
     return work;
   }
 
+  /** The command's run of the pipeline, from speech to text on. */
   async #reply(command: Command, signal: AbortSignal): Promise<VoiceRun<R>> {
     const { run } = command;
     let transcript: string | undefined;
-    let result: R | undefined;
     try {
-      this.#emit(run, 'stt-start');
-      const heard = command.stream ? await command.stream.end() : await this.#o.stt.transcribe(concatSamples(command.chunks), signal);
-      transcript = stripWakeWord(heard.text, command.wake?.word);
-      const { confidence } = heard;
-      this.#emit(run, 'stt-end', { text: transcript, raw: heard.text, confidence, ...heard.details });
-      if (!transcript || confidence < (this.#o.minConfidence ?? 0)) {
-        const said = this.#o.notUnderstood ?? NOT_UNDERSTOOD;
-        await this.#speak(run, [said], signal);
-        return this.#finish(command, 'not_understood', { transcript, confidence, said });
-      }
-      const asked = this.#emit(run, 'conversation-start', { text: transcript });
-      const reply = this.#o.respond(transcript, signal, { confidence });
-      const [, settled] = await Promise.all([this.#speak(run, reply.sentences, signal), reply.result]);
-      result = settled;
-      const firstTokenMs = (settled as { timings_ms?: { first_token?: number } } | undefined)?.timings_ms?.first_token;
-      if (typeof firstTokenMs === 'number') this.#emit(run, 'first-token', undefined, asked.atMs + firstTokenMs);
-      this.#emit(run, 'conversation-end');
-      return this.#finish(command, 'answered', { transcript, confidence, result });
+      const { stt, tts, sink, respond, minConfidence, notUnderstood } = this.#o;
+      const done = await runPipeline(command.stream ? { recognition: command.stream } : { samples: concatSamples(command.chunks) }, {
+        start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
+        ...(minConfidence === undefined ? {} : { minConfidence }),
+        ...(notUnderstood === undefined ? {} : { notUnderstood }),
+        ...(command.wake ? { wakeWord: command.wake.word } : {}),
+        emit: (type, data, atMs) => {
+          if (type === 'stt-end' && typeof data?.text === 'string') transcript = data.text;
+          this.#emit(run, type, data, atMs);
+        },
+      });
+      const { outcome, confidence, result, said } = done;
+      return this.#finish(command, outcome === 'no_wake' ? 'no_speech' : outcome, { transcript: done.transcript ?? '', ...(confidence === undefined ? {} : { confidence }), ...(result === undefined ? {} : { result }), ...(said === undefined ? {} : { said }) });
     } catch (error) {
       if (signal.aborted) return this.#finish(command, 'cancelled', { ...(transcript === undefined ? {} : { transcript }) });
       const message = error instanceof Error ? error.message : String(error);
       this.#emit(run, 'error', { message });
       return this.#finish(command, 'failed', { ...(transcript === undefined ? {} : { transcript }), error: message });
     }
-  }
-
-  /**
-   * Speak sentences as they arrive: each is synthesised as soon as it exists, while the one
-   * before is still playing, and played in order.
-   */
-  async #speak(run: number, sentences: AsyncIterable<string> | Iterable<string>, signal: AbortSignal): Promise<number> {
-    let playing = Promise.resolve();
-    let count = 0;
-    this.#emit(run, 'tts-start');
-    try {
-      for await (const sentence of sentences) {
-        if (signal.aborted) break;
-        const audio = this.#o.tts.synthesize(sentence, signal);
-        audio.catch(() => undefined); // awaited below, in order; never an unhandled rejection
-        const first = count === 0;
-        playing = playing.then(async () => {
-          const wav = await audio;
-          if (first) this.#emit(run, 'first-audio');
-          await this.#o.sink.play(wav, signal);
-        });
-        count += 1;
-      }
-      await playing;
-    } finally {
-      this.#emit(run, 'tts-end', { sentences: count, stopped: signal.aborted });
-    }
-    return count;
   }
 
   /**
@@ -447,18 +416,3 @@ export class VoiceLoop<R> {
     return event;
   }
 }
-
-/**
- * The transcript without the wake word: the audio from just before the detection is kept, so
- * "hey jarvis" (or its tail) can open the transcript.
- */
-export function stripWakeWord(text: string, word: string | undefined): string {
-  const clean = text.toLowerCase().replace(/\s+/g, ' ').trim();
-  if (!word) return clean;
-  const words = word.toLowerCase().split(/[_\s]+/);
-  const last = words[words.length - 1] ?? '';
-  const lead = new RegExp(`^(?:(?:hey|ok|okay|hi)[ ,]+)?(?:${words.map(escape).join('[ ,]+')}|${escape(last)})\\b[ ,.!?]*`);
-  return clean.replace(lead, '').trim();
-}
-
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -1,13 +1,14 @@
 /**
  * IRIS as Wyoming services for Home Assistant (notes/wyoming.md §5): HA opens one connection
- * per request and IRIS answers as
- * - `handle`: a `transcript` goes to the conversation engine (local path, tools,
- *   confirmations, memory per HA `conversation_id`) and comes back as `handled`;
- * - `asr`: `transcribe` + audio → `transcript`, from the configured speech to text, gated by
- *   `[stt] min_confidence` (an unsure transcript is empty, so HA asks again);
- * - `tts`: `synthesize` → audio, and the streaming `synthesize-start/-chunk/-stop` form
- *   sentence by sentence;
- * - `wake`: `detect` + audio → `detection` or `not-detected`, with the wake-word model.
+ * per request, and each request is a run of the pipeline (pipeline/pipeline.ts) over it:
+ * - `handle` (conversation→conversation): a `transcript` goes to the conversation engine (local
+ *   path, tools, confirmations, memory per HA `conversation_id`) and comes back as `handled`;
+ * - `asr` (stt→stt): `transcribe` + audio → `transcript`, gated by `[stt] min_confidence` (an
+ *   unsure transcript is empty, so HA asks again);
+ * - `tts` (tts→tts): `synthesize` → audio, and the streaming `synthesize-start/-chunk/-stop`
+ *   form sentence by sentence as the text comes;
+ * - `wake` (wake→wake): `detect` + audio → `detection` (as soon as it is heard) or
+ *   `not-detected`.
  * Peers are untrusted: bounded events, a connection cap, an idle timeout, a peer that stops
  * reading is dropped; a bad connection is logged in one line and closed, nothing else is
  * disturbed.
@@ -15,19 +16,23 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT } from '../pipeline/audio.js';
+import { concatSamples, SPEECH_FORMAT, type AudioSink } from '../pipeline/audio.js';
+import { PushedAudio } from '../pipeline/capture.js';
+import { runPipeline, type Responder, type RunResult } from '../pipeline/pipeline.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
 import { decodeWav, encodeWav } from '../pipeline/wav.js';
 import type { WakeWordDetector } from '../pipeline/wakeword.js';
+import { Channel } from '../conversation/channel.js';
 import { SentenceStream } from '../conversation/speech.js';
+import type { TurnResult } from '../conversation/types.js';
 import { encodeEvent, EventReader, wavEvents, WyomingError, type WyomingEvent } from './events.js';
 
 export interface WyomingServices {
   /** What `describe` answers (the `info` event's data). */
   info(): Record<string, unknown>;
-  /** A Home Assistant turn: the reply to `text` in the conversation HA names. */
-  handle(text: string, conversationId: string | undefined, signal: AbortSignal): Promise<string>;
+  /** The conversation Home Assistant names (its `conversation_id`; none: a new one). */
+  conversation(conversationId: string | undefined): Responder<TurnResult>;
   /** Speech to text, and the confidence a transcript needs. */
   stt(): Promise<{ stt: SpeechToText; minConfidence: number }>;
   tts(): TextToSpeech;
@@ -94,22 +99,29 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
   };
 }
 
-/** One peer's connection: its events handled one at a time, in order. */
+/** One peer's connection: its events handled one at a time, in order; each request a run of the pipeline. */
 class Session {
   readonly #reader = new EventReader();
   #queue: Promise<void> = Promise.resolve();
-  /** What the audio that follows is for. */
-  #audioFor: { kind: 'transcribe'; chunks: Int16Array[]; samples: number } | { kind: 'detect'; detector: Promise<{ detector: WakeWordDetector; release: () => void }>; heard: string | undefined; atS: number } | undefined;
-  /** Set between `synthesize-start` and `synthesize-stop`. */
-  #streaming: SentenceStream | undefined;
+  /** Ends the connection's runs when it closes or IRIS stops. */
+  readonly #closed = new AbortController();
+  /** What the audio that follows is for: a transcription's samples, or a wake-word run reading it. */
+  #audioFor: { kind: 'transcribe'; chunks: Int16Array[]; samples: number } | { kind: 'detect'; audio: PushedAudio; run: Promise<RunResult<never>> } | undefined;
+  /** Between `synthesize-start` and `synthesize-stop`: the text so far, and the run speaking it. */
+  #streaming: { text: SentenceStream; sentences: Channel<string>; run: Promise<unknown> } | undefined;
 
   constructor(
     private readonly socket: Socket,
     private readonly services: WyomingServices,
     private readonly log: Logger,
-    private readonly stopping: AbortSignal,
+    stopping: AbortSignal,
     private readonly maxUnreadBytes: number,
   ) {
+    const close = () => this.#closed.abort(new Error('the connection closed'));
+    socket.once('close', close);
+    if (stopping.aborted) close();
+    stopping.addEventListener('abort', close, { once: true });
+    socket.once('close', () => stopping.removeEventListener('abort', close));
     socket.on('data', (chunk: Buffer) => {
       let events: WyomingEvent[];
       try {
@@ -120,6 +132,10 @@ class Session {
       }
       for (const event of events) this.#queue = this.#queue.then(() => this.#handle(event)).catch((error: unknown) => this.#fail(error));
     });
+  }
+
+  get #signal(): AbortSignal {
+    return this.#closed.signal;
   }
 
   async #handle(event: WyomingEvent): Promise<void> {
@@ -134,18 +150,16 @@ class Session {
         if (typeof data.text !== 'string') throw new WyomingError('wyoming_bad_event', '"transcript" without a text');
         const context = isObject(data.context) ? data.context : {};
         const id = typeof context.conversation_id === 'string' ? context.conversation_id : undefined;
-        const reply = await this.services.handle(data.text, id, this.stopping);
-        return this.#send('handled', { text: reply, context });
+        // Home Assistant's transcripts were heard (by its speech to text, or typed in its Assist
+        // box: IRIS cannot tell), so a tool that asks first asks here too.
+        const done = await runPipeline({ text: data.text }, { start: 'conversation', end: 'conversation', respond: this.services.conversation(id), heard: { heard: true }, signal: this.#signal });
+        return this.#send('handled', { text: done.result?.reply ?? done.reply ?? '', context });
       }
       case 'transcribe':
         this.#audioFor = { kind: 'transcribe', chunks: [], samples: 0 };
         return;
-      case 'detect': {
-        const detector = this.services.wake();
-        detector.catch(() => undefined); // awaited with the audio; never an unhandled rejection
-        this.#audioFor = { kind: 'detect', detector, heard: undefined, atS: 0 };
-        return;
-      }
+      case 'detect':
+        return this.#detect();
       case 'audio-start':
         return;
       case 'audio-chunk':
@@ -155,18 +169,28 @@ class Session {
       case 'synthesize':
         if (this.#streaming !== undefined) return; // the compatibility copy of a streamed text
         if (typeof data.text !== 'string') throw new WyomingError('wyoming_bad_event', '"synthesize" without a text');
-        return this.#speak(data.text);
-      case 'synthesize-start':
-        this.#streaming = new SentenceStream();
+        await runPipeline({ text: data.text }, { start: 'tts', end: 'tts', tts: this.services.tts(), sink: this.#sink, signal: this.#signal });
         return;
+      case 'synthesize-start': {
+        // One run speaks the text sentence by sentence as the chunks bring it.
+        const sentences = new Channel<string>();
+        const run = runPipeline({ text: sentences }, { start: 'tts', end: 'tts', tts: this.services.tts(), sink: this.#sink, signal: this.#signal });
+        run.catch(() => undefined); // awaited at synthesize-stop
+        this.#streaming = { text: new SentenceStream(), sentences, run };
+        return;
+      }
       case 'synthesize-chunk':
         if (this.#streaming === undefined || typeof data.text !== 'string') return;
-        for (const sentence of this.#streaming.push(data.text)) await this.#speak(sentence);
+        for (const sentence of this.#streaming.text.push(data.text)) this.#streaming.sentences.push(sentence);
         return;
       case 'synthesize-stop': {
-        const rest = this.#streaming?.flush() ?? [];
+        const streaming = this.#streaming;
         this.#streaming = undefined;
-        for (const sentence of rest) await this.#speak(sentence);
+        if (streaming !== undefined) {
+          for (const sentence of streaming.text.flush()) streaming.sentences.push(sentence);
+          streaming.sentences.close();
+          await streaming.run;
+        }
         return this.#send('synthesize-stopped');
       }
       default:
@@ -174,51 +198,55 @@ class Session {
     }
   }
 
-  async #audio(event: WyomingEvent): Promise<void> {
+  /** A wake-word run over the audio that follows: `detection` the moment it is heard, `not-detected` at the audio's end. */
+  #detect(): void {
+    const audio = new PushedAudio();
+    const detector = this.services.wake();
+    detector.catch(() => undefined); // awaited by the run; never an unhandled rejection
+    const run = (async () => {
+      const { detector: wake, release } = await detector;
+      try {
+        return await runPipeline<never>({ audio }, { start: 'wake', end: 'wake', wake, signal: this.#signal });
+      } finally {
+        release();
+      }
+    })();
+    run.then(({ wake }) => wake && this.#send('detection', { name: wake.word, timestamp: Math.round(wake.atS * 1000) }), () => undefined);
+    this.#audioFor = { kind: 'detect', audio, run };
+  }
+
+  #audio(event: WyomingEvent): void {
     const target = this.#audioFor;
     if (target === undefined || event.payload === undefined) return;
     const samples = toSpeech(event);
-    if (target.kind === 'transcribe') {
-      if (target.samples + samples.length > MAX_TRANSCRIBE_SAMPLES) throw new WyomingError('wyoming_too_long', 'more than 30 s of audio for one transcription');
-      target.chunks.push(samples);
-      target.samples += samples.length;
-      return;
-    }
-    if (target.heard !== undefined) return;
-    const { detector } = await target.detector;
-    for (let i = 0; i < samples.length; i += FRAME_SAMPLES) {
-      const frame = samples.subarray(i, i + FRAME_SAMPLES);
-      const hit = await detector.process({ ...SPEECH_FORMAT, samples: frame, atS: target.atS });
-      target.atS += frame.length / SPEECH_FORMAT.rate;
-      if (hit !== undefined) {
-        target.heard = detector.word;
-        return this.#send('detection', { name: detector.word, timestamp: Math.round(target.atS * 1000) });
-      }
-    }
+    if (target.kind === 'detect') return target.audio.push(samples);
+    if (target.samples + samples.length > MAX_TRANSCRIBE_SAMPLES) throw new WyomingError('wyoming_too_long', 'more than 30 s of audio for one transcription');
+    target.chunks.push(samples);
+    target.samples += samples.length;
   }
 
   async #audioEnded(): Promise<void> {
     const target = this.#audioFor;
     this.#audioFor = undefined;
     if (target?.kind === 'detect') {
-      (await target.detector).release();
-      if (target.heard === undefined) await this.#send('not-detected');
+      target.audio.end();
+      if ((await target.run).wake === undefined) await this.#send('not-detected');
       return;
     }
     if (target?.kind !== 'transcribe') return;
     const { stt, minConfidence } = await this.services.stt();
-    const heard = await stt.transcribe(concatSamples(target.chunks), this.stopping);
-    const sure = heard.confidence >= minConfidence;
-    if (!sure && heard.text !== '') this.log.info(`wyoming: "${heard.text}" heard at confidence ${heard.confidence}; answered as not understood`);
-    await this.#send('transcript', { text: sure ? heard.text : '' });
+    const heard = await runPipeline<never>({ samples: concatSamples(target.chunks) }, { start: 'stt', end: 'stt', stt, minConfidence, signal: this.#signal });
+    const { transcript = '', confidence = 0 } = heard;
+    if (heard.outcome === 'not_understood' && transcript !== '') this.log.info(`wyoming: "${transcript}" heard at confidence ${confidence}; answered as not understood`);
+    await this.#send('transcript', { text: heard.outcome === 'answered' ? transcript : '' });
   }
 
-  /** One sentence as `audio-start`, 2 KiB `audio-chunk`s and `audio-stop`, in the voice's own format. */
-  async #speak(text: string): Promise<void> {
-    if (text.trim() === '') return;
-    const wav = await this.services.tts().synthesize(text, this.stopping);
-    for (const { type, data, payload } of wavEvents(wav).events) await this.#send(type, data, payload);
-  }
+  /** Speech out: each sentence as `audio-start`, 2 KiB `audio-chunk`s and `audio-stop`, in the voice's own format. */
+  readonly #sink: AudioSink = {
+    play: async (wav) => {
+      for (const { type, data, payload } of wavEvents(wav).events) await this.#send(type, data, payload);
+    },
+  };
 
   #send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): Promise<void> {
     if (this.socket.destroyed) return Promise.resolve();

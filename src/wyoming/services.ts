@@ -6,18 +6,17 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { createTextToSpeech, type TextToSpeech } from '../pipeline/tts.js';
-import type { SpeechToText } from '../pipeline/stt.js';
-import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
+import { Engines } from '../pipeline/engines.js';
+import { wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
 import type { Conversations } from '../daemon/conversations.js';
-import { chooseStt } from '../daemon/voice.js';
 import type { WyomingServices } from './server.js';
 
 const ATTRIBUTION = { name: 'IRIS', url: '' };
 
-export function irisServices(config: () => Config, conversations: Conversations, log: Logger): WyomingServices {
-  let stt: Promise<SpeechToText> | undefined;
-  let tts: { key: string; engine: TextToSpeech } | undefined;
+/** `engines`: shared with the daemon's other voices; default: their own, stopped with the services. */
+export function irisServices(config: () => Config, conversations: Conversations, log: Logger, shared?: Engines): WyomingServices {
+  const engines = shared ?? new Engines(config, log);
+  let said = '';
   let detectors: { key: string; detector: WakeWordDetector }[] = [];
   const artifact = (name: string, description: string) => ({ name, description, attribution: ATTRIBUTION, installed: true, version: '1' });
   return {
@@ -31,32 +30,24 @@ export function irisServices(config: () => Config, conversations: Conversations,
         wake: [{ ...artifact('iris-wake', 'IRIS wake word (openWakeWord)'), models: [{ ...artifact(wake, wake.replace(/_/g, ' ')), languages: ['en'], phrase: wake.replace(/_/g, ' ') }] }],
       };
     },
-    async handle(text, conversationId, signal) {
+    conversation(conversationId) {
       let opened;
       try {
         opened = conversations.open(conversationId === undefined ? undefined : `ha:${conversationId}`);
       } catch {
         opened = conversations.open(); // an id IRIS does not take: a conversation of its own
       }
-      // Home Assistant's transcripts were heard (by its speech to text, or typed in its Assist
-      // box: IRIS cannot tell), so a tool that asks first asks here too.
-      return (await opened.conversation.turn(text, signal, { heard: true }).result).reply;
+      const { conversation } = opened;
+      return (text, signal, heard) => conversation.turn(text, signal, heard);
     },
     async stt() {
-      stt ??= (async () => {
-        const { stt: engine, reason } = chooseStt(config(), log);
-        log.info(`wyoming speech to text: ${reason}`);
-        await engine.start?.();
-        return engine;
-      })();
-      return { stt: await stt, minConfidence: config().stt.min_confidence };
+      const { engine, reason, started } = engines.stt();
+      if (reason !== said) log.info(`wyoming speech to text: ${reason}`);
+      said = reason;
+      await started;
+      return { stt: engine, minConfidence: config().stt.min_confidence };
     },
-    // One voice for every request (a Piper voice loads its model once), remade only when [tts] changes.
-    tts() {
-      const key = JSON.stringify(config().tts);
-      if (tts?.key !== key) tts = { key, engine: createTextToSpeech(config(), log) };
-      return tts.engine;
-    },
+    tts: () => engines.tts(),
     // Detectors hold their audio: one per request in flight, kept for the next instead of
     // loading the models again each time.
     async wake() {
@@ -64,14 +55,12 @@ export function irisServices(config: () => Config, conversations: Conversations,
       const idle = detectors.filter((d) => d.key === key);
       const kept = idle.pop();
       detectors = detectors.filter((d) => d !== kept);
-      const detector = kept?.detector ?? await createOpenWakeWord({ model: config().assistant.wake_word, threshold: config().assistant.wake_threshold });
+      const detector = kept?.detector ?? await engines.wake();
       detector.reset();
       return { detector, release: () => void detectors.push({ key, detector }) };
     },
     async stop() {
-      const engine = await stt;
-      stt = undefined;
-      await engine?.stop?.();
+      if (shared === undefined) await engines.stop();
     },
   };
 }

@@ -20,7 +20,11 @@ export class StreamingSatellite {
   /** Every event IRIS sent, in order: its type, data, payload size and when it arrived (performance.now()). */
   readonly received: { type: string; data: Record<string, unknown>; bytes: number; atMs: number }[] = [];
 
-  constructor(readonly name: string) {
+  /** `pipeline`: the run-pipeline it asks for (default from wake to tts, as wyoming-satellite does). */
+  constructor(
+    readonly name: string,
+    readonly pipeline: Record<string, unknown> = { start_stage: 'wake', end_stage: 'tts', restart_on_end: true },
+  ) {
     this.server = createServer((socket) => this.#serve(socket));
   }
 
@@ -64,7 +68,7 @@ export class StreamingSatellite {
         if (event.type === 'ping') socket.write(encodeEvent('pong'));
         if (event.type === 'audio-stop') socket.write(encodeEvent('played'));
         if (event.type === 'run-satellite') {
-          socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts', restart_on_end: true }));
+          socket.write(encodeEvent('run-pipeline', this.pipeline));
           this.#stream(socket);
         }
       }

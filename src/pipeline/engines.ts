@@ -1,0 +1,114 @@
+/**
+ * The one place the pipeline's engines are chosen, per stage, from the config in force: the
+ * wake word (openWakeWord), voice activity (Silero), speech to text (whisper.cpp when its model
+ * and server are there, else pocketsphinx with the command grammar) and the voice (tts.ts).
+ * Every run of the pipeline takes its engines here — the microphone, each room, each Wyoming
+ * request, `iris say`, `iris listen`, announcements — so they share one of each: a stream's own
+ * state (a wake-word detector's audio, a VAD's) is made per stream on shared model sessions;
+ * speech to text and the voice are made once and remade when their settings change.
+ */
+import { existsSync, statSync } from 'node:fs';
+import type { Config } from '../config/schema.js';
+import { messageOf } from '../errors.js';
+import { sameMeaning } from '../intents/match.js';
+import { RIVALS } from '../intents/sentences.js';
+import type { Logger } from '../log.js';
+import { createPocketsphinx } from './pocketsphinx.js';
+import { pooledStt, type SpeechToText } from './stt.js';
+import { createTextToSpeech, type TextToSpeech } from './tts.js';
+import { createSileroVad, type VoiceActivity } from './vad.js';
+import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from './wakeword.js';
+import { checkModel, createWhisper, findWhisperServer } from './whisper.js';
+
+/** The shared speech to text: the engine, why it was chosen, and its start (a failed one is tried again by the next caller). */
+export interface ChosenStt {
+  engine: SpeechToText;
+  reason: string;
+  started: Promise<void>;
+}
+
+/** whisper.cpp when its model and server are there, else pocketsphinx with the command grammar. */
+export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; reason: string } {
+  const wake = wakeWordName(config.assistant.wake_word).replace(/_/g, ' ');
+  const fallback = (why: string) => ({
+    // Decodes agree when they ask for the same thing, not only in the same words.
+    stt: createPocketsphinx({ wakePhrases: [wake, wake.split(' ').pop() ?? wake], agree: sameMeaning, rivals: RIVALS }),
+    reason: why,
+  });
+  if (config.stt.engine === 'pocketsphinx') return fallback('pocketsphinx, as configured');
+  const model = config.stt.model;
+  if (!existsSync(model) || statSync(model).size === 0) {
+    return fallback(`pocketsphinx with a command grammar: no whisper model at ${model} (get one: iris models fetch base.en)`);
+  }
+  try {
+    checkModel(model); // a truncated or foreign file falls back instead of failing at start
+  } catch (error) {
+    return fallback(`pocketsphinx with a command grammar: ${messageOf(error)}`);
+  }
+  const server = findWhisperServer();
+  if (!server) return fallback('pocketsphinx with a command grammar: whisper-server is not installed');
+  return {
+    stt: createWhisper({ model, threads: config.stt.threads, audioCtx: config.stt.audio_ctx, command: server, log: log.child('whisper') }),
+    reason: `whisper.cpp (${model})`,
+  };
+}
+
+export class Engines {
+  readonly #config: () => Config;
+  readonly #log: Logger;
+  #stt: (ChosenStt & { key: string }) | undefined;
+  #tts: { key: string; engine: TextToSpeech } | undefined;
+
+  constructor(config: () => Config, log: Logger) {
+    this.#config = config;
+    this.#log = log;
+  }
+
+  /** The wake stage: a detector of its own for one stream, on the shared model sessions. */
+  wake(): Promise<WakeWordDetector> {
+    const { wake_word: model, wake_threshold: threshold } = this.#config().assistant;
+    return createOpenWakeWord({ model, threshold });
+  }
+
+  /** Where speech starts and ends, for one stream. */
+  vad(): Promise<VoiceActivity> {
+    return createSileroVad();
+  }
+
+  /**
+   * The speech-to-text stage, shared by every run. pocketsphinx decodes one utterance at a
+   * time, so it is a pool (more decoders only while commands overlap); whisper.cpp is one
+   * server loaded once. Remade when `[stt]` or the wake word changes.
+   */
+  stt(): ChosenStt {
+    const config = this.#config();
+    const key = JSON.stringify([config.stt, config.assistant.wake_word]);
+    if (this.#stt?.key === key) return this.#stt;
+    const old = this.#stt;
+    void old?.started.then(() => old.engine.stop?.()).catch(() => undefined);
+    const { stt, reason } = chooseStt(config, this.#log);
+    const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#log).stt) : stt;
+    const chosen = { key, engine, reason, started: engine.start?.() ?? Promise.resolve() };
+    chosen.started.catch(() => {
+      if (this.#stt === chosen) this.#stt = undefined; // the next caller tries again
+    });
+    this.#stt = chosen;
+    return chosen;
+  }
+
+  /** The speech stage's voice, shared (a Piper voice loads its model once); remade when `[tts]` changes. */
+  tts(): TextToSpeech {
+    const config = this.#config();
+    const key = JSON.stringify([config.tts, config.stt.model]);
+    if (this.#tts?.key !== key) this.#tts = { key, engine: createTextToSpeech(config, this.#log) };
+    return this.#tts.engine;
+  }
+
+  /** Stop what the engines started (a whisper-server, the decoders). */
+  async stop(): Promise<void> {
+    const stt = this.#stt;
+    this.#stt = undefined;
+    this.#tts = undefined;
+    await stt?.started.then(() => stt.engine.stop?.()).catch(() => undefined);
+  }
+}
