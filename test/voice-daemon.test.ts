@@ -127,12 +127,12 @@ describe('iris daemon: the voice through ALSA', () => {
 
 describe('iris listen', () => {
   /** `iris listen --json` on `file` with an empty config (every default) and no daemon; its report, and the reply WAV. */
-  async function listen(file: string): Promise<{ report: Record<string, unknown>; out: string }> {
+  async function listen(file: string, ...stages: string[]): Promise<{ report: Record<string, unknown>; out: string }> {
     const dir = tempDir();
     const out = join(dir, 'reply.wav');
     writeFileSync(join(dir, 'config'), ''); // a named config must exist
     const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
-    const run = await iris(['listen', '--file', file, '--out', out, '--json'], vars);
+    const run = await iris(['listen', '--file', file, '--out', out, '--json', ...stages], vars);
     expect(run.code).toBe(0);
     return { report: JSON.parse(run.stdout) as Record<string, unknown>, out };
   }
@@ -154,6 +154,22 @@ describe('iris listen', () => {
     const { report } = await listen(speechWav('hey jarvis, play some jazz music'));
     expect(report).toMatchObject({ wake: { detected: true }, outcome: 'not_understood', reply: "Sorry, I didn't catch that.", route: 'local', tool_calls: [] });
     expect(report.confidence).toBeLessThan(0.5);
+  });
+
+  it('runs part of the pipeline: from stt the recording is the command; ending at stt gives the words, at conversation the answer unspoken', async () => {
+    const words = await listen(commandWav('what time is it in tokyo'), '--start', 'stt', '--end', 'stt');
+    expect(words.report).toMatchObject({ wake: { detected: false, skipped: true }, transcript: 'what time is it in tokyo', outcome: 'answered' });
+    expect(words.report).not.toHaveProperty('reply');
+    expect(existsSync(words.out)).toBe(false);
+    const answer = await listen(commandWav('hey jarvis, what time is it in tokyo'), '--end', 'conversation');
+    expect(answer.report).toMatchObject({ wake: { detected: true }, transcript: 'what time is it in tokyo', outcome: 'answered', route: 'local' });
+    expect(answer.report.reply).toMatch(/in Tokyo\.$/);
+    expect(existsSync(answer.out)).toBe(false); // nothing spoken
+    const dir = tempDir();
+    writeFileSync(join(dir, 'config'), '');
+    const refused = await iris(['listen', '--file', commandWav('what time is it'), '--start', 'stt', '--end', 'wake'], { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('cannot end at the wake word');
   });
 
   it('says when no wake word was heard, with exit code 0', async () => {

@@ -1,7 +1,9 @@
 /**
- * `iris listen --file WAV [--out WAV] [--json]`: the daemon's voice pipeline, with a recording
- * as the microphone and a WAV file as the speaker. One run: wake word → end of speech → speech
- * to text → conversation → speech out.
+ * `iris listen --file WAV [--out WAV] [--json] [--start STAGE] [--end STAGE]`: the daemon's
+ * voice pipeline, with a recording as the microphone and a WAV file as the speaker. One run:
+ * wake word → end of speech → speech to text → conversation → speech out, or part of it: from
+ * `stt` the recording is the command (no wake word); ending at `stt` gives the words only, at
+ * `conversation` the answer unspoken, at `wake` the detection only.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
@@ -11,11 +13,13 @@ import { Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
 import { samplesSource } from '../pipeline/capture.js';
 import { CollectingSink } from '../pipeline/playback.js';
+import type { PipelineStage } from '../pipeline/pipeline.js';
 import { VoiceLoop, type VoiceRun } from '../pipeline/voice.js';
 import { decodeWav } from '../pipeline/wav.js';
 
 export interface ListenReport extends Partial<TurnResult> {
-  wake: { detected: boolean; word: string; score?: number; at_s?: number };
+  /** `skipped`: the run started at stt. */
+  wake: { detected: boolean; word: string; score?: number; at_s?: number; skipped?: true };
   transcript?: string;
   /** The recogniser's confidence in the transcript, 0–1. */
   confidence?: number;
@@ -25,10 +29,16 @@ export interface ListenReport extends Partial<TurnResult> {
   stt_engine: string;
 }
 
-export async function listen(config: Config, conversation: Conversation, log: Logger, file: string, out?: string): Promise<ListenReport> {
+/** Where a run of `iris listen` starts (a recording is audio: wake or stt) and ends. */
+export interface ListenStages {
+  start: 'wake' | 'stt';
+  end: PipelineStage;
+}
+
+export async function listen(config: Config, conversation: Conversation, log: Logger, file: string, out?: string, stages: ListenStages = { start: 'wake', end: 'tts' }): Promise<ListenReport> {
   const samples = decodeWav(await readFile(file), file);
   const engines = new Engines(() => config, log);
-  const parts = await createVoiceParts(engines);
+  const parts = await createVoiceParts(engines, stages.start === 'wake');
   const sink = new CollectingSink();
   const controller = new AbortController();
   const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
@@ -36,19 +46,23 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
   try {
     await parts.sttStarted; // as the daemon does at start: the stt timing is the transcription
     const options = loopOptions(config, parts, sink, (text, signal, heard) => conversation.turn(text, signal, heard));
-    const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0 });
+    const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0, end: stages.end });
+    if (stages.start === 'stt') loop.trigger(); // the recording is the command
     const [run] = await loop.run(samplesSource(samples), controller.signal, true);
     if (!run) throw new Error('the pipeline ended without a result');
     if (out !== undefined && sink.clips > 0) await writeFile(out, sink.wav());
     // With a wake word heard, ask's fields are always there: also when nothing was understood
     // (then `reply` is what IRIS said back, on the local path, with no tool called).
-    const heard: Partial<TurnResult> = run.wake ? { reply: run.said ?? '', route: 'local', tool_calls: [] } : {};
+    const answers = stages.end === 'conversation' || stages.end === 'tts';
+    const heard: Partial<TurnResult> = answers && run.said !== undefined ? { reply: run.said, route: 'local', tool_calls: [] } : {};
     return {
       ...heard,
       ...(run.result ?? {}),
-      wake: run.wake
-        ? { detected: true, word: run.wake.word, score: round(run.wake.score, 3), at_s: round(run.wake.atS, 2) }
-        : { detected: false, word: parts.wake?.word ?? '' },
+      wake: stages.start === 'stt'
+        ? { detected: false, word: '', skipped: true }
+        : run.wake
+          ? { detected: true, word: run.wake.word, score: round(run.wake.score, 3), at_s: round(run.wake.atS, 2) }
+          : { detected: false, word: parts.wake?.word ?? '' },
       ...(run.transcript === undefined ? {} : { transcript: run.transcript }),
       ...(run.confidence === undefined ? {} : { confidence: run.confidence }),
       ...(out !== undefined && sink.clips > 0 ? { out } : {}),
@@ -68,7 +82,7 @@ const round = (value: number, digits: number): number => Number(value.toFixed(di
 /** The human-readable form of a report. */
 export function describe(report: ListenReport): string[] {
   const t = report.timings_ms;
-  const lines = [
+  const lines = report.wake.skipped === true ? [] : [
     report.wake.detected
       ? `wake word: ${report.wake.word} (score ${report.wake.score}) at ${report.wake.at_s} s`
       : `wake word: ${report.wake.word} not heard`,
@@ -79,7 +93,7 @@ export function describe(report: ListenReport): string[] {
   }
   if (report.reply !== undefined) lines.push(`reply: ${report.reply}`);
   if (report.out !== undefined) lines.push(`spoken reply: ${report.out}`);
-  if (report.wake.detected) {
+  if (report.wake.detected || report.wake.skipped === true) {
     lines.push(`timings: end of speech at ${t.end_of_speech} ms, stt ${t.stt} ms, first token ${t.first_token} ms, first audio ${t.first_audio} ms after end of speech, total ${t.total} ms`);
   }
   return lines;

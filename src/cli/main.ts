@@ -22,7 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { fetchPiperVoice, PIPER_VOICES } from '../pipeline/voices.js';
 import { Engines } from '../pipeline/engines.js';
-import { runPipeline } from '../pipeline/pipeline.js';
+import { runPipeline, STAGES } from '../pipeline/pipeline.js';
 import { CollectingSink } from '../pipeline/playback.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
@@ -31,7 +31,7 @@ import type { ServerStatus } from '../toolhost/mcp/servers.js';
 import type { RoomStatus } from '../daemon/rooms.js';
 import { doctor } from './doctor.js';
 import { login, logout } from './login.js';
-import { describe, listen, type ListenReport } from './listen.js';
+import { describe, listen, type ListenReport, type ListenStages } from './listen.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
 
@@ -488,16 +488,19 @@ export function buildProgram(): Command {
 
   program
     .command('listen')
-    .description('the whole voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out')
+    .description('the voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out (or part of it: --start, --end)')
     .requiredOption('--file <wav>', 'the recording: a WAV of 8- to 32-bit integer or 32/64-bit float samples (or A-law, µ-law), any rate and channels; converted to 16 kHz mono')
     .option('--out <wav>', 'write the spoken reply here')
     .option('--json', 'print one JSON document')
-    .action(async (opts: { file: string; out?: string }, cmd: Command) => {
+    .addOption(new Option('--start <stage>', 'where the run starts: at the wake word, or at stt (the recording is the command)').choices(['wake', 'stt']).default('wake'))
+    .addOption(new Option('--end <stage>', 'where it ends: wake (the detection), stt (the words), conversation (the answer, unspoken) or tts').choices([...STAGES]).default('tts'))
+    .action(async (opts: { file: string; out?: string } & ListenStages, cmd: Command) => {
       const g = globals(cmd);
+      if (opts.start === 'stt' && opts.end === 'wake') throw new Exit(EXIT.usage, 'a run that starts at stt cannot end at the wake word');
       const { config, iris, log } = await open(g);
       let report: ListenReport;
       try {
-        report = await listen(config, iris.conversation(), log, opts.file, opts.out);
+        report = await listen(config, iris.conversation(), log, opts.file, opts.out, { start: opts.start, end: opts.end });
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }
