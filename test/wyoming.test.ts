@@ -2,14 +2,19 @@
 // ../shared/testkit, installed here), and by hostile raw sockets.
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
-import type { WyomingOptions } from '../src/wyoming/server.js';
+import { serveWyoming, type WyomingOptions } from '../src/wyoming/server.js';
 import { serveIris, type Served } from './helpers/wyoming.js';
+import { withDouble } from './helpers/conversation.js';
+import { createLogger } from '../src/log.js';
+import { Conversations } from '../src/daemon/conversations.js';
+import { irisServices } from '../src/wyoming/services.js';
 import { commandWav } from './helpers/speech.js';
+import { decodeWav } from '../src/pipeline/wav.js';
 import { startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
 import { tempDir } from './helpers/tmp.js';
@@ -120,6 +125,56 @@ describe('bad peers', () => {
     await Promise.all(many.map((m) => m.events));
     expect(await describeWorks(port)).toBe(true);
   }, 60_000);
+});
+
+describe('each request a run of the pipeline', () => {
+  it('a connection that closes mid-turn aborts its run: the model request is dropped, the server serves on', async () => {
+    const { port, s } = await serve();
+    s.double.script({ content: ['Here is a long story. ', ...Array.from({ length: 20 }, (_v, i) => `Sentence ${i + 1}. `)], pieceDelayMs: 300 });
+    const { socket, events } = peer(port);
+    socket.write(encodeEvent('transcript', { text: 'tell me a long story', context: { conversation_id: 'gone' } }));
+    await expect.poll(() => s.double.chats.length, { timeout: 10_000 }).toBe(1);
+    socket.destroy(); // Home Assistant gave up on the answer
+    await events;
+    await expect.poll(() => s.double.cancelled, { timeout: 10_000 }).toBe(1);
+    expect(await describeWorks(port)).toBe(true);
+  });
+
+  it('a detect begun again before the audio ended: the first run ends and frees its detector, the second hears the wake word once', async () => {
+    const s = await withDouble();
+    const log = createLogger('wyoming', { write: () => undefined });
+    const services = irisServices(() => s.iris.config, new Conversations(() => s.iris.conversation()), log);
+    let released = 0;
+    const counted = { ...services, wake: async () => {
+      const got = await services.wake();
+      return { detector: got.detector, release: () => (released++, got.release()) };
+    } };
+    const server = await serveWyoming('tcp://127.0.0.1:0', counted, log);
+    try {
+      const { socket, events } = peer(server.port);
+      const wav = decodeWav(readFileSync(commandWav('hey jarvis')));
+      const chunk = (samples: Int16Array) => encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength));
+      socket.write(encodeEvent('detect', { names: ['hey_jarvis'] }));
+      socket.write(chunk(new Int16Array(8_000)));
+      socket.write(encodeEvent('detect', { names: ['hey_jarvis'] }));
+      for (let i = 0; i < wav.length; i += 1024) socket.write(chunk(wav.slice(i, i + 1024)));
+      socket.write(chunk(new Int16Array(16_000)));
+      socket.write(encodeEvent('audio-stop'));
+      socket.write(encodeEvent('describe'));
+      await new Promise<void>((resolve) => {
+        const reader = new EventReader();
+        socket.on('data', (c: Buffer) => reader.push(c).some((e) => e.type === 'info') && resolve());
+      });
+      expect(released).toBe(2); // both, while the connection is still open
+      socket.destroy();
+      const types = (await events).map((e) => e.type);
+      expect(types.filter((t) => t === 'detection' || t === 'not-detected')).toEqual(['detection']);
+    } finally {
+      await server.close();
+      await s.iris.stop();
+      await s.double.close();
+    }
+  });
 });
 
 describe('the daemon', () => {

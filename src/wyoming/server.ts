@@ -156,6 +156,7 @@ class Session {
         return this.#send('handled', { text: done.result?.reply ?? done.reply ?? '', context });
       }
       case 'transcribe':
+        this.#endDetect();
         this.#audioFor = { kind: 'transcribe', chunks: [], samples: 0 };
         return;
       case 'detect':
@@ -200,6 +201,7 @@ class Session {
 
   /** A wake-word run over the audio that follows: `detection` the moment it is heard, `not-detected` at the audio's end. */
   #detect(): void {
+    this.#endDetect();
     const audio = new PushedAudio();
     const detector = this.services.wake();
     detector.catch(() => undefined); // awaited by the run; never an unhandled rejection
@@ -213,6 +215,11 @@ class Session {
     })();
     run.then(({ wake }) => wake && this.#send('detection', { name: wake.word, timestamp: Math.round(wake.atS * 1000) }), () => undefined);
     this.#audioFor = { kind: 'detect', audio, run };
+  }
+
+  /** A wake-word run still reading when another request starts ends with the audio it had (its detector is freed). */
+  #endDetect(): void {
+    if (this.#audioFor?.kind === 'detect') this.#audioFor.audio.end();
   }
 
   #audio(event: WyomingEvent): void {
