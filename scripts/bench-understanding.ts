@@ -61,11 +61,18 @@ const COMMANDS = {
     'remind me in ten minutes to check the oven',
   ],
 };
-/** Commands with a pause inside (" … ", 0.5 s): the turn must not end in it. */
+/** Commands with a pause inside (" … "): the turn must not end in it. Each is made twice over:
+ * 'hesitant', the part before the pause synthesized alone (so it ends like a finished sentence,
+ * an afterthought), with 0.5 s; and 'hesitant-whole', the whole sentence synthesized in one go
+ * and cut at the word boundary (continuation prosody, as a person who goes on), with each of
+ * HESITANT_PAUSES_S. */
 const HESITANT = {
   dev: ['what time is it … in tokyo', 'set a timer for ten … minutes', 'remind me in an hour … to call mom', 'what is twelve … times seven'],
   heldout: ['what time is it … in berlin', 'set a timer for fifteen … minutes', 'remind me in ten minutes … to check the oven', 'what is six times … eight'],
 };
+/** Pauses inside the 'hesitant-whole' clips (seconds): the old clips' 0.5, and one longer than
+ * `silence_s` (0.7) — how a full-silence endpointer treats a person who stops to think. */
+const HESITANT_PAUSES_S = [0.5, 0.8];
 /** Requests the grammar cannot hold: nothing may be done for them. */
 const OUT_OF_GRAMMAR = {
   dev: ['play some jazz music', 'turn off the kitchen lights', 'what is the capital of france', 'tell me a joke'],
@@ -234,6 +241,11 @@ for (const part of ['dev', 'heldout'] as Part[]) {
       const clip = makeClip({ wake: 'hey jarvis', command: spoken, voice, layout: 'hesitant', noise: 'clean' }, CACHE);
       const result = await runClip(decodeWav(readFileSync(clip.wav)), clip.lastWordEndS);
       rows.push({ part, synth: voice.synth, voice: voice.name, level: 'clean', layout: 'hesitant', spoken, expected: await expectedCall(spoken.replace(' … ', ' ')), ...result });
+      for (const pauseS of HESITANT_PAUSES_S) {
+        const whole = makeClip({ wake: 'hey jarvis', command: spoken, voice, layout: 'hesitant-whole', noise: 'clean', pauseS }, CACHE);
+        const wholeResult = await runClip(decodeWav(readFileSync(whole.wav)), whole.lastWordEndS);
+        rows.push({ part, synth: voice.synth, voice: voice.name, level: 'clean', layout: `hesitant-whole-${pauseS}`, spoken, expected: await expectedCall(spoken.replace(' … ', ' ')), ...wholeResult });
+      }
     }
     process.stderr.write(`${part} ${voice.synth} ${voice.name}: ${rows.length} clips, ${round((performance.now() - started) / 1000, 0)} s\n`);
   }
@@ -343,7 +355,8 @@ const figures = {
   table,
   sweep,
   wait_last_word_to_first_audio_ms: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { p50: round(percentile(waits(p), 0.5), 0), p95: round(percentile(waits(p), 0.95), 0), n: waits(p).length }])),
-  cut_off: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { commands: rows.filter((r) => r.part === p && r.expected !== '' && r.wake).length, cut_off: cutOff(p).length, hesitant: rows.filter((r) => r.part === p && r.layout === 'hesitant').length }])),
+  cut_off: Object.fromEntries((['dev', 'heldout'] as Part[]).map((p) => [p, { commands: rows.filter((r) => r.part === p && r.expected !== '' && r.wake).length, cut_off: cutOff(p).length, hesitant: rows.filter((r) => r.part === p && r.layout.startsWith('hesitant')).length,
+    by_layout: Object.fromEntries(['hesitant', ...HESITANT_PAUSES_S.map((s) => `hesitant-whole-${s}`)].map((l) => [l, { cut_off: cutOff(p).filter((r) => r.layout === l).length, ...tally(rows.filter((r) => r.part === p && r.layout === l), minConfidence) }])) }])),
   early_endpoints: rows.filter((r) => r.endpoint === 'complete').length,
   settles: { used: rows.filter((r) => r.settle === 'used').length, voided: rows.filter((r) => r.settle === 'voided').length },
   model_vs_local_first_audio_ms: {
@@ -364,6 +377,9 @@ console.log('threshold sweep (dev | held-out: right/wrong):', sweep.map((s) => `
 console.log(`typed phrasings, local path: dev ${typed.dev?.right}/${typed.dev?.n} (false matches ${typed.dev?.false_matches}), held-out ${typed.heldout?.right}/${typed.heldout?.n} (false matches ${typed.heldout?.false_matches})`);
 console.log(`last word → first reply audio (right answers): dev p50 ${figures.wait_last_word_to_first_audio_ms.dev?.p50} ms p95 ${figures.wait_last_word_to_first_audio_ms.dev?.p95}; held-out p50 ${figures.wait_last_word_to_first_audio_ms.heldout?.p50} ms p95 ${figures.wait_last_word_to_first_audio_ms.heldout?.p95}`);
 console.log(`cut off (the turn ended before the last word): dev ${cutOff('dev').length}, held-out ${cutOff('heldout').length} (of ${figures.cut_off.heldout?.commands}, ${figures.cut_off.heldout?.hesitant} with a pause inside); ended early on a whole command: ${figures.early_endpoints} of ${rows.length}`);
+for (const p of ['dev', 'heldout'] as Part[]) {
+  console.log(`  ${p} with a pause inside: ${Object.entries(figures.cut_off[p]?.by_layout ?? {}).map(([l, t]) => `${l} ${t.cut_off} cut off, ${t.right} right, ${t.wrong} wrong of ${t.n}`).join('; ')}`);
+}
 for (const r of [...cutOff('dev'), ...cutOff('heldout')]) console.log(`  cut off: ${r.part} ${r.voice} ${r.layout} "${r.spoken}" → "${r.transcript}"`);
 console.log(`end of speech → first audio, a model answer (instant double) vs the local path, held-out: p50 ${figures.model_vs_local_first_audio_ms.model_p50} vs ${figures.model_vs_local_first_audio_ms.local_p50} ms (${modelFirstAudio.length} model answers; ${double.loads.length} loads asked at the wake word)`);
 console.log(`end of speech → first audio: p50 ${figures.end_of_speech_to_first_audio_ms.p50} ms, p95 ${figures.end_of_speech_to_first_audio_ms.p95} ms; recognition CPU per command p50 ${figures.stt_cpu_ms_per_command.p50} ms`);

@@ -159,9 +159,14 @@ describe('the voice loop', () => {
     expect(quick.settled).toEqual(['settle-start', 'settle-end']); // scored during the pause
     // A pause of 0.5 s inside: "what time is it" could be whole, but "in tokyo" may follow; it
     // does. "set a timer for ten" is not whole: the unit after the pause is kept.
-    const hesitant = (command: string) => makeClip({ wake: 'hey jarvis', command, voice: { synth: 'espeak', name: 'en-us' }, layout: 'hesitant', noise: 'clean' }, clipDir());
-    for (const command of ['what time is it … in tokyo', 'set a timer for ten … minutes']) {
-      const clip = hesitant(command);
+    // Both ways of making the pause: the part before it synthesized alone (it ends like a
+    // finished sentence), and cut into the sentence synthesized whole (it sounds unfinished).
+    const hesitant = (command: string, layout: 'hesitant' | 'hesitant-whole') =>
+      makeClip({ wake: 'hey jarvis', command, voice: { synth: 'espeak', name: 'en-us' }, layout, noise: 'clean', pauseS: 0.5 }, clipDir());
+    for (const [command, layout] of [
+      ['what time is it … in tokyo', 'hesitant'], ['set a timer for ten … minutes', 'hesitant'], ['what time is it … in tokyo', 'hesitant-whole'],
+    ] as const) {
+      const clip = hesitant(command, layout);
       const heard = await ended([decodeWav(readFileSync(clip.wav))]);
       expect(heard.asked[0]).toMatch(command === 'set a timer for ten … minutes' ? /^set a timer for ten minutes?$/ : /^what time is it in tokyo$/);
       expect(heard.end?.atS).toBeGreaterThan(clip.lastWordEndS); // not before the last word

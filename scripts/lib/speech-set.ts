@@ -57,8 +57,14 @@ export interface ClipSpec {
   /** 'one-breath': "wake, command" as one utterance; 'pause': wake, 0.8 s silence, command;
    * 'speech-before': an unrelated sentence, 0.6 s silence, then one-breath; 'hesitant':
    * one-breath up to the command's " … ", then 0.5 s silence, then the rest ("what time is
-   * it … in tokyo"): a pause inside the command that must not end it. */
-  layout: 'one-breath' | 'pause' | 'speech-before' | 'hesitant';
+   * it … in tokyo"): a pause inside the command that must not end it. The part before the pause
+   * is synthesized on its own, so it ends with a finished sentence's intonation (an afterthought,
+   * as a person would add one). 'hesitant-whole': the same pause, but cut into the whole sentence
+   * synthesized in one go, at the word boundary pocketsphinx's forced alignment finds, so the
+   * words before it carry the continuation prosody of a person who goes on. */
+  layout: 'one-breath' | 'pause' | 'speech-before' | 'hesitant' | 'hesitant-whole';
+  /** The pause inside a 'hesitant-whole' command (seconds); default 0.5 (a 'hesitant' one's is 0.5). */
+  pauseS?: number;
   /** Noise over the whole clip, at an SNR (dB) relative to the speech's power. */
   noise: Noise;
   /** Small-room reverb (sox `reverb 30 50 40`) on the speech, before the noise. */
@@ -185,6 +191,51 @@ export function synthesize(text: string, voice: Voice, out: string): void {
   writeAtomic(out, encodeWav(utter(text, voice).samples));
 }
 
+/** The words of `text` as pocketsphinx's dictionary spells them. */
+const words = (text: string): string[] => text.toLowerCase().replace(/[^a-z' ]/g, ' ').split(/\s+/).filter(Boolean);
+
+/**
+ * Where in `utterance` the words `after` begin, `before` being all the words ahead of them:
+ * pocketsphinx (`-time yes`) forced to the sentence by a one-sentence JSGF grammar; the cut is where the
+ * last word of `before` ends (10 ms frames). Throws if the alignment is not the sentence.
+ */
+function wordBoundary(utterance: Utterance, before: string, after: string): number {
+  const expected = [...words(before), ...words(after)];
+  const aligned = withScratch((scratch) => {
+    const wav = join(scratch, 'align.wav');
+    const gram = join(scratch, 'align.gram');
+    writeFileSync(wav, encodeWav(utterance.samples));
+    writeFileSync(gram, `#JSGF V1.0;\ngrammar align;\npublic <s> = ${expected.join(' ')};\n`);
+    return execFileSync('pocketsphinx_continuous', [
+      '-infile', wav, '-jsgf', gram, '-time', 'yes', '-logfn', '/dev/null',
+      // No pruning: with the default beams the search loses the one path in some espeak voices.
+      '-beam', '1e-200', '-wbeam', '1e-200', '-pbeam', '1e-200', '-maxhmmpf', '-1', '-maxwpf', '-1',
+    ], { encoding: 'utf8' });
+  });
+  // "word start end confidence" per line; fillers (<s>, <sil>, [NOISE]) and the hypothesis line
+  // are skipped, and "jarvis(2)" is pronunciation 2 of "jarvis".
+  const found = aligned.split('\n').map((line) => line.trim().split(/\s+/)).filter((f) => f.length === 4 && /^[a-z']+(\(\d+\))?$/.test(f[0] ?? ''))
+    .map(([word = '', , end = '']) => ({ word: word.replace(/\(\d+\)$/, ''), endS: Number(end) }));
+  if (found.map((f) => f.word).join(' ') !== expected.join(' ')) {
+    throw new Error(`pocketsphinx aligned ${JSON.stringify(found.map((f) => f.word).join(' '))}, not ${JSON.stringify(expected.join(' '))}`);
+  }
+  const last = found[words(before).length - 1];
+  if (!last) throw new Error(`no word before the pause in ${JSON.stringify(before)}`);
+  return samples(last.endS + 0.01);
+}
+
+/** A 5 ms linear fade at the start ('in') or end ('out') of `utterance`, so a cut inside running
+ * speech does not click. */
+function fade(utterance: Utterance, where: 'in' | 'out'): Utterance {
+  const out = utterance.samples.slice();
+  const n = Math.min(out.length, samples(0.005));
+  for (let i = 0; i < n; i++) {
+    const at = where === 'in' ? i : out.length - 1 - i;
+    out[at] = Math.round((out[at] ?? 0) * (i / n));
+  }
+  return { ...utterance, samples: out };
+}
+
 const noiseMasters = new Map<string, Int16Array>();
 
 /** NOISE_MASTER_S of seeded (-R) pink or white noise, cached in `dir`. */
@@ -256,6 +307,8 @@ export function makeClip(spec: ClipSpec, dir: string): Clip {
     layout: spec.layout,
     noise: spec.noise,
     reverb: spec.reverb === true,
+    // Only where it applies, so the other layouts' clips keep their hashes (and caches).
+    ...(spec.layout === 'hesitant-whole' ? { pauseS: spec.pauseS ?? 0.5 } : {}),
   };
   const hash = sha1(canonical);
   const wav = join(dir, `clip-${hash}.wav`);
@@ -285,6 +338,17 @@ export function makeClip(spec: ClipSpec, dir: string): Clip {
     const head = say(utter(`${spec.wake}, ${first}`, spec.voice));
     pause(0.5);
     const tail = say(utter(rest, spec.voice));
+    const wakeAlone = utter(spec.wake, spec.voice);
+    speech.push(head, tail);
+    wakeEnd = Math.min(head[1], head[0] + wakeAlone.end - wakeAlone.start);
+    [commandStart, lastWordEnd] = [wakeEnd, tail[1]];
+  } else if (spec.layout === 'hesitant-whole') {
+    const [first = '', rest = ''] = spec.command.split(' … ');
+    const whole = utter(`${spec.wake}, ${first} ${rest}`, spec.voice);
+    const cut = wordBoundary(whole, `${spec.wake} ${first}`, rest);
+    const head = say(fade({ samples: whole.samples.slice(0, cut), start: whole.start, end: cut }, 'out'));
+    pause(spec.pauseS ?? 0.5);
+    const tail = say(fade({ samples: whole.samples.slice(cut), start: 0, end: whole.end - cut }, 'in'));
     const wakeAlone = utter(spec.wake, spec.voice);
     speech.push(head, tail);
     wakeEnd = Math.min(head[1], head[0] + wakeAlone.end - wakeAlone.start);
