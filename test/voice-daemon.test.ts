@@ -172,6 +172,11 @@ describe('iris listen', () => {
     expect(refused.stderr).toContain('cannot end at the wake word');
   });
 
+  it('has ask\'s fields when the wake word was heard and nothing followed', async () => {
+    const { report } = await listen(commandWav('hey jarvis', { padS: [0.3, 1.5] }));
+    expect(report).toMatchObject({ wake: { detected: true }, outcome: 'no_speech', reply: '', route: 'local', tool_calls: [] });
+  });
+
   it('says when no wake word was heard, with exit code 0', async () => {
     const { report } = await listen(speechWav('what time is it'));
     expect(report).toMatchObject({ wake: { detected: false }, outcome: 'no_wake' });

@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
-import { serveWyoming, type WyomingOptions } from '../src/wyoming/server.js';
+import { serveWyoming, type WyomingOptions, type WyomingServices } from '../src/wyoming/server.js';
 import { serveIris, type Served } from './helpers/wyoming.js';
 import { withDouble } from './helpers/conversation.js';
 import { createLogger } from '../src/log.js';
@@ -173,6 +173,120 @@ describe('each request a run of the pipeline', () => {
       await server.close();
       await s.iris.stop();
       await s.double.close();
+    }
+  });
+});
+
+describe('runs over one connection, against stub engines', () => {
+  const quiet = createLogger('wyoming', { write: () => undefined });
+  const chunk = (samples: number) => encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.alloc(samples * 2));
+  /** A detector that hears the wake word in the `at`th frame it is given since its reset, slowly (30 ms a frame). */
+  function slowDetector(at: number) {
+    let frames = 0;
+    return {
+      word: 'hey_jarvis',
+      reset: () => void (frames = 0),
+      async process(c: { atS: number }) {
+        await new Promise((r) => setTimeout(r, 30));
+        frames += 1;
+        return frames === at ? { word: 'hey_jarvis', score: 0.9, atS: c.atS + 0.08 } : undefined;
+      },
+    };
+  }
+  const stubs = (extra: Partial<WyomingServices>): WyomingServices => ({
+    info: () => ({}),
+    conversation: () => { throw new Error('no conversation here'); },
+    stt: () => Promise.resolve({ stt: { name: 'stub', transcribe: () => Promise.resolve({ text: 'what time is it', confidence: 1 }) }, minConfidence: 0 }),
+    tts: () => { throw new Error('no voice here'); },
+    wake: () => Promise.reject(new Error('no wake word here')),
+    ...extra,
+  });
+  async function connected(port: number) {
+    const { socket, events } = peer(port);
+    const types: string[] = [];
+    const reader = new EventReader();
+    socket.on('data', (c: Buffer) => types.push(...reader.push(c).map((e) => e.type)));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const next = (type: string) => new Promise<void>((resolve) => {
+      const check = () => (types.includes(type) ? resolve() : socket.once('data', () => setImmediate(check)));
+      check();
+    });
+    return { socket, events, types, next };
+  }
+
+  it('a peer that closes during streamed synthesis: its run ends, nothing is left unhandled, the server serves on', async () => {
+    // A voice still working on the sentence when the peer goes: it ends only when aborted.
+    const synthesized: Promise<Buffer>[] = [];
+    const tts = { synthesize: (_text: string, signal?: AbortSignal) => {
+      const wav = new Promise<Buffer>((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+      synthesized.push(wav);
+      return wav;
+    } };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const server = await serveWyoming('tcp://127.0.0.1:0', stubs({ tts: () => tts }), quiet);
+    try {
+      const { socket, events } = await connected(server.port);
+      socket.write(encodeEvent('synthesize-start'));
+      socket.write(encodeEvent('synthesize-chunk', { text: 'This is a rather long first sentence that takes a moment to say, with several clauses in it. And a second one. ' }));
+      await expect.poll(() => synthesized.length, { timeout: 10_000 }).toBeGreaterThan(0);
+      socket.destroy(); // Home Assistant gave up mid-sentence
+      await events;
+      await Promise.allSettled(synthesized);
+      await new Promise(setImmediate);
+      await new Promise(setImmediate);
+      expect(unhandled).toEqual([]);
+      expect(await describeWorks(server.port)).toBe(true);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await server.close();
+    }
+  });
+
+  it('a detect replaced by a transcribe says nothing more: the peer gets the transcript only', async () => {
+    let released: () => void = () => undefined;
+    const runOver = new Promise<void>((resolve) => (released = resolve));
+    const server = await serveWyoming('tcp://127.0.0.1:0', stubs({ wake: () => Promise.resolve({ detector: slowDetector(5), release: () => released() }) }), quiet);
+    try {
+      const { socket, types, next } = await connected(server.port);
+      socket.write(encodeEvent('detect', { names: ['hey_jarvis'] }));
+      socket.write(chunk(1280 * 8)); // the wake word is in here (frame 5), not read yet
+      socket.write(encodeEvent('transcribe'));
+      socket.write(chunk(1600));
+      socket.write(encodeEvent('audio-stop'));
+      await runOver; // the wake-word run has ended
+      socket.write(encodeEvent('describe'));
+      await next('info');
+      expect(types).toEqual(['transcript', 'info']);
+      socket.destroy();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('many detections on one connection leave no listeners behind (no leak warning)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    const server = await serveWyoming('tcp://127.0.0.1:0', stubs({ wake: () => Promise.resolve({ detector: slowDetector(1), release: () => undefined }) }), quiet);
+    try {
+      const { socket, types, next } = await connected(server.port);
+      for (let i = 0; i < 15; i++) {
+        socket.write(encodeEvent('detect', { names: ['hey_jarvis'] }));
+        socket.write(chunk(1280 * 3));
+        socket.write(encodeEvent('audio-stop'));
+        socket.write(encodeEvent('ping', { text: String(i) }));
+        await expect.poll(() => types.filter((t) => t === 'pong').length).toBe(i + 1);
+      }
+      await next('pong');
+      expect(types.filter((t) => t === 'detection').length).toBe(15);
+      await new Promise(setImmediate);
+      expect(warnings.filter((w) => w === 'MaxListenersExceededWarning')).toEqual([]);
+      socket.destroy();
+    } finally {
+      process.off('warning', onWarning);
+      await server.close();
     }
   });
 });

@@ -51,10 +51,12 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
     const [run] = await loop.run(samplesSource(samples), controller.signal, true);
     if (!run) throw new Error('the pipeline ended without a result');
     if (out !== undefined && sink.clips > 0) await writeFile(out, sink.wav());
-    // With a wake word heard, ask's fields are always there: also when nothing was understood
-    // (then `reply` is what IRIS said back, on the local path, with no tool called).
     const answers = stages.end === 'conversation' || stages.end === 'tts';
-    const heard: Partial<TurnResult> = answers && run.said !== undefined ? { reply: run.said, route: 'local', tool_calls: [] } : {};
+    // A run that reaches the conversation has ask's fields once the command was taken (the
+    // wake word heard, or a recording that is the command): also when nothing was understood
+    // (then `reply` is what IRIS said back, on the local path, with no tool called).
+    const taken = run.wake !== undefined || stages.start === 'stt';
+    const heard: Partial<TurnResult> = answers && taken ? { reply: run.said ?? '', route: 'local', tool_calls: [] } : {};
     return {
       ...heard,
       ...(run.result ?? {}),
@@ -91,7 +93,7 @@ export function describe(report: ListenReport): string[] {
     const sure = report.confidence === undefined ? '' : ` (confidence ${report.confidence})`;
     lines.push(`heard: ${report.transcript || '(nothing understood)'}${sure}`);
   }
-  if (report.reply !== undefined) lines.push(`reply: ${report.reply}`);
+  if (report.reply !== undefined && report.reply !== '') lines.push(`reply: ${report.reply}`);
   if (report.out !== undefined) lines.push(`spoken reply: ${report.out}`);
   if (report.wake.detected || report.wake.skipped === true) {
     lines.push(`timings: end of speech at ${t.end_of_speech} ms, stt ${t.stt} ms, first token ${t.first_token} ms, first audio ${t.first_audio} ms after end of speech, total ${t.total} ms`);

@@ -479,6 +479,7 @@ export function buildProgram(): Command {
       try {
         // A run of the pipeline from speech to speech, into a file.
         await runPipeline({ text: speakable(words.join(' ')) }, { start: 'tts', end: 'tts', tts, sink, signal: new AbortController().signal });
+        if (sink.clips === 0) throw new Error('nothing to say: the text has no words to speak');
         await writeFile(opts.out, sink.wav());
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));

@@ -53,10 +53,19 @@ export function chooseStt(config: Config, log: Logger): { stt: SpeechToText; rea
   };
 }
 
+/**
+ * Commands decoded at once by pocketsphinx before one more waits for a decoder: before they
+ * shared one pool, the microphone, the rooms and Wyoming had 1 + 4 + 1. Each costs ~50 MB
+ * while it exists, and exists only once that many commands overlapped.
+ */
+const POOL_MAX = 6;
+
 export class Engines {
   readonly #config: () => Config;
   readonly #log: Logger;
   #stt: (ChosenStt & { key: string }) | undefined;
+  /** Every recogniser made, also those replaced or whose start failed: a run may still hold one, and it may have started a helper (whisper-server). */
+  readonly #made = new Map<SpeechToText, Promise<void>>();
   #tts: { key: string; engine: TextToSpeech } | undefined;
 
   constructor(config: () => Config, log: Logger) {
@@ -87,8 +96,10 @@ export class Engines {
     const old = this.#stt;
     void old?.started.then(() => old.engine.stop?.()).catch(() => undefined);
     const { stt, reason } = chooseStt(config, this.#log);
-    const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#log).stt) : stt;
+    // Decoders for the commands in flight at once, across the microphone, rooms and Wyoming.
+    const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#log).stt, POOL_MAX) : stt;
     const chosen = { key, engine, reason, started: engine.start?.() ?? Promise.resolve() };
+    this.#made.set(engine, chosen.started);
     chosen.started.catch(() => {
       if (this.#stt === chosen) this.#stt = undefined; // the next caller tries again
     });
@@ -106,9 +117,10 @@ export class Engines {
 
   /** Stop what the engines started (a whisper-server, the decoders). */
   async stop(): Promise<void> {
-    const stt = this.#stt;
     this.#stt = undefined;
     this.#tts = undefined;
-    await stt?.started.then(() => stt.engine.stop?.()).catch(() => undefined);
+    const made = [...this.#made];
+    this.#made.clear();
+    await Promise.all(made.map(([engine, started]) => started.catch(() => undefined).then(() => engine.stop?.()).catch(() => undefined)));
   }
 }

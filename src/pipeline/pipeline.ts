@@ -104,7 +104,11 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
   if (o.start === 'wake') {
     if (!('audio' in input)) throw new PipelineError('pipeline_input', 'the wake stage reads audio');
     const frames = input.audio.frames(o.signal)[Symbol.asyncIterator]();
-    wake = await detect(need(o.wake, 'a wake-word detector'), frames, emit);
+    try {
+      wake = await detect(need(o.wake, 'a wake-word detector'), frames, emit);
+    } finally {
+      if (wake === undefined || o.end === 'wake') await frames.return?.(); // the reader's listeners and buffer go with it
+    }
     if (wake === undefined) return { outcome: 'no_wake' };
     if (o.end === 'wake') return { outcome: 'answered', wake };
     audio = { audio: { frames: () => ({ [Symbol.asyncIterator]: () => frames }) } }; // the rest is the command
@@ -204,6 +208,7 @@ async function speak(sentences: AsyncIterable<string> | Iterable<string>, tts: T
         if (first) emit('first-audio');
         await sink.play(wav, signal);
       });
+      playing.catch(() => undefined); // awaited below; while the next sentence is awaited, never unhandled
       count += 1;
     }
     await playing;

@@ -105,8 +105,8 @@ class Session {
   #queue: Promise<void> = Promise.resolve();
   /** Ends the connection's runs when it closes or IRIS stops. */
   readonly #closed = new AbortController();
-  /** What the audio that follows is for: a transcription's samples, or a wake-word run reading it. */
-  #audioFor: { kind: 'transcribe'; chunks: Int16Array[]; samples: number } | { kind: 'detect'; audio: PushedAudio; run: Promise<RunResult<never>> } | undefined;
+  /** What the audio that follows is for: a transcription's samples, or a wake-word run reading it (stopped when another request replaces it). */
+  #audioFor: { kind: 'transcribe'; chunks: Int16Array[]; samples: number } | { kind: 'detect'; audio: PushedAudio; run: Promise<RunResult<never>>; stop: AbortController } | undefined;
   /** Between `synthesize-start` and `synthesize-stop`: the text so far, and the run speaking it. */
   #streaming: { text: SentenceStream; sentences: Channel<string>; run: Promise<unknown> } | undefined;
 
@@ -117,11 +117,13 @@ class Session {
     stopping: AbortSignal,
     private readonly maxUnreadBytes: number,
   ) {
-    const close = () => this.#closed.abort(new Error('the connection closed'));
+    // IRIS stopping destroys every socket, so the close ends the runs then too.
+    const close = () => {
+      this.#closed.abort(new Error('the connection closed'));
+      this.#streaming?.sentences.close();
+    };
     socket.once('close', close);
     if (stopping.aborted) close();
-    stopping.addEventListener('abort', close, { once: true });
-    socket.once('close', () => stopping.removeEventListener('abort', close));
     socket.on('data', (chunk: Buffer) => {
       let events: WyomingEvent[];
       try {
@@ -173,6 +175,7 @@ class Session {
         await runPipeline({ text: data.text }, { start: 'tts', end: 'tts', tts: this.services.tts(), sink: this.#sink, signal: this.#signal });
         return;
       case 'synthesize-start': {
+        await this.#endStreaming(); // one begun before and never stopped is said first, in order
         // One run speaks the text sentence by sentence as the chunks bring it.
         const sentences = new Channel<string>();
         const run = runPipeline({ text: sentences }, { start: 'tts', end: 'tts', tts: this.services.tts(), sink: this.#sink, signal: this.#signal });
@@ -184,42 +187,51 @@ class Session {
         if (this.#streaming === undefined || typeof data.text !== 'string') return;
         for (const sentence of this.#streaming.text.push(data.text)) this.#streaming.sentences.push(sentence);
         return;
-      case 'synthesize-stop': {
-        const streaming = this.#streaming;
-        this.#streaming = undefined;
-        if (streaming !== undefined) {
-          for (const sentence of streaming.text.flush()) streaming.sentences.push(sentence);
-          streaming.sentences.close();
-          await streaming.run;
-        }
+      case 'synthesize-stop':
+        await this.#endStreaming();
         return this.#send('synthesize-stopped');
-      }
       default:
         this.log.debug(`wyoming: ignored a "${event.type}" event`);
     }
+  }
+
+  /** The streamed text's last sentences said, and its run ended. */
+  async #endStreaming(): Promise<void> {
+    const streaming = this.#streaming;
+    this.#streaming = undefined;
+    if (streaming === undefined) return;
+    for (const sentence of streaming.text.flush()) streaming.sentences.push(sentence);
+    streaming.sentences.close();
+    await streaming.run;
   }
 
   /** A wake-word run over the audio that follows: `detection` the moment it is heard, `not-detected` at the audio's end. */
   #detect(): void {
     this.#endDetect();
     const audio = new PushedAudio();
+    const stop = new AbortController();
+    const closed = () => stop.abort(this.#signal.reason);
+    this.#signal.addEventListener('abort', closed, { once: true });
     const detector = this.services.wake();
     detector.catch(() => undefined); // awaited by the run; never an unhandled rejection
     const run = (async () => {
       const { detector: wake, release } = await detector;
       try {
-        return await runPipeline<never>({ audio }, { start: 'wake', end: 'wake', wake, signal: this.#signal });
+        return await runPipeline<never>({ audio }, { start: 'wake', end: 'wake', wake, signal: stop.signal });
       } finally {
         release();
+        this.#signal.removeEventListener('abort', closed);
       }
     })();
-    run.then(({ wake }) => wake && this.#send('detection', { name: wake.word, timestamp: Math.round(wake.atS * 1000) }), () => undefined);
-    this.#audioFor = { kind: 'detect', audio, run };
+    run.then(({ wake }) => {
+      if (wake !== undefined && !stop.signal.aborted) void this.#send('detection', { name: wake.word, timestamp: Math.round(wake.atS * 1000) });
+    }, () => undefined);
+    this.#audioFor = { kind: 'detect', audio, run, stop };
   }
 
-  /** A wake-word run still reading when another request starts ends with the audio it had (its detector is freed). */
+  /** A wake-word run still reading when another request starts is stopped: it says nothing more, and its detector is freed. */
   #endDetect(): void {
-    if (this.#audioFor?.kind === 'detect') this.#audioFor.audio.end();
+    if (this.#audioFor?.kind === 'detect') this.#audioFor.stop.abort(new Error('replaced by another request'));
   }
 
   #audio(event: WyomingEvent): void {
