@@ -24,6 +24,7 @@ import { parseAddressPolicy, satelliteChecks, unitAllows } from '../src/cli/doct
 import { parseConfig } from '../src/config/load.js';
 import type { ConfigError } from '../src/errors.js';
 import { closedPort } from './helpers/net.js';
+import type { Announcement } from '../src/toolhost/api.js';
 
 const servers: Server[] = [];
 const links: SatelliteLink[] = [];
@@ -340,6 +341,43 @@ describe('barge-in in a room', () => {
     } finally {
       await rooms.stop();
       sat.close();
+    }
+  }, 60_000);
+});
+
+describe('announcements in a room whose satellite goes away', () => {
+  it('a timer being said when its satellite vanishes is said in every other room and by the daemon\'s voice, once each', async () => {
+    const den = await new StreamingSatellite('den').listen();
+    const hall = await new StreamingSatellite('hall').listen();
+    const config = parseConfig(`[audio]\nannounce_repeats = 1\n[stt]\nengine = "pocketsphinx"\n[satellites.den]\nuri = "tcp://127.0.0.1:${den.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`, 'c');
+    const logs: string[] = [];
+    const unsaid: Announcement[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+      unsaid: (a) => unsaid.push(a),
+    });
+    rooms.start();
+    try {
+      await Promise.all([den.next('detect'), hall.next('detect')]); // both rooms' loops listen
+      const timer: Announcement = { kind: 'timer', id: '7', text: 'Your pasta timer is done.', due: new Date().toISOString(), room: 'den' };
+      const saying = den.next('audio-start');
+      expect(rooms.announce(timer)).toBe(true); // the den takes it
+      await saying;
+      const heardInHall = hall.next('audio-stop'); // the hall's satellite answers `played` to it
+      den.close(); // the den's satellite vanishes while saying it
+      await heardInHall;
+      const said = (sat: StreamingSatellite) => sat.received.filter((e) => e.type === 'audio-start').length;
+      expect(said(hall)).toBe(1);
+      expect(hall.received.filter((e) => e.type === 'timer-finished').map((e) => e.data)).toEqual([{ id: '7' }]);
+      expect(unsaid).toEqual([timer]); // and the daemon's own voice says it
+      expect(said(den)).toBe(1); // where it was cut: once
+      expect(logs).toContain('info rooms: timer #7 not said in den: said in hall and here instead');
+    } finally {
+      await rooms.stop();
+      den.close();
+      hall.close();
     }
   }, 60_000);
 });

@@ -74,6 +74,12 @@ export interface RoomsOptions {
   respond: (room: string) => Responder<TurnResult>;
   /** The wake word fired in `room`: warm the model. */
   onWake?: (room: string) => void;
+  /**
+   * An announcement its room took but could not say (the satellite went away, or the room was
+   * removed, while or before saying it): every other connected room says it, and so does this
+   * (the daemon's own voice), as for an announcement whose room is gone.
+   */
+  unsaid?: (announcement: Announcement) => void;
   /** First reconnect delay (ms); tests shorten it. */
   retryMs?: number;
   /** Find satellites on the network (`[satellites] discover`); default avahi-browse. */
@@ -205,7 +211,9 @@ export class Rooms {
       if (!names.has(name) || now?.uri !== room.uri) {
         this.#rooms.delete(name);
         this.#o.log.info(`room ${name}: ${names.has(name) ? 'address changed' : 'removed'}`);
-        void room.stop();
+        void room.stop().then((unsaid) => {
+          for (const announcement of unsaid) this.#reroute(announcement, name);
+        });
       }
     }
     for (const [name, settings] of wanted) {
@@ -248,6 +256,15 @@ export class Rooms {
     }
     for (const other of this.#rooms.values()) if (other.connected) other.announce(announcement);
     return false;
+  }
+
+  /** What `from` could not say: every other connected room says it, and the daemon's voice. */
+  #reroute(announcement: Announcement, from: string): void {
+    if (this.#stopping.signal.aborted) return; // stopping: `stop()` returns it
+    const others = [...this.#rooms.values()].filter((room) => room.name !== from && room.connected);
+    this.#o.log.info(`${announcement.kind} #${announcement.id} not said in ${from}: said ${others.length > 0 ? `in ${others.map((r) => r.name).join(', ')} and ` : ''}here instead`);
+    for (const other of others) other.announce(announcement);
+    this.#o.unsaid?.(announcement);
   }
 
   async stop(): Promise<Announcement[]> {
@@ -303,6 +320,7 @@ export class Rooms {
     return {
       arbiter: this.#arbiter,
       readBeyond: (ms) => [...this.#rooms.values()].every((r) => r.readBeyond(ms)),
+      reroute: (announcement, from) => this.#reroute(announcement, from),
       settings: (name) => satelliteRooms(this.#o.config())[name],
       tts: () => {
         const key = JSON.stringify(this.#o.config().tts);
@@ -335,6 +353,8 @@ interface RoomDeps {
   arbiter: Arbiter;
   /** Whether every room still streaming has read its audio past `ms` (performance.now()). */
   readBeyond: (ms: number) => boolean;
+  /** An announcement the room could not say (its satellite went away): said elsewhere. */
+  reroute: (announcement: Announcement, from: string) => void;
   settings: (name: string) => SatelliteConfig | undefined;
   tts: () => TextToSpeech;
   /** The rooms' speech to text (shared), why this engine, and its start. */
@@ -469,8 +489,10 @@ class Room {
     // The next connection streams anew: what this one left unread is stale.
     this.#source.end();
     this.#source = new PushedAudio();
+    // What it was saying or still had to say is said elsewhere, not lost (nor kept for a
+    // reconnection, which would say it twice).
     void this.#stopVoice().then((unsaid) => {
-      for (const announcement of unsaid) this.o.log.info(`${announcement.kind} #${announcement.id} not said in ${this.name}: the satellite went away`);
+      for (const announcement of [...unsaid, ...this.#waiting.splice(0)]) this.deps.reroute(announcement, this.name);
     });
   }
 
