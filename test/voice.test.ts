@@ -22,6 +22,7 @@ import { prefixState } from '../src/intents/prefix.js';
 import { clipDir, commandSamples, speechSamples } from './helpers/speech.js';
 import { makeClip } from '../scripts/lib/speech-set.js';
 import { decodeWav } from '../src/pipeline/wav.js';
+import { PushedAudio } from '../src/pipeline/capture.js';
 import { readFileSync } from 'node:fs';
 
 const silence = (seconds: number) => new Int16Array(Math.round(seconds * 16_000));
@@ -221,6 +222,44 @@ describe('the voice loop', () => {
     const runs = await new VoiceLoop(base(new CollectingSink(), respond)).run(scriptedSource([half, () => Promise.resolve(controller.abort(new Error('stopping')))]), controller.signal);
     expect(runs.map((r) => r.outcome)).toEqual(['cancelled']);
     expect(asked).toEqual([]);
+  });
+
+  it('a sender that stops streaming (a satellite\'s audio-stop) ends the command there, answered at once; the next stream is a new command', async () => {
+    const audio = new PushedAudio();
+    const { asked, respond } = replies('Done.');
+    const events: VoiceEvent[] = [];
+    const first = waitFor('run-end');
+    const second = waitFor('run-end', 2);
+    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), onEvent: (e) => [events.push(e), first.check(e), second.check(e)] });
+    const running = loop.run(audio, new AbortController().signal);
+    audio.stop(); // nothing streamed yet: nothing happens
+    // The satellite's VAD stops it 0.1 s after the last word, long before IRIS's endpointer
+    // would hear enough silence; and no more audio comes.
+    audio.push(commandSamples('hey jarvis, what time is it', { padS: [0.3, 0.1] }).subarray(0, -100)); // not a whole frame
+    audio.stop();
+    await first.promise;
+    audio.push(commandSamples('hey jarvis, what is two plus two', { padS: [0.3, 0.1] }));
+    audio.stop();
+    await second.promise;
+    audio.end();
+    const runs = await running;
+    expect(runs.map((r) => [r.outcome, r.transcript])).toEqual([['answered', 'what time is it'], ['answered', 'what is two plus two']]);
+    expect(asked).toEqual(['what time is it', 'what is two plus two']);
+    expect(events.filter((e) => e.type === 'end_of_speech-end').map((e) => e.data?.state)).toEqual(['end_of_audio', 'end_of_audio']);
+  });
+
+  it('a sender that stops mid-word: what was heard is scored as always, and half a command is not acted on', async () => {
+    const audio = new PushedAudio();
+    const { asked, respond } = replies('Done.');
+    const whole = commandSamples('hey jarvis, remind me in an hour to call mom', { padS: [0.3, 0] });
+    audio.push(whole.subarray(0, Math.floor(whole.length * 0.75)));
+    audio.stop();
+    const sink = new CollectingSink();
+    const [run] = await new VoiceLoop(base(sink, respond)).run(audio, new AbortController().signal, true);
+    expect(run).toMatchObject({ outcome: 'not_understood', said: "Sorry, I didn't catch that." });
+    expect(run!.confidence).toBeLessThan(minConfidence);
+    expect(asked).toEqual([]);
+    expect(sink.clips).toBe(1);
   });
 
   it('after not catching a command it listens again without the wake word', async () => {

@@ -538,8 +538,12 @@ class Room {
         if (this.#stalePlayed > 0) this.#stalePlayed -= 1;
         else this.#played.shift()?.();
         return;
-      case 'audio-start':
       case 'audio-stop':
+        // It stopped streaming (its own VAD heard the speech end, or a timeout): the command
+        // ends there, as at the end of a file, instead of waiting for silence that never comes.
+        this.#source.stop();
+        return;
+      case 'audio-start':
         return;
       default:
         this.#log.debug(`ignored a "${event.type}" event`);

@@ -209,6 +209,12 @@ export class VoiceLoop<R> {
           this.#state = 'idle';
         }
         if (this.#state !== 'command') {
+          if (chunk.stopped && !triggered) {
+            // The stream paused: what came before is not the start of what follows.
+            preRoll.splice(0);
+            this.#o.wake?.reset();
+            continue;
+          }
           const detection = triggered ? triggered.wake : await this.#o.wake?.process(chunk);
           if (!triggered) {
             preRoll.push(chunk);
@@ -239,19 +245,11 @@ export class VoiceLoop<R> {
           this.#emit(this.#runs + 1, 'run-start');
           continue;
         }
-        command.chunks.push(chunk.samples);
-        // After a settle the audio waits: silence would void it, and the pause may end the turn.
-        if (command.settle) command.settle.held.push(chunk.samples);
-        else command.stream?.push(chunk.samples);
-        const frames = await this.#o.vad.process(chunk);
-        for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
-        if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
-        this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
-        const state = command.endpointer.state;
-        if (state !== 'waiting' && !command.voiced) {
-          command.voiced = true;
-          this.#emit(command.run, 'speech-start', { atS: chunk.atS });
-        }
+        // A `stopped` chunk: the sender stopped streaming (a satellite's own VAD heard the
+        // speech end). The command ends there as at the end of a file: words heard are acted
+        // on (scored as always), a command not yet begun is no speech.
+        if (!chunk.stopped) await this.#hear(command, chunk);
+        const state = chunk.stopped ? (command.endpointer.state === 'speaking' ? 'end_of_audio' : 'no_speech') : command.endpointer.state;
         if (state === 'waiting' || state === 'speaking') continue;
         const done = command;
         command = undefined;
@@ -287,6 +285,22 @@ export class VoiceLoop<R> {
     } finally {
       command?.stream?.cancel();
       this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
+    }
+  }
+
+  /** A chunk of the command: to the recogniser, the VAD and the endpointer. */
+  async #hear(command: Command, chunk: AudioChunk): Promise<void> {
+    command.chunks.push(chunk.samples);
+    // After a settle the audio waits: silence would void it, and the pause may end the turn.
+    if (command.settle) command.settle.held.push(chunk.samples);
+    else command.stream?.push(chunk.samples);
+    const frames = await this.#o.vad.process(chunk);
+    for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
+    if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
+    this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
+    if (command.endpointer.state !== 'waiting' && !command.voiced) {
+      command.voiced = true;
+      this.#emit(command.run, 'speech-start', { atS: chunk.atS });
     }
   }
 
