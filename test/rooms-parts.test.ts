@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { better, Rooms } from '../src/daemon/rooms.js';
 import { parseAvahiBrowse } from '../src/daemon/discover.js';
-import { pooledStt } from '../src/pipeline/stt.js';
+import { pooledStt, type SpeechToText } from '../src/pipeline/stt.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { sameMeaning } from '../src/intents/match.js';
 import { commandSamples } from './helpers/speech.js';
@@ -277,6 +277,30 @@ describe('speech to text shared by rooms', () => {
     } finally {
       await pool.stop?.();
     }
+  });
+});
+
+describe('the pool of recognisers, stopped', () => {
+  /** A recogniser that decodes nothing, counting its streams. */
+  const fake = (): SpeechToText => ({
+    name: 'fake',
+    transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
+    stream: () => Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: '', confidence: 0 }), cancel: () => undefined }),
+  });
+  const hung = <T>(promise: Promise<T>): Promise<T | 'hung'> => Promise.race([promise, new Promise<'hung'>((resolve) => setImmediate(() => resolve('hung')))]);
+
+  it('rejects the rooms waiting for a free recogniser when it stops, and any that ask after', async () => {
+    const pool = pooledStt(fake, 1);
+    const busy = await pool.stream?.();
+    const waiting = pool.stream?.() ?? Promise.reject(new Error('no stream'));
+    const transcribing = pool.transcribe(new Int16Array(160));
+    waiting.catch(() => undefined);
+    transcribing.catch(() => undefined);
+    await pool.stop?.();
+    await expect(hung(waiting)).rejects.toThrow(/speech to text stopped/);
+    await expect(hung(transcribing)).rejects.toThrow(/speech to text stopped/);
+    await expect(hung(pool.stream?.() ?? Promise.resolve())).rejects.toThrow(/speech to text stopped/);
+    busy?.cancel(); // the one in use given back after the stop: nothing waits for it
   });
 });
 
