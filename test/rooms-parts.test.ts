@@ -8,7 +8,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { better, Rooms } from '../src/daemon/rooms.js';
+import { Arbiter, better, Rooms } from '../src/daemon/rooms.js';
 import { parseAvahiBrowse } from '../src/daemon/discover.js';
 import { pooledStt, type SpeechToText } from '../src/pipeline/stt.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
@@ -152,6 +152,36 @@ describe('which room answers', () => {
     [{ loudness: 0.3 }, { score: 0.99, loudness: 0.2 }, true, 'a satellite\'s own detection has no score: loudness'],
   ])('%j over %j: %s (%s)', (a, b, expected, _why) => {
     expect(better(a, b)).toBe(expected);
+  });
+});
+
+describe('settling which room answers', () => {
+  const caughtUp = () => true; // every room has read past the window: settled at the next check
+  const loud = (loudness: number) => () => ({ loudness });
+
+  it('a room that claims twice in one window (triggered again) does not lose to itself, and still wins against a quieter room', async () => {
+    const arbiter = new Arbiter();
+    const t = performance.now();
+    const first = arbiter.claim('den', t, loud(0.1), caughtUp);
+    const hall = arbiter.claim('hall', t + 50, loud(0.05), caughtUp);
+    const again = arbiter.claim('den', t + 100, loud(0.1), caughtUp);
+    expect(await Promise.all([first, again, hall])).toEqual([{ won: true }, { won: true }, expect.objectContaining({ won: false, winner: 'den' })]);
+    // The window is settled: the room answering claims once more (its satellite re-sent run-pipeline) and is still the one.
+    expect(await arbiter.claim('den', t + 300, loud(0.1), caughtUp)).toEqual({ won: true });
+    expect(await arbiter.claim('hall', t + 300, loud(0.9), caughtUp)).toMatchObject({ won: false, winner: 'den' });
+    arbiter.stop();
+  });
+
+  it('…nor keeps a better room from winning: both its claims lose to it', async () => {
+    const arbiter = new Arbiter();
+    const t = performance.now();
+    const claims = [arbiter.claim('den', t, loud(0.05), caughtUp), arbiter.claim('den', t + 100, loud(0.06), caughtUp), arbiter.claim('hall', t + 200, loud(0.2), caughtUp)];
+    expect(await Promise.all(claims)).toEqual([
+      expect.objectContaining({ won: false, winner: 'hall' }),
+      expect.objectContaining({ won: false, winner: 'hall' }),
+      { won: true },
+    ]);
+    arbiter.stop();
   });
 });
 

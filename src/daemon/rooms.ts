@@ -105,7 +105,8 @@ type Verdict = { won: true } | { won: false; winner: string; mine?: Evidence; th
 interface Claim {
   room: string;
   evidence: () => Evidence;
-  decide: (verdict: Verdict) => void;
+  /** One per claim the room made in the window (a trigger, then another): all get its verdict. */
+  decide: ((verdict: Verdict) => void)[];
 }
 
 /**
@@ -123,25 +124,34 @@ interface ClaimWindow {
   timer: NodeJS.Timeout;
 }
 
-class Arbiter {
+export class Arbiter {
   #window: ClaimWindow | undefined;
   #settled: { firstMs: number; winner: string } | undefined;
 
   /**
    * `heardMs`: when the wake word's audio arrived; `readBeyond(ms)`: whether every room still
-   * streaming has read its audio past that time. Resolves true when `room` answers.
+   * streaming has read its audio past that time. Resolves true when `room` answers. A room that
+   * claims again in the same window (triggered twice) is one claimant, with its latest
+   * evidence: it neither loses to itself nor counts twice against the others.
    */
   claim(room: string, heardMs: number, evidence: () => Evidence, readBeyond: (ms: number) => boolean): Promise<Verdict> {
     const settled = this.#settled;
-    if (settled !== undefined && Math.abs(heardMs - settled.firstMs) <= ARBITRATION_MS) return Promise.resolve({ won: false, winner: settled.winner });
+    if (settled !== undefined && Math.abs(heardMs - settled.firstMs) <= ARBITRATION_MS) {
+      return Promise.resolve(settled.winner === room ? { won: true } : { won: false, winner: settled.winner });
+    }
     return new Promise((decide) => {
       const window = this.#window;
       if (window !== undefined && Math.abs(heardMs - window.firstMs) <= ARBITRATION_MS) {
-        window.claims.push({ room, evidence, decide });
+        const mine = window.claims.find((c) => c.room === room);
+        if (mine === undefined) window.claims.push({ room, evidence, decide: [decide] });
+        else {
+          mine.evidence = evidence;
+          mine.decide.push(decide);
+        }
         return;
       }
       if (window !== undefined) this.#settle(); // an older window: done
-      const opened: ClaimWindow = { firstMs: heardMs, openedMs: performance.now(), claims: [{ room, evidence, decide }], timer: setInterval(() => {
+      const opened: ClaimWindow = { firstMs: heardMs, openedMs: performance.now(), claims: [{ room, evidence, decide: [decide] }], timer: setInterval(() => {
         if (readBeyond(opened.firstMs + ARBITRATION_MS) || performance.now() - opened.openedMs > MAX_SETTLE_MS) this.#settle();
       }, SETTLE_POLL_MS) };
       opened.timer.unref();
@@ -157,12 +167,15 @@ class Arbiter {
     const scored = window.claims.map((c) => ({ ...c, e: c.evidence() }));
     const best = scored.reduce<(typeof scored)[number] | undefined>((a, b) => (a === undefined || better(b.e, a.e) ? b : a), undefined);
     this.#settled = { firstMs: window.firstMs, winner: best?.room ?? '' };
-    for (const c of scored) c.decide(c === best || best === undefined ? { won: true } : { won: false, winner: best.room, mine: c.e, theirs: best.e });
+    for (const c of scored) {
+      const verdict: Verdict = c === best || best === undefined ? { won: true } : { won: false, winner: best.room, mine: c.e, theirs: best.e };
+      for (const decide of c.decide) decide(verdict);
+    }
   }
 
   stop(): void {
     clearInterval(this.#window?.timer);
-    for (const c of this.#window?.claims ?? []) c.decide({ won: true });
+    for (const c of this.#window?.claims ?? []) for (const decide of c.decide) decide({ won: true });
     this.#window = undefined;
   }
 }
