@@ -25,6 +25,7 @@ import { parseConfig } from '../src/config/load.js';
 import type { ConfigError } from '../src/errors.js';
 import { closedPort } from './helpers/net.js';
 import type { Announcement } from '../src/toolhost/api.js';
+import type { TurnResult } from '../src/conversation/types.js';
 
 const servers: Server[] = [];
 const links: SatelliteLink[] = [];
@@ -360,6 +361,104 @@ describe('a satellite that floods', () => {
       await rooms.stop();
     }
   });
+});
+
+/**
+ * A scripted satellite in the speech-stage mode: told to run, it plays `script` (events it
+ * sends), and records what IRIS sends it.
+ */
+async function scriptedSatellite(script: (socket: Socket) => void): Promise<{ port: number; got: WyomingEvent[]; next: (type: string, nth?: number) => Promise<void> }> {
+  const got: WyomingEvent[] = [];
+  const waiters: (() => void)[] = [];
+  const sat = await rawSatellite((event, socket) => {
+    got.push(event);
+    for (const check of [...waiters]) check();
+    if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'scripted' } }));
+    if (event.type === 'ping') socket.write(encodeEvent('pong'));
+    if (event.type === 'run-satellite' && got.filter((e) => e.type === 'run-satellite').length === 1) script(socket);
+  });
+  const next = (type: string, nth = 1) => new Promise<void>((resolve) => {
+    const check = () => {
+      if (got.filter((e) => e.type === type).length < nth) return;
+      waiters.splice(waiters.indexOf(check), 1);
+      resolve();
+    };
+    waiters.push(check);
+    check();
+  });
+  return { port: sat.port, got, next };
+}
+
+const CHUNK = 1024; // samples, as wyoming-satellite sends them
+const chunkEvents = (samples: Int16Array): Buffer[] => {
+  const events: Buffer[] = [];
+  for (let i = 0; i < samples.length; i += CHUNK) {
+    const chunk = new Int16Array(CHUNK);
+    chunk.set(samples.subarray(i, i + CHUNK));
+    events.push(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.from(chunk.buffer)));
+  }
+  return events;
+};
+/** Send `make(n)`'s chunk n every 64 ms, as a satellite's microphone does, until the socket closes. */
+const stream = (socket: Socket, make: (n: number) => Int16Array): void => {
+  const start = performance.now();
+  let n = 0;
+  const tick = () => {
+    if (socket.destroyed) return;
+    for (const event of chunkEvents(make(n))) socket.write(event);
+    n += 1;
+    setTimeout(tick, Math.max(0, start + (n * CHUNK * 1000) / 16_000 - performance.now())).unref();
+  };
+  tick();
+};
+
+describe('a room that loses the wake word to another', () => {
+  it('never acts before the verdict: its command waits for it (here held up by a room still loading), then ends without a word', async () => {
+    const command = commandSamples('what time is it', { padS: [0.3, 1.2] });
+    const tone = (n: number) => Int16Array.from({ length: CHUNK }, (_v, i) => Math.round(3000 * Math.sin((2 * Math.PI * 440 * (n * CHUNK + i)) / 16_000)));
+    let go: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (go = resolve));
+    // Both hear the wake word at once. The den's satellite sends the whole command in one
+    // burst (a satellite catching up after a stall), so its turn is ready at once; the hall
+    // is louder and keeps streaming.
+    const den = await scriptedSatellite((socket) => void started.then(() => {
+      socket.write(encodeEvent('detection', { name: 'hey_jarvis' }));
+      socket.write(encodeEvent('run-pipeline', { start_stage: 'asr', end_stage: 'tts' }));
+      for (const event of chunkEvents(command)) socket.write(event);
+    }));
+    const hall = await scriptedSatellite((socket) => void started.then(() => {
+      socket.write(encodeEvent('detection', { name: 'hey_jarvis' }));
+      socket.write(encodeEvent('run-pipeline', { start_stage: 'asr', end_stage: 'tts' }));
+      stream(socket, tone);
+    }));
+    // A satellite streaming before its run-pipeline: IRIS does not read it yet, so no window
+    // settles until MAX_SETTLE_MS (as with a room whose voice is still loading).
+    const attic = await scriptedSatellite((socket) => stream(socket, () => new Int16Array(CHUNK)));
+    const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[stt]\nengine = "pocketsphinx"\n${['den', 'hall', 'attic'].map((n, i) => `[satellites.${n}]\nuri = "tcp://127.0.0.1:${[den, hall, attic][i]?.port ?? 0}"\n`).join('')}`, 'c');
+    const asked: string[] = [];
+    const logs: string[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: (room) => (text) => {
+        asked.push(`${room}: ${text}`);
+        return { sentences: (async function* () { yield 'It is noon.'; })(), result: Promise.resolve({ reply: 'It is noon.', tool_calls: [] } as unknown as TurnResult) };
+      },
+    });
+    rooms.start();
+    try {
+      await Promise.all([den.next('run-satellite'), hall.next('run-satellite'), attic.next('run-satellite')]);
+      go();
+      await until(() => logs.some((l) => l.includes('heard the wake word better')));
+      // Its turn over: sent back to its wake word quietly (or, acting too early, answered).
+      await Promise.race([den.next('run-satellite', 2), den.next('audio-stop')]);
+      expect(logs.find((l) => l.includes('heard the wake word better'))).toMatch(/^info rooms:den: turn 1: room hall heard the wake word better \(loudness 0\.\d+ against loudness 0\.0\d+ here\); it answers$/);
+      expect(asked.filter((a) => a.startsWith('den'))).toEqual([]);
+      expect(den.got.map((e) => e.type).filter((t) => ['transcript', 'synthesize', 'audio-start', 'error'].includes(t))).toEqual([]);
+    } finally {
+      await rooms.stop();
+    }
+  }, 60_000);
 });
 
 describe('barge-in in a room', () => {

@@ -90,6 +90,8 @@ export interface RoomsOptions {
 
 /** Longest wait for a room whose reading lags behind to catch up before the rooms' claims are settled (ms). */
 const MAX_SETTLE_MS = 3_000;
+/** Longest a room's command waits for its verdict before acting anyway (ms): the arbiter settles within MAX_SETTLE_MS and a poll; this is the backstop. */
+const MAX_VERDICT_WAIT_MS = MAX_SETTLE_MS + 1_000;
 /** How often an open window checks whether every streaming room has read past it (ms). */
 const SETTLE_POLL_MS = 50;
 
@@ -404,6 +406,8 @@ class Room {
   #lastTranscript: string | undefined;
   /** This room lost the wake word to another: its command ends quietly. */
   #yielded = false;
+  /** The run whose wake word was heard last, and its verdict (whether this room answers it). */
+  #claimed: { run: number; verdict: Promise<boolean> } | undefined;
   #wakeWord = '';
   /** Announcements for this room before its voice was up. */
   #waiting: Announcement[] = [];
@@ -599,6 +603,7 @@ class Room {
         onWake: () => this.o.onWake?.(this.name),
         onEvent: (event) => this.#onVoiceEvent(event, mode),
         onRun: (run, line) => this.#onRun(run, line),
+        mayAnswer: (run, signal) => this.#mayAnswer(run, signal),
       });
       const controller = new AbortController();
       const announcer = new Announcer({ sink, tts: this.deps.tts(), isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
@@ -626,6 +631,34 @@ class Room {
     for (const played of this.#played.splice(0)) played();
     await voice.running;
     return unsaid;
+  }
+
+  /**
+   * Whether this room answers run `run`: its wake word's verdict, waited for (bounded), so a
+   * room that loses never acts — no transcript, tool call or sound — before it hears so. A
+   * follow-up (no wake word) has nothing to settle.
+   */
+  async #mayAnswer(run: number, signal: AbortSignal): Promise<boolean> {
+    const claimed = this.#claimed;
+    if (claimed?.run !== run) return true;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort = (): void => undefined;
+    try {
+      return await Promise.race([
+        claimed.verdict,
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => {
+            this.#log.warn(`turn ${run}: no verdict on the wake word within ${MAX_VERDICT_WAIT_MS / 1000} s; answering`);
+            resolve(true);
+          }, MAX_VERDICT_WAIT_MS);
+          onAbort = () => resolve(false);
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
   /** The voice, telling the satellite what it is about to say (`synthesize`: its scripts and LEDs). */
@@ -697,8 +730,11 @@ class Room {
         // When the wake word's audio arrived: its frame's arrival (IRIS heard it), or the satellite's run-pipeline (it did).
         const heardMs = mode === 'wake' ? (this.#source.receivedAt(Number(event.data?.atS ?? 0)) ?? performance.now()) : this.#triggeredMs;
         const evidence = () => ({ ...(score === undefined ? {} : { score }), loudness: this.#recentLoudness() });
-        void this.deps.arbiter.claim(this.name, heardMs, evidence, this.deps.readBeyond).then((verdict) => {
-          if (verdict.won || this.#voice === undefined) return;
+        const claim = this.deps.arbiter.claim(this.name, heardMs, evidence, this.deps.readBeyond);
+        this.#claimed = { run, verdict: claim.then((verdict) => verdict.won) };
+        void claim.then((verdict) => {
+          // Only for the command still being taken: a later one has its own claim.
+          if (verdict.won || this.#voice === undefined || this.#claimed?.run !== run) return;
           const how = verdict.mine && verdict.theirs ? ` (${describeEvidence(verdict.theirs)} against ${describeEvidence(verdict.mine)} here)` : '';
           this.#log.info(`turn ${run}: room ${verdict.winner} heard the wake word better${how}; it answers`);
           this.#yielded = true;

@@ -79,6 +79,12 @@ export interface VoiceLoopOptions<R> {
   completePauseS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
+  /**
+   * Whether run `run` may act on its command, asked before its words are transcribed (a room
+   * waits here for the verdict on which room heard the wake word): false ends it quietly, with
+   * no transcript, tool call or sound. Default: every run may.
+   */
+  mayAnswer?: (run: number, signal: AbortSignal) => Promise<boolean>;
   /** Called when the wake word fires (the daemon warms the model then). */
   onWake?: () => void;
   /** Every stage event, as it happens. */
@@ -320,6 +326,7 @@ export class VoiceLoop<R> {
     let transcript: string | undefined;
     let result: R | undefined;
     try {
+      if (this.#o.mayAnswer !== undefined && !(await this.#o.mayAnswer(run, signal))) return this.#finish(command, 'cancelled');
       this.#emit(run, 'stt-start');
       const heard = command.stream ? await command.stream.end() : await this.#o.stt.transcribe(concatSamples(command.chunks), signal);
       transcript = stripWakeWord(heard.text, command.wake?.word);
