@@ -442,7 +442,7 @@ describe('a room that loses the wake word to another', () => {
       log: createLogger('rooms', { write: (line) => logs.push(line) }),
       respond: (room) => (text) => {
         asked.push(`${room}: ${text}`);
-        return { sentences: (async function* () { yield 'It is noon.'; })(), result: Promise.resolve({ reply: 'It is noon.', tool_calls: [] } as unknown as TurnResult) };
+        return { sentences: (async function* () { await Promise.resolve(); yield 'It is noon.'; })(), result: Promise.resolve({ reply: 'It is noon.', tool_calls: [] } as unknown as TurnResult) };
       },
     });
     rooms.start();
