@@ -262,6 +262,63 @@ describe('the voice loop', () => {
     expect(sink.clips).toBe(1);
   });
 
+  it('a command triggered while the follow-up window is still opening takes over: the follow-up ends, nothing is left hanging', async () => {
+    const audio = new PushedAudio();
+    const { asked, respond } = replies('Done.');
+    // A recogniser whose second stream (the follow-up's) is slow to open, as a busy pool is.
+    const opened: string[] = [];
+    let release: () => void = () => undefined;
+    let followUpOpen: () => void = () => undefined;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const followUpPushed = new Promise<void>((resolve) => (followUpOpen = resolve));
+    let followUpAsked: () => void = () => undefined;
+    const followUpOpening = new Promise<void>((resolve) => (followUpAsked = resolve));
+    const texts = ['what time is it', '', 'what is two plus two', ''];
+    let made = 0;
+    const fake: VoiceLoopOptions<{ reply: string }>['stt'] = {
+      name: 'fake',
+      transcribe: () => Promise.reject(new Error('streams only')),
+      stream: async () => {
+        const n = made++;
+        if (n === 1) {
+          followUpAsked();
+          await slow;
+        }
+        opened.push(`open ${n}`);
+        return {
+          push: () => void (n === 1 && followUpOpen()),
+          partial: () => '',
+          end: () => Promise.resolve({ text: texts[n] ?? '', confidence: 1 }),
+          cancel: () => void opened.push(`cancel ${n}`),
+        };
+      },
+    };
+    const ended = [waitFor('run-end'), waitFor('run-end', 2), waitFor('run-end', 3)];
+    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), wake: undefined, stt: fake, followUpS: 3, onEvent: (e) => ended.forEach((w) => w.check(e)) });
+    const running = loop.run(audio, new AbortController().signal);
+    loop.trigger();
+    audio.push(commandSamples('what time is it', { padS: [0.3, 1.2] }));
+    await followUpOpening; // answered; the follow-up's stream is opening
+    loop.trigger(); // the satellite hears the wake word again meanwhile
+    const second = commandSamples('what is two plus two', { padS: [0.3, 1.2] });
+    audio.push(second.subarray(0, FRAME_SAMPLES)); // the triggered command starts on it
+    while (!opened.includes('open 2')) await new Promise(setImmediate);
+    release(); // now the follow-up's stream opens too
+    await Promise.race([followUpPushed, ended[1]!.promise]);
+    audio.push(second.subarray(FRAME_SAMPLES));
+    await ended[2]!.promise;
+    audio.end();
+    const runs = await running;
+    expect(runs.slice(0, 3).map((r) => [r.run, r.outcome, r.followUp, r.transcript])).toEqual([
+      [1, 'answered', false, 'what time is it'],
+      [2, 'cancelled', true, undefined],
+      [3, 'answered', false, 'what is two plus two'],
+    ]);
+    expect(asked).toEqual(['what time is it', 'what is two plus two']);
+    expect(opened.filter((o) => o.endsWith(' 1'))).toEqual(['open 1', 'cancel 1']); // the follow-up's decoder given back at once
+    expect(opened.indexOf('open 2')).toBeLessThan(opened.indexOf('open 1')); // it did open after the triggered command's
+  });
+
   it('after not catching a command it listens again without the wake word', async () => {
     const { asked, respond } = replies('Done.');
     const runs: string[] = [];

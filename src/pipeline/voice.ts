@@ -172,7 +172,10 @@ export class VoiceLoop<R> {
       finished.push(run);
       this.#o.onRun?.(run, summaryLine(run.run, run.events));
     };
+    /** Counts command starts: a start overtaken by a later one while it awaited (a trigger or the wake word while the follow-up window opens) gives way. */
+    let starts = 0;
     const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = []) => {
+      const start = ++starts;
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
       const audio = await this.#wordBoundary(before);
@@ -180,6 +183,10 @@ export class VoiceLoop<R> {
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
       const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)));
+      if (start !== starts) {
+        report(this.#finish({ run, chunks: [], endpointer: new Endpointer(), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) }, 'cancelled'));
+        return;
+      }
       command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) };
       stream?.push(concatSamples(command.chunks));
       this.#o.vad.reset();
@@ -194,7 +201,16 @@ export class VoiceLoop<R> {
       if (listenAgain && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
         const next = ++this.#runs;
         this.#emit(next, 'run-start', { followUp: true });
-        await startCommand(next, true);
+        try {
+          await startCommand(next, true);
+        } catch (error) {
+          // The recogniser could not start (stopped): no follow-up, back to the wake word.
+          this.#emit(next, 'error', { message: error instanceof Error ? error.message : String(error) });
+          report(this.#finish({ run: next, chunks: [], endpointer: new Endpointer(), followUp: true }, 'failed'));
+          this.#state = 'idle';
+          this.#o.wake?.reset();
+          this.#emit(this.#runs + 1, 'run-start');
+        }
       } else {
         this.#state = 'idle';
         this.#o.wake?.reset();
