@@ -294,7 +294,8 @@ describe('the voice loop', () => {
       },
     };
     const ended = [waitFor('run-end'), waitFor('run-end', 2), waitFor('run-end', 3)];
-    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), wake: undefined, stt: fake, followUpS: 3, onEvent: (e) => ended.forEach((w) => w.check(e)) });
+    const { wake: _satelliteHearsIt, ...options } = base(new CollectingSink(), respond);
+    const loop = new VoiceLoop({ ...options, stt: fake, followUpS: 3, onEvent: (e) => ended.forEach((w) => w.check(e)) });
     const running = loop.run(audio, new AbortController().signal);
     loop.trigger();
     audio.push(commandSamples('what time is it', { padS: [0.3, 1.2] }));
