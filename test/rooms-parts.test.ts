@@ -461,6 +461,42 @@ describe('a room that loses the wake word to another', () => {
   }, 60_000);
 });
 
+describe('a satellite that floods run-pipeline', () => {
+  it('asking to run its pipeline over and over (each a new command, or a change of stage that rebuilds the room\'s voice) is capped, with one log line', async () => {
+    let sent: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (sent = resolve));
+    const sat = await scriptedSatellite((socket) => {
+      // 30 times, 100 ms apart: from the wake stage, then the speech stage, and so on, with audio.
+      let n = 0;
+      const next = () => {
+        if (socket.destroyed) return;
+        if (n === 30) return sent();
+        socket.write(encodeEvent('run-pipeline', { start_stage: n % 2 === 0 ? 'wake' : 'asr', end_stage: 'tts' }));
+        for (const event of chunkEvents(new Int16Array(1600))) socket.write(event);
+        n += 1;
+        setTimeout(next, 100).unref();
+      };
+      next();
+    });
+    const config = parseConfig(`[stt]\nengine = "pocketsphinx"\n[satellites.den]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const logs: string[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+    });
+    rooms.start();
+    try {
+      await done;
+    } finally {
+      await rooms.stop();
+    }
+    const starts = logs.filter((l) => /listening for|IRIS takes the command/.test(l));
+    expect(starts.length).toBeLessThanOrEqual(5);
+    expect(logs.filter((l) => l.includes('too often'))).toEqual(['warn rooms:den: the satellite asks to run its pipeline too often (over 5 times in 10 s); ignoring that until it asks less']);
+  }, 60_000);
+});
+
 describe('barge-in in a room', () => {
   it('the wake word during a reply stops the audio being sent at once (audio-stop) and takes the new command', async () => {
     setup = await withDouble();

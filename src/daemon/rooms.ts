@@ -44,6 +44,13 @@ const LOUDNESS_FRAMES = 12;
 /** A satellite may send audio this much faster than real time (bursts after a stall), plus `AUDIO_SLACK_S`; beyond, it is dropped. */
 const MAX_AUDIO_PACE = 1.5;
 const AUDIO_SLACK_S = 10;
+/**
+ * A satellite's `run-pipeline`s that do work (a command, a change of stage) are acted on at most
+ * this many times in this long (ms): a person wakes a room a few times a minute, and a satellite
+ * with its own VAD starts one per burst of speech, at most one each `--vad-wake-word-timeout` (5 s).
+ */
+const RUN_PIPELINE_MAX = 5;
+const RUN_PIPELINE_WINDOW_MS = 10_000;
 /** Reply audio is sent this far ahead of where the satellite plays it (ms): network and its buffers, never a gap. */
 const LEAD_MS = 500;
 /** A played reply is taken as heard this long after its audio would have ended, without `played` (ms), as Home Assistant does. */
@@ -406,6 +413,10 @@ class Room {
   #lastTranscript: string | undefined;
   /** This room lost the wake word to another: its command ends quietly. */
   #yielded = false;
+  /** When the satellite's latest `run-pipeline`s that did work arrived (performance.now()). */
+  #runsAt: number[] = [];
+  /** Its `run-pipeline`s are being ignored (said once). */
+  #flooding = false;
   /** The run whose wake word was heard last, and its verdict (whether this room answers it). */
   #claimed: { run: number; verdict: Promise<boolean> } | undefined;
   #wakeWord = '';
@@ -541,6 +552,7 @@ class Room {
           this.#link.send('error', { text: `IRIS starts a satellite's pipeline at the wake or asr stage, not "${String(stage)}"`, code: 'iris-stage' });
           return;
         }
+        if (!this.#mayRun(stage)) return;
         if (stage === 'asr') this.#triggeredMs = performance.now();
         void this.#run(stage).catch((error: unknown) => {
           this.#log.error(`voice off: ${messageOf(error)}`);
@@ -565,6 +577,26 @@ class Room {
       default:
         this.#log.debug(`ignored a "${event.type}" event`);
     }
+  }
+
+  /**
+   * Whether to act on a `run-pipeline` from `stage`. Each that does work — a new command, or a
+   * change of stage, which rebuilds the room's voice (models loaded again) — counts; past
+   * `RUN_PIPELINE_MAX` in `RUN_PIPELINE_WINDOW_MS` the rest are ignored, with one log line, so a
+   * satellite asking over and over cannot take the CPU from the other rooms.
+   */
+  #mayRun(stage: 'wake' | 'asr'): boolean {
+    if (stage === 'wake' && this.#voice?.mode === 'wake') return true; // already so: no work
+    const now = performance.now();
+    this.#runsAt = this.#runsAt.filter((atMs) => now - atMs < RUN_PIPELINE_WINDOW_MS);
+    if (this.#runsAt.length >= RUN_PIPELINE_MAX) {
+      if (!this.#flooding) this.#log.warn(`the satellite asks to run its pipeline too often (over ${RUN_PIPELINE_MAX} times in ${RUN_PIPELINE_WINDOW_MS / 1000} s); ignoring that until it asks less`);
+      this.#flooding = true;
+      return false;
+    }
+    this.#flooding = false;
+    this.#runsAt.push(now);
+    return true;
   }
 
   /** The satellite asked for a pipeline from `stage`: the loop runs (rebuilt if the stage changed). */
