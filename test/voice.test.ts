@@ -320,6 +320,32 @@ describe('the voice loop', () => {
     expect(opened.indexOf('open 2')).toBeLessThan(opened.indexOf('open 1')); // it did open after the triggered command's
   });
 
+  it('a run that may not answer (another room heard the wake word better) waits for that verdict before its words are even transcribed, then ends without a sound', async () => {
+    const { asked, respond } = replies('Done.');
+    const sink = new CollectingSink();
+    const events: VoiceEvent[] = [];
+    let verdict: (answer: boolean) => void = () => undefined;
+    let asking: () => void = () => undefined;
+    const pending = new Promise<void>((resolve) => (asking = resolve));
+    const loop = new VoiceLoop({
+      ...base(sink, respond),
+      onEvent: (e) => events.push(e),
+      mayAnswer: () => {
+        asking();
+        return new Promise<boolean>((resolve) => (verdict = resolve));
+      },
+    });
+    const running = loop.run(scriptedSource([commandSamples('hey jarvis, what time is it'), () => pending]), new AbortController().signal, true);
+    await pending; // the command has ended; the verdict is not in yet
+    expect(events.map((e) => e.type)).not.toContain('stt-start');
+    verdict(false);
+    const [run] = await running;
+    expect(run?.outcome).toBe('cancelled');
+    expect(asked).toEqual([]);
+    expect(sink.clips).toBe(0);
+    expect(events.map((e) => e.type)).not.toContain('stt-start');
+  });
+
   it('after not catching a command it listens again without the wake word', async () => {
     const { asked, respond } = replies('Done.');
     const runs: string[] = [];
