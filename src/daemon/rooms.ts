@@ -48,6 +48,13 @@ const LOUDNESS_FRAMES = 12;
 /** A satellite may send audio this much faster than real time (bursts after a stall), plus `AUDIO_SLACK_S`; beyond, it is dropped. */
 const MAX_AUDIO_PACE = 1.5;
 const AUDIO_SLACK_S = 10;
+/**
+ * A satellite's `run-pipeline`s that do work (a command, a change of stage) are acted on at most
+ * this many times in this long (ms): a person wakes a room a few times a minute, and a satellite
+ * with its own VAD starts one per burst of speech, at most one each `--vad-wake-word-timeout` (5 s).
+ */
+const RUN_PIPELINE_MAX = 5;
+const RUN_PIPELINE_WINDOW_MS = 10_000;
 /** Reply audio is sent this far ahead of where the satellite plays it (ms): network and its buffers, never a gap. */
 const LEAD_MS = 500;
 /** A played reply is taken as heard this long after its audio would have ended, without `played` (ms), as Home Assistant does. */
@@ -80,6 +87,12 @@ export interface RoomsOptions {
   respond: (room: string) => Responder<TurnResult>;
   /** The wake word fired in `room`: warm the model. */
   onWake?: (room: string) => void;
+  /**
+   * An announcement its room took but could not say (the satellite went away, or the room was
+   * removed, while or before saying it): every other connected room says it, and so does this
+   * (the daemon's own voice), as for an announcement whose room is gone.
+   */
+  unsaid?: (announcement: Announcement) => void;
   /** First reconnect delay (ms); tests shorten it. */
   retryMs?: number;
   /** Find satellites on the network (`[satellites] discover`); default avahi-browse. */
@@ -90,6 +103,8 @@ export interface RoomsOptions {
 
 /** Longest wait for a room whose reading lags behind to catch up before the rooms' claims are settled (ms). */
 const MAX_SETTLE_MS = 3_000;
+/** Longest a room's command waits for its verdict before acting anyway (ms): the arbiter settles within MAX_SETTLE_MS and a poll; this is the backstop. */
+const MAX_VERDICT_WAIT_MS = MAX_SETTLE_MS + 1_000;
 /** How often an open window checks whether every streaming room has read past it (ms). */
 const SETTLE_POLL_MS = 50;
 
@@ -105,7 +120,8 @@ type Verdict = { won: true } | { won: false; winner: string; mine?: Evidence; th
 interface Claim {
   room: string;
   evidence: () => Evidence;
-  decide: (verdict: Verdict) => void;
+  /** One per claim the room made in the window (a trigger, then another): all get its verdict. */
+  decide: ((verdict: Verdict) => void)[];
 }
 
 /**
@@ -123,25 +139,34 @@ interface ClaimWindow {
   timer: NodeJS.Timeout;
 }
 
-class Arbiter {
+export class Arbiter {
   #window: ClaimWindow | undefined;
   #settled: { firstMs: number; winner: string } | undefined;
 
   /**
    * `heardMs`: when the wake word's audio arrived; `readBeyond(ms)`: whether every room still
-   * streaming has read its audio past that time. Resolves true when `room` answers.
+   * streaming has read its audio past that time. Resolves true when `room` answers. A room that
+   * claims again in the same window (triggered twice) is one claimant, with its latest
+   * evidence: it neither loses to itself nor counts twice against the others.
    */
   claim(room: string, heardMs: number, evidence: () => Evidence, readBeyond: (ms: number) => boolean): Promise<Verdict> {
     const settled = this.#settled;
-    if (settled !== undefined && Math.abs(heardMs - settled.firstMs) <= ARBITRATION_MS) return Promise.resolve({ won: false, winner: settled.winner });
+    if (settled !== undefined && Math.abs(heardMs - settled.firstMs) <= ARBITRATION_MS) {
+      return Promise.resolve(settled.winner === room ? { won: true } : { won: false, winner: settled.winner });
+    }
     return new Promise((decide) => {
       const window = this.#window;
       if (window !== undefined && Math.abs(heardMs - window.firstMs) <= ARBITRATION_MS) {
-        window.claims.push({ room, evidence, decide });
+        const mine = window.claims.find((c) => c.room === room);
+        if (mine === undefined) window.claims.push({ room, evidence, decide: [decide] });
+        else {
+          mine.evidence = evidence;
+          mine.decide.push(decide);
+        }
         return;
       }
       if (window !== undefined) this.#settle(); // an older window: done
-      const opened: ClaimWindow = { firstMs: heardMs, openedMs: performance.now(), claims: [{ room, evidence, decide }], timer: setInterval(() => {
+      const opened: ClaimWindow = { firstMs: heardMs, openedMs: performance.now(), claims: [{ room, evidence, decide: [decide] }], timer: setInterval(() => {
         if (readBeyond(opened.firstMs + ARBITRATION_MS) || performance.now() - opened.openedMs > MAX_SETTLE_MS) this.#settle();
       }, SETTLE_POLL_MS) };
       opened.timer.unref();
@@ -157,12 +182,15 @@ class Arbiter {
     const scored = window.claims.map((c) => ({ ...c, e: c.evidence() }));
     const best = scored.reduce<(typeof scored)[number] | undefined>((a, b) => (a === undefined || better(b.e, a.e) ? b : a), undefined);
     this.#settled = { firstMs: window.firstMs, winner: best?.room ?? '' };
-    for (const c of scored) c.decide(c === best || best === undefined ? { won: true } : { won: false, winner: best.room, mine: c.e, theirs: best.e });
+    for (const c of scored) {
+      const verdict: Verdict = c === best || best === undefined ? { won: true } : { won: false, winner: best.room, mine: c.e, theirs: best.e };
+      for (const decide of c.decide) decide(verdict);
+    }
   }
 
   stop(): void {
     clearInterval(this.#window?.timer);
-    for (const c of this.#window?.claims ?? []) c.decide({ won: true });
+    for (const c of this.#window?.claims ?? []) for (const decide of c.decide) decide({ won: true });
     this.#window = undefined;
   }
 }
@@ -211,7 +239,9 @@ export class Rooms {
       if (!names.has(name) || now?.uri !== room.uri) {
         this.#rooms.delete(name);
         this.#o.log.info(`room ${name}: ${names.has(name) ? 'address changed' : 'removed'}`);
-        void room.stop();
+        void room.stop().then((unsaid) => {
+          for (const announcement of unsaid) this.#reroute(announcement, name);
+        });
       }
     }
     for (const [name, settings] of wanted) {
@@ -250,6 +280,15 @@ export class Rooms {
     }
     for (const other of this.#rooms.values()) if (other.connected) other.announce(announcement);
     return false;
+  }
+
+  /** What `from` could not say: every other connected room says it, and the daemon's voice. */
+  #reroute(announcement: Announcement, from: string): void {
+    if (this.#stopping.signal.aborted) return; // stopping: `stop()` returns it
+    const others = [...this.#rooms.values()].filter((room) => room.name !== from && room.connected);
+    this.#o.log.info(`${announcement.kind} #${announcement.id} not said in ${from}: said ${others.length > 0 ? `in ${others.map((r) => r.name).join(', ')} and ` : ''}here instead`);
+    for (const other of others) other.announce(announcement);
+    this.#o.unsaid?.(announcement);
   }
 
   async stop(): Promise<Announcement[]> {
@@ -304,6 +343,7 @@ export class Rooms {
     return {
       arbiter: this.#arbiter,
       readBeyond: (ms) => [...this.#rooms.values()].every((r) => r.readBeyond(ms)),
+      reroute: (announcement, from) => this.#reroute(announcement, from),
       settings: (name) => satelliteRooms(this.#o.config())[name],
       engines: this.#engines,
     };
@@ -314,6 +354,8 @@ interface RoomDeps {
   arbiter: Arbiter;
   /** Whether every room still streaming has read its audio past `ms` (performance.now()). */
   readBeyond: (ms: number) => boolean;
+  /** An announcement the room could not say (its satellite went away): said elsewhere. */
+  reroute: (announcement: Announcement, from: string) => void;
   settings: (name: string) => SatelliteConfig | undefined;
   /** Every room's engines: its own wake word and VAD on shared models, one recogniser pool, one voice. */
   engines: Engines;
@@ -351,6 +393,12 @@ class Room {
   #lastTranscript: string | undefined;
   /** This room lost the wake word to another: its command ends quietly. */
   #yielded = false;
+  /** When the satellite's latest `run-pipeline`s that did work arrived (performance.now()). */
+  #runsAt: number[] = [];
+  /** Its `run-pipeline`s are being ignored (said once). */
+  #flooding = false;
+  /** The run whose wake word was heard last, and its verdict (whether this room answers it). */
+  #claimed: { run: number; verdict: Promise<boolean> } | undefined;
   #wakeWord = '';
   /** Announcements for this room before its voice was up. */
   #waiting: Announcement[] = [];
@@ -449,8 +497,10 @@ class Room {
     // The next connection streams anew: what this one left unread is stale.
     this.#source.end();
     this.#source = new PushedAudio();
+    // What it was saying or still had to say is said elsewhere, not lost (nor kept for a
+    // reconnection, which would say it twice).
     void this.#stopVoice().then((unsaid) => {
-      for (const announcement of unsaid) this.o.log.info(`${announcement.kind} #${announcement.id} not said in ${this.name}: the satellite went away`);
+      for (const announcement of [...unsaid, ...this.#waiting.splice(0)]) this.deps.reroute(announcement, this.name);
     });
   }
 
@@ -488,6 +538,7 @@ class Room {
           this.#link.send('error', { text: `IRIS cannot end a pipeline started at ${stage} at "${named.slice(0, 40)}"`, code: 'iris-stage' });
           return;
         }
+        if (!this.#mayRun(stage, end)) return;
         if (stage === 'asr') this.#triggeredMs = performance.now();
         void this.#run(stage, end).catch((error: unknown) => {
           this.#log.error(`voice off: ${messageOf(error)}`);
@@ -502,12 +553,36 @@ class Room {
         if (this.#stalePlayed > 0) this.#stalePlayed -= 1;
         else this.#played.shift()?.();
         return;
-      case 'audio-start':
       case 'audio-stop':
+        // It stopped streaming (its own VAD heard the speech end, or a timeout): the command
+        // ends there, as at the end of a file, instead of waiting for silence that never comes.
+        this.#source.stop();
+        return;
+      case 'audio-start':
         return;
       default:
         this.#log.debug(`ignored a "${event.type}" event`);
     }
+  }
+
+  /**
+   * Whether to act on a `run-pipeline` from `stage`. Each that does work — a new command, or a
+   * change of stage, which rebuilds the room's voice (models loaded again) — counts; past
+   * `RUN_PIPELINE_MAX` in `RUN_PIPELINE_WINDOW_MS` the rest are ignored, with one log line, so a
+   * satellite asking over and over cannot take the CPU from the other rooms.
+   */
+  #mayRun(stage: 'wake' | 'asr', end: PipelineStage): boolean {
+    if (stage === 'wake' && this.#voice?.mode === 'wake' && this.#voice.end === end) return true; // already so: no work
+    const now = performance.now();
+    this.#runsAt = this.#runsAt.filter((atMs) => now - atMs < RUN_PIPELINE_WINDOW_MS);
+    if (this.#runsAt.length >= RUN_PIPELINE_MAX) {
+      if (!this.#flooding) this.#log.warn(`the satellite asks to run its pipeline too often (over ${RUN_PIPELINE_MAX} times in ${RUN_PIPELINE_WINDOW_MS / 1000} s); ignoring that until it asks less`);
+      this.#flooding = true;
+      return false;
+    }
+    this.#flooding = false;
+    this.#runsAt.push(now);
+    return true;
   }
 
   /** The satellite asked for a pipeline from `stage` to `end`: the loop runs (rebuilt if either changed). */
@@ -542,6 +617,7 @@ class Room {
         onWake: () => this.o.onWake?.(this.name),
         onEvent: (event) => this.#onVoiceEvent(event, mode),
         onRun: (run, line) => this.#onRun(run, line),
+        mayAnswer: (run, signal) => this.#mayAnswer(run, signal),
       });
       const controller = new AbortController();
       const announcer = new Announcer({ sink, tts: parts.tts, isIdle: () => loop.idle, config: this.o.config, log: this.#log.child('announce') });
@@ -569,6 +645,34 @@ class Room {
     for (const played of this.#played.splice(0)) played();
     await voice.running;
     return unsaid;
+  }
+
+  /**
+   * Whether this room answers run `run`: its wake word's verdict, waited for (bounded), so a
+   * room that loses never acts — no transcript, tool call or sound — before it hears so. A
+   * follow-up (no wake word) has nothing to settle.
+   */
+  async #mayAnswer(run: number, signal: AbortSignal): Promise<boolean> {
+    const claimed = this.#claimed;
+    if (claimed?.run !== run) return true;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort = (): void => undefined;
+    try {
+      return await Promise.race([
+        claimed.verdict,
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => {
+            this.#log.warn(`turn ${run}: no verdict on the wake word within ${MAX_VERDICT_WAIT_MS / 1000} s; answering`);
+            resolve(true);
+          }, MAX_VERDICT_WAIT_MS);
+          onAbort = () => resolve(false);
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
   /** The voice, telling the satellite what it is about to say (`synthesize`: its scripts and LEDs). */
@@ -640,8 +744,11 @@ class Room {
         // When the wake word's audio arrived: its frame's arrival (IRIS heard it), or the satellite's run-pipeline (it did).
         const heardMs = mode === 'wake' ? (this.#source.receivedAt(Number(event.data?.atS ?? 0)) ?? performance.now()) : this.#triggeredMs;
         const evidence = () => ({ ...(score === undefined ? {} : { score }), loudness: this.#recentLoudness() });
-        void this.deps.arbiter.claim(this.name, heardMs, evidence, this.deps.readBeyond).then((verdict) => {
-          if (verdict.won || this.#voice === undefined) return;
+        const claim = this.deps.arbiter.claim(this.name, heardMs, evidence, this.deps.readBeyond);
+        this.#claimed = { run, verdict: claim.then((verdict) => verdict.won) };
+        void claim.then((verdict) => {
+          // Only for the command still being taken: a later one has its own claim.
+          if (verdict.won || this.#voice === undefined || this.#claimed?.run !== run) return;
           const how = verdict.mine && verdict.theirs ? ` (${describeEvidence(verdict.theirs)} against ${describeEvidence(verdict.mine)} here)` : '';
           this.#log.info(`turn ${run}: room ${verdict.winner} heard the wake word better${how}; it answers`);
           this.#yielded = true;

@@ -16,6 +16,11 @@ export interface AudioChunk extends AudioFormat {
   samples: Int16Array;
   /** Where the chunk starts, in seconds from the start of the stream. */
   atS: number;
+  /**
+   * The sender stopped streaming here (a satellite's `audio-stop`): this chunk has no samples,
+   * a command being spoken ends as at the end of a file, and any audio after it is a new stream.
+   */
+  stopped?: true;
 }
 
 /** What wake word, VAD and STT models are trained on. */

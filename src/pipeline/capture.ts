@@ -107,6 +107,8 @@ export class PushedAudio implements AudioSource {
   #readingMs = 0;
   #lastPushMs = 0;
   #atS = 0;
+  /** Samples pushed so far. */
+  #samples = 0;
   #wake: (() => void) | undefined;
   #ended = false;
   /** Frames dropped because nobody read them in time. */
@@ -145,10 +147,23 @@ export class PushedAudio implements AudioSource {
     }
     if (this.#arrivals.length > 128) this.#arrivals.splice(0, this.#arrivals.length - 128); // 128 frames: ~10 s
     this.#atS += samples.length / SPEECH_FORMAT.rate;
+    this.#samples += samples.length;
     while (this.#frames.length > this.#maxFrames) {
       this.#frames.shift();
       this.dropped += 1;
     }
+    this.#wake?.();
+  }
+
+  /**
+   * The sender stopped streaming (a satellite's `audio-stop`; it may start again): the last
+   * partial frame is padded with silence, and the reader then gets a `stopped` chunk.
+   */
+  stop(receivedMs = performance.now()): void {
+    if (this.#ended) return;
+    const partial = this.#samples % FRAME_SAMPLES;
+    if (partial > 0) this.push(new Int16Array(FRAME_SAMPLES - partial), receivedMs);
+    this.#frames.push({ ...SPEECH_FORMAT, samples: new Int16Array(0), atS: this.#atS, stopped: true, receivedMs });
     this.#wake?.();
   }
 

@@ -169,6 +169,7 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
 async function detect(detector: WakeWordDetector, frames: AsyncIterator<AudioChunk>, emit: NonNullable<RunOptions<unknown>['emit']>): Promise<Detection | undefined> {
   emit('wake-start');
   for (let next = await frames.next(); next.done !== true; next = await frames.next()) {
+    if (next.value.stopped === true) continue; // a pause in the stream, no audio
     const found = await detector.process(next.value);
     if (found === undefined) continue;
     emit('wake-end', { word: found.word, score: found.score, atS: found.atS });
@@ -183,7 +184,10 @@ async function transcribe(input: RunInput, stt: SpeechToText, signal: AbortSigna
   if ('samples' in input) return stt.transcribe(input.samples, signal);
   if (!('audio' in input)) throw new PipelineError('pipeline_input', 'the speech-to-text stage reads audio');
   const chunks: Int16Array[] = [];
-  for await (const chunk of input.audio.frames(signal)) chunks.push(chunk.samples);
+  for await (const chunk of input.audio.frames(signal)) {
+    if (chunk.stopped === true) break; // the sender stopped streaming: the command ends there
+    chunks.push(chunk.samples);
+  }
   signal.throwIfAborted();
   return stt.transcribe(concatSamples(chunks), signal);
 }

@@ -62,11 +62,14 @@ export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
   const first = create();
   const all: SpeechToText[] = [first];
   const idle: SpeechToText[] = [first];
-  const waiting: ((engine: SpeechToText) => void)[] = [];
+  const waiting: { resolve: (engine: SpeechToText) => void; reject: (error: Error) => void }[] = [];
+  let stopped = false;
+  const stoppedError = () => new SttError('stt_stopped', 'speech to text stopped');
   const take = async (): Promise<SpeechToText> => {
+    if (stopped) throw stoppedError();
     const free = idle.pop();
     if (free !== undefined) return free;
-    if (all.length >= max) return new Promise((resolve) => waiting.push(resolve));
+    if (all.length >= max) return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
     const made = create();
     all.push(made);
     try {
@@ -75,11 +78,15 @@ export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
       all.splice(all.indexOf(made), 1); // a slot for the next try, not a broken engine kept
       throw error;
     }
+    if (stopped) {
+      await made.stop?.().catch(() => undefined); // started after the pool stopped: not kept running
+      throw stoppedError();
+    }
     return made;
   };
   const give = (engine: SpeechToText): void => {
     const next = waiting.shift();
-    if (next !== undefined) next(engine);
+    if (next !== undefined) next.resolve(engine);
     else idle.push(engine);
   };
   const pool: SpeechToText = {
@@ -96,6 +103,9 @@ export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
       }
     },
     async stop() {
+      // Rooms waiting for a free recogniser are told, not left hanging.
+      stopped = true;
+      for (const waiter of waiting.splice(0)) waiter.reject(stoppedError());
       await Promise.all(all.map((engine) => engine.stop?.() ?? Promise.resolve()));
     },
   };

@@ -72,6 +72,12 @@ export interface VoiceLoopOptions<R> {
   completePauseS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
+  /**
+   * Whether run `run` may act on its command, asked before its words are transcribed (a room
+   * waits here for the verdict on which room heard the wake word): false ends it quietly, with
+   * no transcript, tool call or sound. Default: every run may.
+   */
+  mayAnswer?: (run: number, signal: AbortSignal) => Promise<boolean>;
   /** Called when the wake word fires (the daemon warms the model then). */
   onWake?: () => void;
   /** Every stage event, as it happens. */
@@ -158,7 +164,10 @@ export class VoiceLoop<R> {
       finished.push(run);
       this.#o.onRun?.(run, summaryLine(run.run, run.events));
     };
+    /** Counts command starts: a start overtaken by a later one while it awaited (a trigger or the wake word while the follow-up window opens) gives way. */
+    let starts = 0;
     const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = []) => {
+      const start = ++starts;
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
       const audio = await this.#wordBoundary(before);
@@ -166,6 +175,10 @@ export class VoiceLoop<R> {
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
       const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)));
+      if (start !== starts) {
+        report(this.#finish({ run, chunks: [], endpointer: new Endpointer(), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) }, 'cancelled'));
+        return;
+      }
       command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) };
       stream?.push(concatSamples(command.chunks));
       this.#o.vad.reset();
@@ -180,7 +193,16 @@ export class VoiceLoop<R> {
       if (listenAgain && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
         const next = ++this.#runs;
         this.#emit(next, 'run-start', { followUp: true });
-        await startCommand(next, true);
+        try {
+          await startCommand(next, true);
+        } catch (error) {
+          // The recogniser could not start (stopped): no follow-up, back to the wake word.
+          this.#emit(next, 'error', { message: error instanceof Error ? error.message : String(error) });
+          report(this.#finish({ run: next, chunks: [], endpointer: new Endpointer(), followUp: true }, 'failed'));
+          this.#state = 'idle';
+          this.#o.wake?.reset();
+          this.#emit(this.#runs + 1, 'run-start');
+        }
       } else {
         this.#state = 'idle';
         this.#o.wake?.reset();
@@ -201,6 +223,12 @@ export class VoiceLoop<R> {
           this.#state = 'idle';
         }
         if (this.#state !== 'command') {
+          if (chunk.stopped && !triggered) {
+            // The stream paused: what came before is not the start of what follows.
+            preRoll.splice(0);
+            this.#o.wake?.reset();
+            continue;
+          }
           const detection = triggered ? triggered.wake : await this.#o.wake?.process(chunk);
           if (!triggered) {
             preRoll.push(chunk);
@@ -241,19 +269,11 @@ export class VoiceLoop<R> {
           this.#emit(this.#runs + 1, 'run-start');
           continue;
         }
-        command.chunks.push(chunk.samples);
-        // After a settle the audio waits: silence would void it, and the pause may end the turn.
-        if (command.settle) command.settle.held.push(chunk.samples);
-        else command.stream?.push(chunk.samples);
-        const frames = await this.#o.vad.process(chunk);
-        for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
-        if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
-        this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
-        const state = command.endpointer.state;
-        if (state !== 'waiting' && !command.voiced) {
-          command.voiced = true;
-          this.#emit(command.run, 'speech-start', { atS: chunk.atS });
-        }
+        // A `stopped` chunk: the sender stopped streaming (a satellite's own VAD heard the
+        // speech end). The command ends there as at the end of a file: words heard are acted
+        // on (scored as always), a command not yet begun is no speech.
+        if (!chunk.stopped) await this.#hear(command, chunk);
+        const state = chunk.stopped ? (command.endpointer.state === 'speaking' ? 'end_of_audio' : 'no_speech') : command.endpointer.state;
         if (state === 'waiting' || state === 'speaking') continue;
         const done = command;
         command = undefined;
@@ -292,6 +312,22 @@ export class VoiceLoop<R> {
     }
   }
 
+  /** A chunk of the command: to the recogniser, the VAD and the endpointer. */
+  async #hear(command: Command, chunk: AudioChunk): Promise<void> {
+    command.chunks.push(chunk.samples);
+    // After a settle the audio waits: silence would void it, and the pause may end the turn.
+    if (command.settle) command.settle.held.push(chunk.samples);
+    else command.stream?.push(chunk.samples);
+    const frames = await this.#o.vad.process(chunk);
+    for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
+    if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
+    this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
+    if (command.endpointer.state !== 'waiting' && !command.voiced) {
+      command.voiced = true;
+      this.#emit(command.run, 'speech-start', { atS: chunk.atS });
+    }
+  }
+
   #startTurn(command: Command, outer: AbortSignal): Promise<VoiceRun<R>> {
     const controller = new AbortController();
     const stop = () => controller.abort(outer.reason);
@@ -308,6 +344,7 @@ export class VoiceLoop<R> {
     const { run } = command;
     let transcript: string | undefined;
     try {
+      if (this.#o.mayAnswer !== undefined && !(await this.#o.mayAnswer(run, signal))) return this.#finish(command, 'cancelled');
       const { stt, tts, sink, respond, minConfidence, notUnderstood } = this.#o;
       const done = await runPipeline(command.stream ? { recognition: command.stream } : { samples: concatSamples(command.chunks) }, {
         start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
