@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Arbiter, better, Rooms } from '../src/daemon/rooms.js';
+import { Engines } from '../src/pipeline/engines.js';
 import { parseAvahiBrowse } from '../src/daemon/discover.js';
 import { pooledStt, type SpeechToText } from '../src/pipeline/stt.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
@@ -431,15 +432,28 @@ describe('a room that loses the wake word to another', () => {
       socket.write(encodeEvent('run-pipeline', { start_stage: 'asr', end_stage: 'tts' }));
       stream(socket, tone);
     }));
-    // A satellite streaming before its run-pipeline: IRIS does not read it yet, so no window
-    // settles until MAX_SETTLE_MS (as with a room whose voice is still loading).
-    const attic = await scriptedSatellite((socket) => stream(socket, () => new Int16Array(CHUNK)));
+    // A room whose voice is still loading (its models held back here until the end): IRIS does
+    // not read its stream yet, and it may yet hear the wake word, so no window settles until
+    // MAX_SETTLE_MS.
+    const attic = await scriptedSatellite((socket) => {
+      socket.write(encodeEvent('run-pipeline', { start_stage: 'wake', end_stage: 'tts' }));
+      stream(socket, () => new Int16Array(CHUNK));
+    });
+    let loaded: () => void = () => undefined;
+    const loading = new Promise<void>((resolve) => (loaded = resolve));
+    class AtticLoadsSlowly extends Engines {
+      override async wake() { // only the attic hears the wake word itself: the others' satellites do
+        await loading;
+        return super.wake();
+      }
+    }
     const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[stt]\nengine = "pocketsphinx"\n${['den', 'hall', 'attic'].map((n, i) => `[satellites.${n}]\nuri = "tcp://127.0.0.1:${[den, hall, attic][i]?.port ?? 0}"\n`).join('')}`, 'c');
     const asked: string[] = [];
     const logs: string[] = [];
     const rooms = new Rooms({
       config: () => config,
       log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      engines: new AtticLoadsSlowly(() => config, createLogger('engines', { write: () => undefined })),
       respond: (room) => (text) => {
         asked.push(`${room}: ${text}`);
         return { sentences: (async function* () { await Promise.resolve(); yield 'It is noon.'; })(), result: Promise.resolve({ reply: 'It is noon.', tool_calls: [] } as unknown as TurnResult) };
@@ -456,6 +470,7 @@ describe('a room that loses the wake word to another', () => {
       expect(asked.filter((a) => a.startsWith('den'))).toEqual([]);
       expect(den.got.map((e) => e.type).filter((t) => ['transcript', 'synthesize', 'audio-start', 'error'].includes(t))).toEqual([]);
     } finally {
+      loaded();
       await rooms.stop();
     }
   }, 60_000);

@@ -427,8 +427,10 @@ class Room {
     return this.#link.state === 'connected';
   }
 
-  /** Whether this room has read its audio past `ms`, or is not streaming (nothing arrived in the last half second). */
+  /** Whether this room has read its audio past `ms`, or is not streaming (nothing arrived in the last half second), or not listening. */
   readBeyond(ms: number): boolean {
+    // A room with no voice running or starting (it never asked to run, or its loop failed) hears no wake word: nothing to wait for.
+    if (this.#voice === undefined && this.#starting === undefined) return true;
     const source = this.#source;
     return source.readingMs >= ms || performance.now() - source.lastPushMs > 500;
   }
