@@ -631,3 +631,38 @@ describe('announcements in a room whose satellite goes away', () => {
     }
   }, 60_000);
 });
+
+describe('more rooms than the machine keeps up with', () => {
+  it('a room read seconds behind its audio is said in the log and in iris status', async () => {
+    // A wake-word detector slower than real time (200 ms for each 80 ms frame) stands in for a
+    // machine carrying too many streaming rooms: IRIS falls behind this room's audio.
+    class Overloaded extends Engines {
+      override async wake() {
+        const wake = await super.wake();
+        return { word: wake.word, reset: () => wake.reset(), process: async (chunk: Parameters<typeof wake.process>[0]) => {
+          await new Promise((r) => setTimeout(r, 200));
+          return wake.process(chunk);
+        } };
+      }
+    }
+    const sat = await new StreamingSatellite('cellar').listen();
+    const config = parseConfig(`[stt]\nengine = "pocketsphinx"\n[satellites.cellar]\nuri = "tcp://127.0.0.1:${sat.port}"\n`, 'c');
+    const logs: string[] = [];
+    const rooms = new Rooms({
+      config: () => config,
+      log: createLogger('rooms', { write: (line) => logs.push(line) }),
+      engines: new Overloaded(() => config, createLogger('engines', { write: () => undefined })),
+      respond: () => () => ({ sentences: (async function* () {})(), result: Promise.reject(new Error('no turns here')) }),
+    });
+    rooms.start();
+    try {
+      await until(() => logs.some((l) => l.includes('s late')));
+      expect(logs.find((l) => l.includes('s late'))).toMatch(/^warn rooms:cellar: IRIS hears this room \d+\.\d s late: this machine streams more rooms than it keeps up with \(1 now\); wake words come late or are missed$/);
+      expect(rooms.status()[0]?.behind_s).toBeGreaterThanOrEqual(3);
+      expect(logs.filter((l) => l.includes('s late'))).toHaveLength(1); // once a minute at most
+    } finally {
+      await rooms.stop();
+      sat.close();
+    }
+  }, 60_000);
+});

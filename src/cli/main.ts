@@ -128,6 +128,7 @@ const stateWords = (state: ServerStatus['state']): string => (state === 'needs-s
 function roomLine(room: RoomStatus): string {
   const parts = [room.state === 'connected' ? `connected, ${room.doing}` : room.state];
   if (room.mode !== undefined) parts.push(room.mode === 'wake' ? 'IRIS hears the wake word' : 'the satellite hears the wake word');
+  if (room.behind_s !== undefined) parts.push(`heard ${room.behind_s} s late (too many rooms for this machine)`);
   if (room.last_heard !== undefined) parts.push(`last heard ${new Date(room.last_heard).toLocaleTimeString()}`);
   if (room.last_transcript !== undefined) parts.push(JSON.stringify(room.last_transcript));
   if (room.state !== 'connected' && room.detail !== undefined) parts.push(room.detail);

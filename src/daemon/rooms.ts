@@ -75,6 +75,8 @@ export interface RoomStatus {
   last_transcript?: string;
   /** Why the link last went down. */
   detail?: string;
+  /** How far behind its audio IRIS reads, when a second or more (seconds): too many streaming rooms for this machine. */
+  behind_s?: number;
 }
 
 /** What the rooms share, from the daemon. */
@@ -100,6 +102,10 @@ export interface RoomsOptions {
   /** Browse this often (ms); default a minute. */
   browseEveryMs?: number;
 }
+
+/** IRIS reading a room's audio this far behind its arrival (s) is said: the machine does not keep up. */
+const LAG_WARN_S = 3;
+const LAG_WARN_EVERY_MS = 60_000;
 
 /** Longest wait for a room whose reading lags behind to catch up before the rooms' claims are settled (ms). */
 const MAX_SETTLE_MS = 3_000;
@@ -346,6 +352,7 @@ export class Rooms {
       reroute: (announcement, from) => this.#reroute(announcement, from),
       settings: (name) => satelliteRooms(this.#o.config())[name],
       engines: this.#engines,
+      listening: () => [...this.#rooms.values()].filter((r) => r.listening).length,
     };
   }
 }
@@ -359,6 +366,8 @@ interface RoomDeps {
   settings: (name: string) => SatelliteConfig | undefined;
   /** Every room's engines: its own wake word and VAD on shared models, one recogniser pool, one voice. */
   engines: Engines;
+  /** How many rooms have a voice running. */
+  listening: () => number;
 }
 
 interface Voice {
@@ -391,6 +400,9 @@ class Room {
   #doing: RoomStatus['doing'] = 'offline';
   #lastHeard: string | undefined;
   #lastTranscript: string | undefined;
+  /** How far behind its audio IRIS reads (s), and when that was last said. */
+  #behindS = 0;
+  #laggedAtMs = -Infinity;
   /** This room lost the wake word to another: its command ends quietly. */
   #yielded = false;
   /** When the satellite's latest `run-pipeline`s that did work arrived (performance.now()). */
@@ -427,6 +439,11 @@ class Room {
     return this.#link.state === 'connected';
   }
 
+  /** Its voice runs: IRIS reads its stream. */
+  get listening(): boolean {
+    return this.#voice !== undefined;
+  }
+
   /** Whether this room has read its audio past `ms`, or is not streaming (nothing arrived in the last half second), or not listening. */
   readBeyond(ms: number): boolean {
     // A room with no voice running or starting (it never asked to run, or its loop failed) hears no wake word: nothing to wait for.
@@ -459,6 +476,7 @@ class Room {
       ...(this.#lastHeard === undefined ? {} : { last_heard: this.#lastHeard }),
       ...(this.#lastTranscript === undefined ? {} : { last_transcript: this.#lastTranscript }),
       ...(this.#link.lastError === '' ? {} : { detail: this.#link.lastError }),
+      ...(this.connected && this.#voice !== undefined && this.#behindS >= 1 ? { behind_s: Math.round(this.#behindS * 10) / 10 } : {}),
     };
   }
 
@@ -524,6 +542,7 @@ class Room {
           throw new WyomingError('wyoming_too_fast', `it sent audio faster than real time (${Math.round(audio.seconds)} s in ${((now - audio.sinceMs) / 1000).toFixed(1)} s)`);
         }
         this.#source.push(samples);
+        this.#checkLag(now);
         this.#loudness.push(rms(samples));
         if (this.#loudness.length > LOUDNESS_FRAMES * 2) this.#loudness.splice(0, this.#loudness.length - LOUDNESS_FRAMES * 2);
         return;
@@ -799,6 +818,20 @@ class Room {
         ...(typeof timer.label === 'string' && timer.label !== '' ? { name: timer.label } : {}),
       });
     }
+  }
+
+  /**
+   * How far behind its arrival IRIS reads this room's audio. Past `LAG_WARN_S` the machine
+   * carries more streaming rooms than its one JavaScript thread keeps up with (every room falls
+   * behind together, and wake words come late or are missed): said in the log, at most once a
+   * minute, and in `iris status`.
+   */
+  #checkLag(now: number): void {
+    if (this.#voice === undefined || this.#source.readingMs === 0) return;
+    this.#behindS = Math.max(0, (now - this.#source.readingMs) / 1000);
+    if (this.#behindS < LAG_WARN_S || now - this.#laggedAtMs < LAG_WARN_EVERY_MS) return;
+    this.#laggedAtMs = now;
+    this.#log.warn(`IRIS hears this room ${this.#behindS.toFixed(1)} s late: this machine streams more rooms than it keeps up with (${this.deps.listening()} now); wake words come late or are missed`);
   }
 
   /** RMS of the latest ~1 s of the room's audio, 0–1. */
