@@ -94,6 +94,13 @@ function busyTicks(cpus: number[]): number {
   return busy;
 }
 
+/** How busy `cpus` are, all processes together, over the next `seconds` (ms per second of wall time, summed over the cores). */
+export async function coresBusy(cpus: number[], seconds: number): Promise<number> {
+  const [b0, w0] = [busyTicks(cpus), performance.now()];
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  return ((busyTicks(cpus) - b0) * 10) / ((performance.now() - w0) / 1000);
+}
+
 /** A taskset list ("1", "0,1", "0-1") as core numbers. */
 export function parseCpus(list: string): number[] {
   return list.split(',').flatMap((part) => {
