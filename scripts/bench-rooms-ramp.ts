@@ -58,8 +58,8 @@ const OVERLOAD_S = 90;
 const OVERLOAD_PROBE_EVERY_S = 5;
 /** A step failed while other processes used the cores is tried this many times in all. */
 const TRIES = 3;
-/** Before each step, wait up to this long (s) for other processes to leave the cores below `CONTENDED` (checked over 3 s). */
-const QUIET_WAIT_S = 90;
+/** Before each step, wait up to this long (s; `IRIS_RAMP_QUIET_WAIT_S`) for other processes to leave the cores below `CONTENDED` (checked over 3 s). */
+const QUIET_WAIT_S = Number(process.env.IRIS_RAMP_QUIET_WAIT_S ?? 90);
 /** Longest wait for one event of a turn (ms): a step this far behind is not carried anyway. */
 const EVENT_TIMEOUT_MS = 20_000;
 
@@ -331,8 +331,10 @@ try {
     return { slope, intercept: my - slope * mx };
   };
   const xs = carried.map((s) => s.rooms);
-  const cpuFit = carried.length >= 2 ? fit(carried.map((s) => s.daemon.cpuMsPerS), xs) : undefined;
-  const rssFit = carried.length >= 2 ? fit(carried.map((s) => s.daemon.rssMiB), xs) : undefined;
+  // Only over a span of rooms wide enough for the slope to mean something.
+  const fits = carried.length >= 3 && Math.max(...xs) - Math.min(...xs) >= 8;
+  const cpuFit = fits ? fit(carried.map((s) => s.daemon.cpuMsPerS), xs) : undefined;
+  const rssFit = fits ? fit(carried.map((s) => s.daemon.rssMiB), xs) : undefined;
   const figures = {
     cpus: CPUS,
     cores: cpus.length,
@@ -355,7 +357,7 @@ try {
     `rooms ramp: ${most} rooms carried on ${cpus.length} core(s) (${figures.rooms_per_core} a core)` +
       (first ? `; ${first.rooms} not (${first.why.join('; ')}${first.contended ? `; other processes used ${round(first.others_ms_per_s / 10, 0)} % of the core(s) meanwhile` : ''})` : '; every step carried') +
       (cpuFit ? `; each room ${round(cpuFit.slope / 10, 1)} % of a core (fitted over the carried steps)` : '') +
-      (figures.rss_mib_range ? `; the daemon's peak RSS ${figures.rss_mib_range.join('–')} MiB over them (${round(rssFit?.slope ?? NaN, 1)} MiB a room fitted: below the swing)` : ''),
+      (figures.rss_mib_range ? `; the daemon's peak RSS ${figures.rss_mib_range.join('–')} MiB over them (a room's own memory is below the run-to-run swing)` : ''),
   );
   writeResults(`rooms-ramp-${cpus.length === 1 ? '1core' : `${cpus.length}cores`}`, figures);
 } finally {
