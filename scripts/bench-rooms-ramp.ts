@@ -6,7 +6,8 @@
  * ramped up over `STEPS`. At each step, after one warm-up turn:
  * - TURNS turns in room 1: "hey jarvis, what time is it" said into its stream while every other
  *   room streams silence; stamped at the satellite against when it sent the audio:
- *   wake lag (IRIS's `detection` arrives − the satellite sent the audio it names), wake word →
+ *   wake lag (IRIS's `detection` arrives − the satellite sent the audio it names: how far IRIS
+ *   is behind real time; down to −64 ms, a chunk carrying audio ahead of the frame), wake word →
  *   first reply audio byte, and end of the user's speech → first reply audio byte;
  * - after each turn "hey jarvis" alone in another room (a different one each turn): its wake
  *   lag, so a backlog in rooms other than the one talking shows too;
@@ -23,7 +24,8 @@
  * for OVERLOAD_S to see how IRIS fails (who lags, whether a room is dropped).
  * Prints each step and writes scripts/results/rooms-ramp-<n>core(s).json.
  * Run: `npm run bench:rooms-ramp`, or `taskset -c 0 npx tsx scripts/bench-rooms-ramp.ts`;
- * `IRIS_RAMP_CPUS=0,1` pins the daemon to both cores instead, `IRIS_RAMP_STEPS=8,16` and
+ * `IRIS_RAMP_CPUS=0,1` pins the daemon to both cores instead (every room's wake word and VAD
+ * run on its one JavaScript thread, so a second core adds little), `IRIS_RAMP_STEPS=8,16` and
  * `IRIS_RAMP_TURNS` change the ramp. Needs dist/ (`npm run build`).
  */
 import type { ChildProcess } from 'node:child_process';
