@@ -10,16 +10,18 @@
  *   (IRIS runs the wake word on every stream), over WINDOW_S seconds each: what the first room
  *   costs (it loads the shared models and recogniser) and what each further room adds.
  * Prints figures and writes scripts/results/rooms.json. Run: `npx tsx scripts/bench-rooms.ts`
- * (part of `npm run bench`; it uses dist/, built by `npm run build`).
+ * (part of `npm run bench`; it uses dist/, built by `npm run build`). How many rooms a core
+ * carries is measured by scripts/bench-rooms-ramp.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { commandWav } from '../test/helpers/speech.js';
 import { StreamingSatellite } from '../test/helpers/satellite.js';
-import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
+import { round, writeResults } from './lib/bench.js';
+import { startDaemon, usage } from './lib/rooms.js';
 
 const TURNS = 6;
 const ROOMS = 4;
@@ -32,44 +34,16 @@ const work = mkdtempSync(join(tmpdir(), 'iris-bench-rooms-'));
 const daemons: ChildProcess[] = [];
 
 async function daemon(satellites: StreamingSatellite[]): Promise<ChildProcess> {
-  const dir = mkdtempSync(join(work, 'd-'));
-  const rooms = satellites.map((s) => `[satellites.${s.name}]\nuri = "tcp://127.0.0.1:${s.port}"\n`).join('');
-  writeFileSync(join(dir, 'config'), `[ollama]\nurl = "http://127.0.0.1:9"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = ""\n[stt]\nengine = "pocketsphinx"\n${rooms}`);
-  const child = spawn(process.execPath, [...unitNodeFlags(), join(ROOT, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
-    env: { ...process.env, IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  daemons.push(child);
-  let seen = '';
-  const wanted = satellites.length === 0 ? 1 : satellites.length;
-  await new Promise<void>((resolve, reject) => {
-    child.stderr?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      const ready = satellites.length === 0 ? /ready:/.test(seen) : (seen.match(/listening for "/g) ?? []).length >= wanted;
-      if (ready) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`the daemon exited (${code}): ${seen}`)));
-  });
+  const { child } = await startDaemon(satellites, work, { started: (c) => daemons.push(c) });
   return child;
 }
 
-/** CPU (ms per second of wall time) and peak resident memory (MiB, sampled every 250 ms: one reading swings with V8's collections) of `pid` over `seconds`. */
-async function usage(pid: number, seconds: number): Promise<{ cpuMsPerS: number; rssMiB: number }> {
-  const ticks = () => {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
-  };
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-  await new Promise((resolve) => setTimeout(resolve, 3_000)); // settle after start
-  const [t0, w0] = [ticks(), performance.now()];
-  let peak = 0;
-  while (performance.now() - w0 < seconds * 1000) {
-    peak = Math.max(peak, rss());
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  const cpuMsPerS = ((ticks() - t0) * 10) / ((performance.now() - w0) / 1000);
-  return { cpuMsPerS: round(cpuMsPerS, 1), rssMiB: round(peak, 1) };
-}
+/** An event that does not come within a minute fails the benchmark instead of hanging it (a machine too busy to keep up with CARRY rooms never answers). */
+const within = <T>(event: Promise<T>, what: string): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no ${what} within 60 s: is the machine busy (uptime)?`)), 60_000)));
+  return Promise.race([event, timeout]).finally(() => clearTimeout(timer));
+};
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -86,8 +60,8 @@ try {
     const audio = kitchen.next('audio-chunk');
     const played = kitchen.next('audio-stop');
     kitchen.say(command);
-    const [h, e, a] = [await heard, await ended, await audio];
-    await played;
+    const [h, e, a] = [await within(heard, 'detection'), await within(ended, 'voice-stopped'), await within(audio, 'reply audio')];
+    await within(played, 'audio-stop');
     wakeToAudio.push(a - h);
     speechEndToAudio.push(a - e);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -119,8 +93,8 @@ try {
     const audio = speaker.next('audio-chunk');
     const played = speaker.next('audio-stop');
     speaker.say(command);
-    const [e, a] = [await ended, await audio];
-    await played;
+    const [e, a] = [await within(ended, `voice-stopped with ${CARRY} rooms`), await within(audio, `reply audio with ${CARRY} rooms`)];
+    await within(played, `audio-stop with ${CARRY} rooms`);
     crowdedReplies.push(a - e);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }

@@ -17,6 +17,13 @@ export class StreamingSatellite {
   #queue: Int16Array[] = [];
   #timer: NodeJS.Timeout | undefined;
   #waiters: { type: string; resolve: (atMs: number) => void }[] = [];
+  /** When the stream began (performance.now()): chunk n is due at this + n × 64 ms. */
+  #streamStartMs = NaN;
+  #sent = 0;
+  /** Connections IRIS made (a reconnect is a second one). */
+  connections = 0;
+  /** How late the latest chunk left against its due time (ms): this process's own lag, not IRIS's. */
+  lateMs = 0;
   /** Every event IRIS sent, in order: its type, data, payload size and when it arrived (performance.now()). */
   readonly received: { type: string; data: Record<string, unknown>; bytes: number; atMs: number }[] = [];
 
@@ -34,13 +41,20 @@ export class StreamingSatellite {
     return this;
   }
 
-  /** Speak `samples` into the stream from the next chunk on. */
-  say(samples: Int16Array): void {
+  /** Speak `samples` into the stream from the next chunk on; returns the stream second they start at. */
+  say(samples: Int16Array): number {
+    const startS = ((this.#sent + this.#queue.length) * CHUNK) / 16_000;
     for (let i = 0; i < samples.length; i += CHUNK) {
       const chunk = new Int16Array(CHUNK);
       chunk.set(samples.subarray(i, i + CHUNK));
       this.#queue.push(chunk);
     }
+    return startS;
+  }
+
+  /** When the audio at stream second `streamS` was due to leave (performance.now() ms; NaN before the stream began). */
+  sentAtMs(streamS: number): number {
+    return this.#streamStartMs + streamS * 1000;
   }
 
   /** performance.now() when the next event of `type` arrives. */
@@ -56,6 +70,7 @@ export class StreamingSatellite {
 
   #serve(socket: Socket): void {
     this.#socket = socket;
+    this.connections += 1;
     socket.on('error', () => undefined);
     const reader = new EventReader();
     socket.on('data', (chunk: Buffer) => {
@@ -78,13 +93,15 @@ export class StreamingSatellite {
   /** Real-time pace: chunk n leaves at start + n × 64 ms. */
   #stream(socket: Socket): void {
     const start = performance.now();
-    let sent = 0;
+    this.#streamStartMs = start;
+    this.#sent = 0;
     const tick = () => {
       if (socket.destroyed) return;
+      this.lateMs = performance.now() - (start + (this.#sent * CHUNK * 1000) / 16_000);
       const samples = this.#queue.shift() ?? new Int16Array(CHUNK);
       socket.write(encodeEvent('audio-chunk', { rate: 16_000, width: 2, channels: 1 }, Buffer.from(samples.buffer)));
-      sent += 1;
-      this.#timer = setTimeout(tick, Math.max(0, start + (sent * CHUNK * 1000) / 16_000 - performance.now()));
+      this.#sent += 1;
+      this.#timer = setTimeout(tick, Math.max(0, start + (this.#sent * CHUNK * 1000) / 16_000 - performance.now()));
     };
     tick();
   }
