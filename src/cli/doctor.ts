@@ -8,12 +8,10 @@ import { ChatError } from '../conversation/backend.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
 import type { Iris } from '../daemon/assemble.js';
 import { messageOf } from '../errors.js';
-import { createTextToSpeech } from '../pipeline/tts.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { chooseStt } from '../pipeline/engines.js';
+import { chooseStt, Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
-import { createOpenWakeWord } from '../pipeline/wakeword.js';
 import { earcon } from '../pipeline/playback.js';
 import { arecordArgs } from '../pipeline/capture.js';
 import { BlockList, isIP } from 'node:net';
@@ -32,9 +30,10 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
   const checks: Check[] = [await configCheck(config, configPath)];
   checks.push(await stateDirCheck(stateDir));
   checks.push(await ollamaCheck(config));
-  checks.push(await speechOutCheck(config));
+  const engines = new Engines(() => config, log); // the engines the daemon would choose
+  checks.push(await speechOutCheck(config, engines));
   checks.push(...(await audioChecks(config)));
-  checks.push(await wakeWordCheck(config));
+  checks.push(await wakeWordCheck(config, engines));
   checks.push(speechToTextCheck(config, log));
   checks.push(...(await satelliteChecks(config)));
   await iris.mcp.servers.startAll(); // a real start, not the cached tool lists
@@ -66,9 +65,9 @@ async function stateDirCheck(dir: string): Promise<Check> {
   }
 }
 
-async function speechOutCheck(config: Config): Promise<Check> {
+async function speechOutCheck(config: Config, engines: Engines): Promise<Check> {
   try {
-    const tts = createTextToSpeech(config);
+    const tts = engines.tts();
     const wav = await tts.synthesize('ok');
     const voice = (await tts.describe?.()) ?? config.tts.voice;
     // A Piper voice that could not be loaded still speaks (espeak-ng), but not as configured.
@@ -125,9 +124,9 @@ async function audioChecks(config: Config): Promise<Check[]> {
   return checks;
 }
 
-async function wakeWordCheck(config: Config): Promise<Check> {
+async function wakeWordCheck(config: Config, engines: Engines): Promise<Check> {
   try {
-    const wake = await createOpenWakeWord({ model: config.assistant.wake_word, threshold: config.assistant.wake_threshold });
+    const wake = await engines.wake();
     return { ok: true, what: 'wake word', detail: `"${wake.word}" (openWakeWord), threshold ${config.assistant.wake_threshold}` };
   } catch (error) {
     return { ok: false, what: 'wake word', detail: messageOf(error) };
