@@ -196,7 +196,7 @@ async function runClip(samples: Int16Array, lastWordEndS: number | undefined): P
   // so one run gives the figures for any threshold.
   const loop = new VoiceLoop<TurnResult>({
     wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0,
-    commandState: prefixState, completePauseS: config.audio.complete_pause_s,
+    commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
   });
   wake.reset();
@@ -330,7 +330,7 @@ try {
       const conversation = iris.conversation();
       const loop = new VoiceLoop<TurnResult>({
         wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: modelConfig.stt.min_confidence,
-        commandState: prefixState, completePauseS: modelConfig.audio.complete_pause_s,
+        commandState: prefixState, completePauseS: modelConfig.audio.complete_pause_s, incompletePauseS: modelConfig.audio.incomplete_pause_s,
         onWake: () => conversation.warm(),
         respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       });

@@ -175,6 +175,24 @@ describe('the voice loop', () => {
     }
   });
 
+  it('waits longer in a pause after half a command: "set a timer for ten … (0.9 s) … minutes" keeps its unit', async () => {
+    const clip = makeClip({ wake: 'hey jarvis', command: 'set a timer for ten … minutes', voice: { synth: 'espeak', name: 'en-us' }, layout: 'hesitant-whole', noise: 'clean', pauseS: 0.9 }, clipDir());
+    const heard = async (incompletePauseS: number | undefined) => {
+      const { asked, respond } = replies('Done.');
+      const events: VoiceEvent[] = [];
+      const loop = new VoiceLoop({ ...base(new CollectingSink(), respond), minConfidence: 0, commandState: prefixState, onEvent: (e) => events.push(e), ...(incompletePauseS === undefined ? {} : { incompletePauseS }) });
+      await loop.run(scriptedSource([decodeWav(readFileSync(clip.wav))]), new AbortController().signal, true);
+      return { asked: asked[0], endAtS: Number(events.find((e) => e.type === 'end_of_speech-end')?.data?.atS) };
+    };
+    const patient = await heard(1.5);
+    expect(patient.asked).toMatch(/^set a timer for ten minutes?$/);
+    expect(patient.endAtS).toBeGreaterThan(clip.lastWordEndS);
+    // The full silence alone (0.7 s) ends it in the pause, before "minutes".
+    const hasty = await heard(undefined);
+    expect(hasty.endAtS).toBeLessThan(clip.lastWordEndS);
+    expect(hasty.asked).not.toMatch(/ten minutes?$/);
+  });
+
   it('scores a whole command while the pause runs, and hears on when the person goes on', async () => {
     // A VAD that calls any non-zero frame speech, and a recogniser that records what it got:
     // where the pause begins and ends is then exact.

@@ -257,6 +257,13 @@ export const configSchema = {
           default: 0.2,
           description: 'Pause that ends a command whose words are whole and cannot go on ("remind me in an hour to call mom"), with the grammar recogniser; other commands wait silence_s (seconds).',
         },
+        incomplete_pause_s: {
+          type: 'number',
+          minimum: 0.2,
+          maximum: 5,
+          default: 1.5,
+          description: 'Silence that ends words that are only the start of a command ("set a timer for fifteen" …), with the grammar recogniser; never less than silence_s (seconds).',
+        },
         max_command_s: { type: 'number', minimum: 1, maximum: 60, default: 15, description: 'Longest command (seconds).' },
         no_speech_s: { type: 'number', minimum: 1, maximum: 60, default: 5, description: 'Give up when no command starts this long after the wake word (seconds).' },
         earcon: { type: 'boolean', default: true, description: 'Play a short chime when IRIS starts listening.' },

@@ -52,6 +52,7 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     minConfidence: config.stt.min_confidence,
     commandState: prefixState,
     completePauseS: config.audio.complete_pause_s,
+    incompletePauseS: config.audio.incomplete_pause_s,
     ...(config.audio.earcon ? { earcon: earcon() } : {}),
   };
 }

@@ -29,6 +29,8 @@ export class Endpointer {
   // All in microseconds.
   readonly #speechS: number;
   readonly #silenceS: number;
+  /** The silence that ends the current pause: `#silenceS`, or longer while the words so far are half a command. */
+  #pauseS: number;
   readonly #maxS: number;
   readonly #noSpeechS: number;
   readonly #gapS: number;
@@ -46,6 +48,7 @@ export class Endpointer {
   constructor(options: EndpointerOptions = {}) {
     this.#speechS = us(options.speechS ?? 0.3);
     this.#silenceS = us(options.silenceS ?? 0.7);
+    this.#pauseS = this.#silenceS;
     this.#maxS = us(options.maxS ?? 15);
     this.#noSpeechS = us(options.noSpeechS ?? 5);
     this.#gapS = us(options.gapS ?? 0.1);
@@ -65,6 +68,14 @@ export class Endpointer {
     if (this.#state !== 'speaking') return;
     this.#state = 'complete';
     this.endedAtS = (this.#elapsedS - this.#silenceRunS) / 1e6;
+  }
+
+  /**
+   * The silence that ends the command from now on: `seconds` (never less than `silenceS`) while
+   * the words so far are half a command ("set a timer for ten" …), or `silenceS` again.
+   */
+  waitFor(seconds: number | undefined): void {
+    this.#pauseS = seconds === undefined ? this.#silenceS : Math.max(this.#silenceS, us(seconds));
   }
 
   /** Feed one chunk; returns the state after it. Final states stay final. */
@@ -87,7 +98,7 @@ export class Endpointer {
       } else if (this.#elapsedS >= this.#noSpeechS) this.#state = 'no_speech';
       return this.#state;
     }
-    if (this.#silenceRunS >= this.#silenceS) {
+    if (this.#silenceRunS >= this.#pauseS) {
       this.#state = 'done';
       this.endedAtS = (this.#elapsedS - this.#silenceRunS) / 1e6;
     } else if (this.#elapsedS - us(this.startedAtS ?? 0) >= this.#maxS) {

@@ -70,6 +70,8 @@ export interface VoiceLoopOptions<R> {
   commandState?: (text: string) => { complete: boolean; extendable: boolean };
   /** Pause that ends a whole command nothing could extend (seconds); default 0.2. */
   completePauseS?: number;
+  /** Silence that ends words that are only the start of a command ("set a timer for ten" …); default: the endpointer's. */
+  incompletePauseS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
   /**
@@ -377,7 +379,12 @@ export class VoiceLoop<R> {
     if (endpointer.state !== 'speaking' || stream === undefined || judge === undefined) return;
     const pauseS = this.#o.completePauseS ?? 0.2;
     if (endpointer.silenceS < pauseS * SETTLE_AT) return;
-    const words = judge(stripWakeWord(stream.partial(), command.wake?.word));
+    const partial = stripWakeWord(stream.partial(), command.wake?.word);
+    const words = judge(partial);
+    // Half a command ("set a timer for fifteen" …, "remind me in ten minutes" …) is someone
+    // still thinking: its pause must be longer to end it. Judged anew at each chunk, as the
+    // words so far change.
+    endpointer.waitFor(!words.complete && words.extendable && partial !== '' ? this.#o.incompletePauseS : undefined);
     if (!words.complete || words.extendable) return;
     if (!command.settle && stream.settle) {
       // Score the words now, while the pause runs on: the transcript is then ready when the
