@@ -94,7 +94,10 @@ export class Engines {
     const key = JSON.stringify([config.stt, config.assistant.wake_word]);
     if (this.#stt?.key === key) return this.#stt;
     const old = this.#stt;
-    void old?.started.then(() => old.engine.stop?.()).catch(() => undefined);
+    if (old !== undefined) {
+      this.#made.delete(old.engine); // stopped here, not again at `stop()`
+      void old.started.then(() => old.engine.stop?.()).catch(() => undefined);
+    }
     const { stt, reason } = chooseStt(config, this.#log);
     // Decoders for the commands in flight at once, across the microphone, rooms and Wyoming.
     const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#log).stt, POOL_MAX) : stt;

@@ -98,6 +98,7 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     return engine;
   };
   const passes = (stage: PipelineStage) => from <= STAGES.indexOf(stage) && STAGES.indexOf(stage) <= to;
+  const say = (sentences: AsyncIterable<string> | Iterable<string>) => speak(sentences, need(o.tts, 'a voice'), need(o.sink, 'somewhere to play'), o.signal, emit);
   let audio: RunInput = input;
   let wake: Detection | undefined;
 
@@ -127,7 +128,7 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     if (transcript === '' || confidence < (o.minConfidence ?? 0)) {
       if (o.end !== 'tts') return { outcome: 'not_understood', ...done };
       const said = o.notUnderstood ?? NOT_UNDERSTOOD;
-      await speak([said], need(o.tts, 'a voice'), need(o.sink, 'somewhere to play'), o.signal, emit);
+      await say([said]);
       return { outcome: 'not_understood', ...done, said };
     }
     if (o.end === 'stt') return { outcome: 'answered', ...done };
@@ -147,7 +148,7 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     let result: R;
     let said: string | undefined;
     if (o.end === 'tts') {
-      [, result] = await Promise.all([speak(reply.sentences, need(o.tts, 'a voice'), need(o.sink, 'somewhere to play'), o.signal, emit), reply.result]);
+      [, result] = await Promise.all([say(reply.sentences), reply.result]);
     } else {
       const sentences: string[] = [];
       [, result] = await Promise.all([(async () => {
@@ -161,7 +162,7 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     return { outcome: 'answered', ...done, result, ...(said === undefined ? {} : { reply: said }) };
   }
 
-  await speak(typeof text === 'string' ? [text] : text, need(o.tts, 'a voice'), need(o.sink, 'somewhere to play'), o.signal, emit);
+  await say(typeof text === 'string' ? [text] : text);
   return { outcome: 'answered', ...done };
 }
 

@@ -178,7 +178,7 @@ export class VoiceLoop<R> {
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
       const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)));
       if (start !== starts) {
-        report(this.#finish({ run, chunks: [], endpointer: new Endpointer(), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) }, 'cancelled'));
+        report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
       }
       command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) };
@@ -200,16 +200,10 @@ export class VoiceLoop<R> {
         } catch (error) {
           // The recogniser could not start (stopped): no follow-up, back to the wake word.
           this.#emit(next, 'error', { message: error instanceof Error ? error.message : String(error) });
-          report(this.#finish({ run: next, chunks: [], endpointer: new Endpointer(), followUp: true }, 'failed'));
-          this.#state = 'idle';
-          this.#o.wake?.reset();
-          this.#emit(this.#runs + 1, 'run-start');
+          report(this.#finish(noCommand(next, true), 'failed'));
+          this.#listenForWake();
         }
-      } else {
-        this.#state = 'idle';
-        this.#o.wake?.reset();
-        this.#emit(this.#runs + 1, 'run-start');
-      }
+      } else this.#listenForWake();
     };
 
     this.#emit(this.#runs + 1, 'run-start');
@@ -250,7 +244,7 @@ export class VoiceLoop<R> {
             // A run that ends at the wake word: heard, reported, and back to listening.
             const run = ++this.#runs;
             if (detection) this.#emit(run, 'wake-end', { word: detection.word, score: detection.score, atS: detection.atS });
-            report(this.#finish({ run, chunks: [], endpointer: new Endpointer(), followUp: false, ...(detection ? { wake: detection } : {}) }, 'answered'));
+            report(this.#finish(noCommand(run, false, detection), 'answered'));
             preRoll.length = 0;
             if (once) return finished;
             this.#emit(this.#runs + 1, 'run-start');
@@ -266,9 +260,7 @@ export class VoiceLoop<R> {
           const done = command;
           command = undefined;
           report(this.#finish(done, 'cancelled'));
-          this.#state = 'idle';
-          this.#o.wake?.reset();
-          this.#emit(this.#runs + 1, 'run-start');
+          this.#listenForWake();
           continue;
         }
         // A `stopped` chunk: the sender stopped streaming (a satellite's own VAD heard the
@@ -304,7 +296,7 @@ export class VoiceLoop<R> {
           await this.#startTurn(done, signal).then(onTurnEnd);
         } else report(this.#finish(done, 'no_speech'));
       } else if (once && finished.length === 0 && !this.#turn) {
-        report(this.#finish({ run: this.#runs + 1, chunks: [], endpointer: new Endpointer(), followUp: false }, 'no_wake'));
+        report(this.#finish(noCommand(this.#runs + 1, false), 'no_wake'));
       }
       await this.#turn?.done;
       return finished;
@@ -312,6 +304,13 @@ export class VoiceLoop<R> {
       command?.stream?.cancel();
       this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
     }
+  }
+
+  /** Back to the wake word: idle, the detector's audio forgotten, the next run begun. */
+  #listenForWake(): void {
+    this.#state = 'idle';
+    this.#o.wake?.reset();
+    this.#emit(this.#runs + 1, 'run-start');
   }
 
   /** A chunk of the command: to the recogniser, the VAD and the endpointer. */
@@ -459,4 +458,9 @@ export class VoiceLoop<R> {
     this.#o.onEvent?.(event);
     return event;
   }
+}
+
+/** A run that took no command (ended at the wake word, gave way, or never started): nothing to hear. */
+function noCommand(run: number, followUp: boolean, wake?: Detection): Command {
+  return { run, chunks: [], endpointer: new Endpointer(), followUp, ...(wake ? { wake } : {}) };
 }
