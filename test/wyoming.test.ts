@@ -1,11 +1,9 @@
-// IRIS's Wyoming services, driven by the `wyoming` 1.9 library Home Assistant uses (from
-// ../shared/testkit, installed here), and by hostile raw sockets.
-import { execFile, execFileSync } from 'node:child_process';
-import { promisify } from 'node:util';
-import { existsSync, readFileSync } from 'node:fs';
+// IRIS's Wyoming services, driven as Home Assistant drives them (test/helpers/ha-client.ts,
+// written from the protocol on the project's own wire code), and by hostile raw sockets.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
 import { serveWyoming, type WyomingOptions, type WyomingServices } from '../src/wyoming/server.js';
 import { serveIris, type Served } from './helpers/wyoming.js';
@@ -13,19 +11,12 @@ import { withDouble } from './helpers/conversation.js';
 import { createLogger } from '../src/log.js';
 import { Conversations } from '../src/daemon/conversations.js';
 import { irisServices } from '../src/wyoming/services.js';
-import { commandWav } from './helpers/speech.js';
+import { commandSamples, commandWav } from './helpers/speech.js';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
 import { tempDir } from './helpers/tmp.js';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-
-const execFileAsync = promisify(execFile);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const KIT = `${ROOT}.cache/wyoming-testkit`;
-const HA_PYTHON = `${KIT}/ha/bin/python`;
-const CLIENT = fileURLToPath(new URL('fixtures/wyoming-ha-client.py', import.meta.url));
+import { homeAssistant } from './helpers/ha-client.js';
 
 let served: Served | undefined;
 afterEach(async () => {
@@ -33,35 +24,47 @@ afterEach(async () => {
   served = undefined;
 });
 
-beforeAll(() => {
-  if (!existsSync(HA_PYTHON)) execFileSync('bash', [`${ROOT}../shared/testkit/wyoming/install.sh`, KIT], { stdio: 'ignore' });
-}, 300_000);
-
 async function serve(options: WyomingOptions = {}): Promise<Served> {
   served = await serveIris(options);
   return served;
 }
 
-describe('Home Assistant (the wyoming 1.9 library) against IRIS', () => {
+const pcm = (samples: Int16Array): Buffer => Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+
+describe('Home Assistant against IRIS', () => {
   it('describe, handle with memory per conversation, synthesize (also streamed), transcribe, detect', async () => {
     const { port, s } = await serve();
-    // Async: the server answers from this very process.
-    const run = await execFileAsync(HA_PYTHON, [CLIENT, String(port), commandWav('what time is it'), commandWav('hey jarvis')], { encoding: 'utf8', timeout: 120_000 });
-    expect(run.stderr).toBe('');
-    const replies = Object.fromEntries(run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { request: string }).map((r, i) => [`${r.request}#${i}`, r]));
-    const byRequest = (name: string) => Object.entries(replies).filter(([k]) => k.startsWith(`${name}#`)).map(([, v]) => v as Record<string, unknown>);
-    expect(byRequest('describe')[0]).toEqual({ request: 'describe', handle: ['iris'], asr: ['iris-stt'], tts: ['en-us'], wake: ['hey jarvis'], streaming_tts: true });
-    expect(byRequest('handle')).toEqual([
-      { request: 'handle', type: 'handled', text: "That's 42.", context: { conversation_id: '01JDTEST' } },
-      { request: 'handle', type: 'handled', text: 'Tea timer set for 3 minutes.', context: { conversation_id: '01JDTEST' } },
+    const ha = homeAssistant(port);
+    const info = await ha.describe() as {
+      handle: { name: string }[]; asr: { name: string }[]; tts: { voices: { name: string }[]; supports_synthesize_streaming?: boolean }[];
+      wake: { models: { phrase: string }[] }[];
+    };
+    expect({
+      handle: info.handle.map((p) => p.name), asr: info.asr.map((p) => p.name), tts: info.tts.flatMap((p) => p.voices.map((v) => v.name)),
+      wake: info.wake.flatMap((p) => p.models.map((m) => m.phrase)), streaming_tts: info.tts[0]?.supports_synthesize_streaming,
+    }).toEqual({ handle: ['iris'], asr: ['iris-stt'], tts: ['en-us'], wake: ['hey jarvis'], streaming_tts: true });
+
+    const handled = [];
+    for (const text of ['what is 6 times 7', 'set a tea timer for 3 minutes']) handled.push(await ha.handle(text, '01JDTEST'));
+    expect(handled.map((e) => ({ type: e.type, ...e.data }))).toEqual([
+      { type: 'handled', text: "That's 42.", context: { conversation_id: '01JDTEST' } },
+      { type: 'handled', text: 'Tea timer set for 3 minutes.', context: { conversation_id: '01JDTEST' } },
     ]);
     expect((await s.iris.host.call('list_timers', {})).structuredContent?.timers).toEqual([expect.objectContaining({ label: 'tea' })]);
-    expect(byRequest('synthesize')[0]).toMatchObject({ format: { rate: 22050, width: 2, channels: 1 }, sentences: 1, bytes: expect.any(Number) });
-    expect(byRequest('synthesize')[0]?.bytes).toBeGreaterThan(20_000);
-    expect(byRequest('synthesize-streaming')[0]).toMatchObject({ sentences: 2 });
-    expect(byRequest('transcribe')[0]).toEqual({ request: 'transcribe', type: 'transcript', text: 'what time is it' });
-    expect(byRequest('detect')[0]).toEqual({ request: 'detect', type: 'detection', name: 'hey_jarvis' });
-    expect(byRequest('detect-silence')[0]).toEqual({ request: 'detect-silence', type: 'not-detected', not_detected: true });
+
+    const plain = await ha.synthesize('Hello from IRIS.');
+    expect(plain).toMatchObject({ format: { rate: 22050, width: 2, channels: 1 }, sentences: 1 });
+    expect(plain.pcm.length).toBeGreaterThan(20_000);
+    const streamed = await ha.synthesizeStreaming(['First sentence here. Sec', 'ond sentence there.']);
+    expect(streamed.sentences).toBe(2);
+    expect(streamed.pcm.length).toBeGreaterThan(20_000);
+
+    const transcript = await ha.transcribe(pcm(commandSamples('what time is it')));
+    expect({ type: transcript.type, text: transcript.data.text }).toEqual({ type: 'transcript', text: 'what time is it' });
+    const detection = await ha.detect(pcm(commandSamples('hey jarvis')), ['hey_jarvis']);
+    expect({ type: detection.type, name: detection.data.name }).toEqual({ type: 'detection', name: 'hey_jarvis' });
+    const silence = await ha.detect(Buffer.alloc(32_000));
+    expect(silence.type).toBe('not-detected');
   }, 120_000);
 });
 

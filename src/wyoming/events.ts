@@ -26,12 +26,17 @@ const MAX_DATA = 1024 * 1024;
 /** Longest payload (bytes): audio chunks are 2 KiB; a second of 48 kHz stereo float is 384 KiB. */
 const MAX_PAYLOAD = 4 * 1024 * 1024;
 
-/** One event as bytes: the data in its own segment, as the reference writer does. */
+/**
+ * One event as bytes, as the reference writer lays it out: `type`, `version`, then the data in
+ * its own segment (`data_length`) when there is any, then `payload_length` when there is a payload.
+ */
 export function encodeEvent(type: string, data: Record<string, unknown> = {}, payload?: Buffer): Buffer {
-  const body = Buffer.from(JSON.stringify(data), 'utf8');
-  const header: Record<string, unknown> = { type, version: VERSION, data_length: body.length };
-  if (payload !== undefined) header.payload_length = payload.length;
-  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`, 'utf8'), body, ...(payload === undefined ? [] : [payload])]);
+  const body = Object.keys(data).length > 0 ? Buffer.from(JSON.stringify(data), 'utf8') : undefined;
+  const header: Record<string, unknown> = { type, version: VERSION };
+  if (body !== undefined) header.data_length = body.length;
+  const sent = payload !== undefined && payload.length > 0 ? payload : undefined;
+  if (sent !== undefined) header.payload_length = sent.length;
+  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`, 'utf8'), ...(body ? [body] : []), ...(sent ? [sent] : [])]);
 }
 
 /** Audio is sent in chunks of this many bytes, as Home Assistant does. */
