@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 # flite speaks the request: pocketsphinx hears its voices with confidence, espeak-ng's rarely
-# (README, "Understanding what was said"); IRIS itself answers with espeak-ng.
+# (docs/voice.md, "Understanding what was said"); IRIS itself answers with espeak-ng.
 ensure_node "$IRIS_VOICE_NEEDS
 flite flite"
 ensure_modules

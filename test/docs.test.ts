@@ -43,7 +43,8 @@ describe('docs', () => {
 
   it('the README tells a checkout to set IRIS_SOCKET, and names the global options', () => {
     const readme = read('README.md');
-    const checkout = readme.slice(readme.indexOf('## Using it from a checkout'), readme.indexOf('## Configuration'));
+    const start = readme.indexOf('## Using it from a checkout');
+    const checkout = readme.slice(start, readme.indexOf('\n## ', start + 1));
     expect(checkout).toContain('IRIS_SOCKET');
     expect(checkout).toContain('IRIS is not running (no daemon listens on /run/iris/control.sock)');
     for (const flag of globals) expect(checkout).toContain(flag);
