@@ -163,7 +163,7 @@ async function writeChecked(
       transform(chunk: Buffer, _encoding, done) {
         onChunk?.();
         if (pinned !== undefined && bytes + chunk.length > pinned) {
-          done(new SttError('model_size', `${what} sent more than its pinned ${pinned} bytes: stopped there after ${bytes}; nothing was installed`));
+          done(new SttError('model_size', `${what} sent more than its pinned ${pinned} bytes: stopped with ${bytes} written; nothing was installed`));
           return;
         }
         hash.update(chunk);
