@@ -47,7 +47,7 @@ export function piperVoicePath(voice: string, modelsDir: string): string {
   return piperVoice(voice) !== undefined ? join(modelsDir, 'piper', `${voice}.onnx`) : voice;
 }
 
-/** The two files of a voice: where each comes from (URL, or beside `--from`'s .onnx) and goes. */
+/** The two files of a voice, the config first: the URL each is downloaded from, where it goes, its pinned size and SHA-256. */
 export function piperFiles(name: string, entry: PiperVoiceEntry, modelsDir: string, base = piperBase()): { url: string; dest: string; pinned: Pinned }[] {
   const dest = join(modelsDir, 'piper', `${name}.onnx`);
   // The config first: a voice is only usable with both, and the model is the big one.
