@@ -3,7 +3,7 @@
  * 78 configuration error. `--json` prints exactly one JSON document on stdout; logs and
  * reasons go to stderr.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { configFile, loadConfig, DEFAULT_CONFIG_PATH, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
@@ -18,9 +18,10 @@ import { chat, typedAsker, TypedLines } from './chat.js';
 import type { TurnResult } from '../conversation/engine.js';
 import { renderDefaultConfig } from '../config/defaults.js';
 import { access, realpath, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
-import { fetchPiperVoice, PIPER_VOICES } from '../pipeline/voices.js';
+import { dirname, resolve } from 'node:path';
+import { KNOWN_MODELS, STALL_TIMEOUT_MS, type FetchedModel } from '../pipeline/models.js';
+import { PIPER_VOICES } from '../pipeline/voices.js';
+import { modelsFetch, StoppedError, untilStopped, UsageError, type ModelsFetchOptions } from './models.js';
 import { Engines } from '../pipeline/engines.js';
 import { runPipeline, STAGES } from '../pipeline/pipeline.js';
 import { CollectingSink } from '../pipeline/playback.js';
@@ -34,6 +35,13 @@ import { login, logout } from './login.js';
 import { describe, listen, type ListenReport, type ListenStages } from './listen.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 78 } as const;
+
+/** A number of seconds from the command line: positive, at most a day (past that a timer would overflow to 1 ms). */
+function seconds(text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new InvalidArgumentError('expected seconds, more than 0 and at most 86400');
+  return value;
+}
 
 /** A failure with the exit code it maps to and a one-line reason. */
 class Exit extends Error {
@@ -514,39 +522,33 @@ export function buildProgram(): Command {
   const models = program.command('models').description('speech models');
   models
     .command('fetch')
-    .description(`download a model and check its SHA-256: whisper.cpp (${Object.keys(KNOWN_MODELS).join(', ')}, or a URL with --sha256) or a Piper voice (${Object.keys(PIPER_VOICES).map((v) => `piper:${v}`).join(', ')}; its licence is shown first)`)
-    .argument('<name-or-url>', 'a known model name, piper:VOICE, or an https URL')
-    .option('--sha256 <hex>', 'the published SHA-256 (required for a URL)')
-    .option('--out <path>', 'where to put it (default: the directory of [stt] model; for a Piper voice, the directory its piper/ folder goes in)')
-    .action(async (what: string, opts: { sha256?: string; out?: string }, cmd: Command) => {
+    .summary('download a speech model (or install one --from a file), checked against its pinned size and SHA-256')
+    .description(
+      `install a speech model, checked against its pinned size and SHA-256: whisper.cpp (${Object.keys(KNOWN_MODELS).join(', ')}, or any URL with --sha256) ` +
+      `or a Piper voice (${Object.keys(PIPER_VOICES).map((v) => `piper:${v}`).join(', ')}; its licence is shown first). ` +
+      'Downloaded, or --from a copy fetched some other way. A download is stopped the moment it passes the pinned size or stalls; ' +
+      'a failed or stopped one (Ctrl-C) leaves nothing behind. Files go into the models dir: the directory of [stt] model, ' +
+      'by default $IRIS_STATE_DIR/models (/var/lib/iris/models); $IRIS_PIPER_MIRROR replaces the Piper voices\' base URL',
+    )
+    .argument('<name-or-url>', 'a known model name, piper:VOICE, or an http(s) URL')
+    .option('--sha256 <hex>', 'the published SHA-256 (required for a URL, refused for a name: those are pinned)')
+    .option('--from <file>', 'install this copy instead of downloading (for piper:VOICE the .onnx, its .onnx.json beside it)')
+    .option('--out <path>', 'where to put it (default: the models dir; for a Piper voice, the directory its piper/ folder goes in)')
+    .addOption(new Option('--stall-s <seconds>', 'give up on a download after this many seconds without a byte').default(STALL_TIMEOUT_MS / 1000).argParser(seconds))
+    .action(async (what: string, opts: ModelsFetchOptions, cmd: Command) => {
       const config = await readConfig(globals(cmd));
-      if (what.startsWith('piper:')) {
-        const name = what.slice('piper:'.length);
-        const entry = PIPER_VOICES[name];
-        if (entry === undefined) throw new Exit(EXIT.usage, `no Piper voice "${name}" in IRIS's manifest (${Object.keys(PIPER_VOICES).join(', ')})`);
-        print(`${name}: licence of its training data: ${entry.licence}`);
-        try {
-          const fetched = await fetchPiperVoice(name, opts.out ?? dirname(config.stt.model));
-          for (const f of fetched) print(`${f.path}: ${f.bytes} bytes, SHA-256 ${f.sha256} verified`);
-          print(`to use it, set in the config: [tts] engine = "piper" and voice = "${name}", then: iris reload`);
-        } catch (error) {
-          throw new Exit(EXIT.failed, messageOf(error));
-        }
-        return;
-      }
-      const known = (KNOWN_MODELS as Record<string, { url: string; sha256: string } | undefined>)[what];
-      const url = known?.url ?? what;
-      const sha256 = opts.sha256 ?? known?.sha256;
-      if (!/^https?:\/\//.test(url)) throw new Exit(EXIT.usage, `"${what}" is neither a known model (${Object.keys(KNOWN_MODELS).join(', ')}) nor a URL`);
-      if (sha256 === undefined) throw new Exit(EXIT.usage, 'a URL needs --sha256 with the published checksum');
-      const dest = opts.out ?? join(dirname(config.stt.model), basename(new URL(url).pathname));
+      let fetched: FetchedModel[];
       try {
-        const fetched = await fetchModel({ url, sha256, dest });
-        print(`${fetched.path}: ${fetched.bytes} bytes, SHA-256 ${fetched.sha256} verified`);
-        if (fetched.path !== config.stt.model) print(`to use it, set in the config: [stt] model = "${fetched.path}", then: iris reload`);
+        fetched = await untilStopped((signal) => modelsFetch(what, opts, dirname(config.stt.model), print, signal));
       } catch (error) {
+        if (error instanceof UsageError) throw new Exit(EXIT.usage, error.message);
+        if (error instanceof StoppedError) throw new Exit(error.exitCode, error.message);
         throw new Exit(EXIT.failed, messageOf(error));
       }
+      for (const f of fetched) print(`${f.path}: ${f.bytes} bytes, SHA-256 ${f.sha256} verified`);
+      const voice = what.startsWith('piper:') ? what.slice('piper:'.length) : undefined;
+      if (voice !== undefined) print(`to use it, set in the config: [tts] engine = "piper" and voice = "${voice}", then: iris reload`);
+      else if (fetched[0] && fetched[0].path !== config.stt.model) print(`to use it, set in the config: [stt] model = "${fetched[0].path}", then: iris reload`);
     });
 
   program

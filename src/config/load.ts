@@ -11,7 +11,11 @@ import { IANAZone } from 'luxon';
 import { getStaticTOMLValue, parseTOML } from 'toml-eslint-parser';
 import type { AST } from 'toml-eslint-parser';
 import { ConfigError, messageOf } from '../errors.js';
+import { stateDir } from '../toolhost/store.js';
 import { configSchema, mcpServerSchema, type Config, type McpServerConfig } from './schema.js';
+
+/** The name of `[stt] model`'s default file, wherever the state dir is. */
+const DEFAULT_MODEL_FILE = path.basename(configSchema.properties.stt.properties.model.default);
 
 export const DEFAULT_CONFIG_PATH = '/etc/iris/config';
 
@@ -135,6 +139,7 @@ function checkToml(text: string, env: NodeJS.ProcessEnv): { data?: unknown; prob
   const data = substituteEnv(getStaticTOMLValue(ast), '', env, (pointer, message) =>
     problems.push({ line: lineOf(pointer), message }),
   );
+  modelUnderStateDir(data, env);
   if (!validate(data)) {
     // A bad table name is reported once, by `propertyNames`, not again by the pattern inside it.
     for (const error of (validate.errors ?? []).filter((e) => e.propertyName === undefined)) problems.push({ line: lineOf(errorPointer(error)), message: describe(error, data) });
@@ -149,6 +154,17 @@ function checkToml(text: string, env: NodeJS.ProcessEnv): { data?: unknown; prob
     }
   }
   return { data, problems, lineOf };
+}
+
+/**
+ * An unset `[stt] model` under `$IRIS_STATE_DIR` when that is set: its directory is the models
+ * dir `iris models fetch` writes to, and nothing may be written outside the state dir asked for.
+ */
+function modelUnderStateDir(data: unknown, env: NodeJS.ProcessEnv): void {
+  if (!isTable(data)) return;
+  const stt = data.stt ?? {};
+  if (!isTable(stt) || stt.model !== undefined) return;
+  data.stt = { ...stt, model: path.join(stateDir(env), 'models', DEFAULT_MODEL_FILE) };
 }
 
 /**

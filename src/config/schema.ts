@@ -280,7 +280,7 @@ export const configSchema = {
         model: {
           type: 'string',
           default: '/var/lib/iris/models/ggml-base.en.bin',
-          description: 'whisper.cpp model file (iris models fetch base.en); without it, pocketsphinx with a command grammar.',
+          description: 'whisper.cpp model file (iris models fetch base.en); without it, pocketsphinx with a command grammar. Its directory is the models dir, where iris models fetch puts models and Piper voices; unset, it is under $IRIS_STATE_DIR when that is set ($IRIS_STATE_DIR/models/ggml-base.en.bin).',
         },
         threads: { type: 'integer', minimum: 1, maximum: 64, default: 2, description: 'whisper.cpp threads.' },
         audio_ctx: {

@@ -6,7 +6,8 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fetchModel, type FetchedModel } from './models.js';
+import { fetchModel, installModelFile, ownEntry, type FetchedModel, type Pinned } from './models.js';
+import { SttError } from './stt.js';
 
 export interface PiperVoiceEntry {
   /** The piper-voices repository's revision the checksums belong to. */
@@ -36,30 +37,54 @@ export const PIPER_VOICES: Readonly<Record<string, PiperVoiceEntry>> = Object.fr
 export const piperBase = (env: NodeJS.ProcessEnv = process.env): string =>
   (env.IRIS_PIPER_MIRROR ?? 'https://huggingface.co/rhasspy/piper-voices/resolve').replace(/\/$/, '');
 
-/** A `[tts] voice` for Piper as a file: a known name in the models dir, else the path as given. */
-export function piperVoicePath(voice: string, modelsDir: string): string {
-  return voice in PIPER_VOICES ? join(modelsDir, 'piper', `${voice}.onnx`) : voice;
+/** The manifest's entry for `name`: own keys only, so `__proto__` or `constructor` is no voice. */
+export function piperVoice(name: string, voices: Readonly<Record<string, PiperVoiceEntry>> = PIPER_VOICES): PiperVoiceEntry | undefined {
+  return ownEntry(voices, name);
 }
 
-/** Fetch a known voice's two files into `modelsDir/piper`, each checked against its pinned SHA-256. */
-export async function fetchPiperVoice(
-  name: string,
-  modelsDir: string,
-  options: { base?: string; voices?: Readonly<Record<string, PiperVoiceEntry>>; signal?: AbortSignal } = {},
-): Promise<FetchedModel[]> {
-  const entry = (options.voices ?? PIPER_VOICES)[name];
-  if (entry === undefined) throw new Error(`no Piper voice "${name}" in IRIS's manifest (${Object.keys(options.voices ?? PIPER_VOICES).join(', ')})`);
-  const base = options.base ?? piperBase();
+/** A `[tts] voice` for Piper as a file: a known name in the models dir, else the path as given. */
+export function piperVoicePath(voice: string, modelsDir: string): string {
+  return piperVoice(voice) !== undefined ? join(modelsDir, 'piper', `${voice}.onnx`) : voice;
+}
+
+/** The two files of a voice, the config first: the URL each is downloaded from, where it goes, its pinned size and SHA-256. */
+export function piperFiles(name: string, entry: PiperVoiceEntry, modelsDir: string, base = piperBase()): { url: string; dest: string; pinned: Pinned }[] {
   const dest = join(modelsDir, 'piper', `${name}.onnx`);
   // The config first: a voice is only usable with both, and the model is the big one.
-  const files: [string, string, { sha256: string }][] = [
-    [`${base}/${entry.revision}/${entry.path}.onnx.json`, `${dest}.json`, entry.json],
-    [`${base}/${entry.revision}/${entry.path}.onnx`, dest, entry.onnx],
+  return [
+    { url: `${base}/${entry.revision}/${entry.path}.onnx.json`, dest: `${dest}.json`, pinned: entry.json },
+    { url: `${base}/${entry.revision}/${entry.path}.onnx`, dest, pinned: entry.onnx },
   ];
+}
+
+export interface FetchPiperOptions {
+  /** The mirror's base URL (default: `piperBase()`). */
+  base?: string;
+  /** The manifest (default: PIPER_VOICES). */
+  voices?: Readonly<Record<string, PiperVoiceEntry>>;
+  signal?: AbortSignal;
+  /** Give up on a download when no byte has arrived for this long (ms; default 30 s). */
+  stallTimeoutMs?: number;
+  /** Install from this copy of the voice's .onnx (its .onnx.json beside it) instead of downloading. */
+  from?: string;
+}
+
+/**
+ * Fetch a known voice's two files into `modelsDir/piper`, each checked against its pinned size
+ * and SHA-256 — downloaded, or from a copy fetched elsewhere (`from`).
+ */
+export async function fetchPiperVoice(name: string, modelsDir: string, options: FetchPiperOptions = {}): Promise<FetchedModel[]> {
+  const voices = options.voices ?? PIPER_VOICES;
+  const entry = piperVoice(name, voices);
+  if (entry === undefined) throw new SttError('model_unknown', `no Piper voice "${name}" in IRIS's manifest (${Object.keys(voices).join(', ')})`);
+  const { signal, stallTimeoutMs, from } = options;
   const fetched: FetchedModel[] = [];
   try {
-    for (const [url, path, pinned] of files) {
-      fetched.push(await fetchModel({ url, sha256: pinned.sha256, dest: path, ...(options.signal ? { signal: options.signal } : {}) }));
+    for (const { url, dest, pinned } of piperFiles(name, entry, modelsDir, options.base)) {
+      const common = { ...pinned, dest, ...(signal ? { signal } : {}) };
+      fetched.push(from === undefined
+        ? await fetchModel({ ...common, url, ...(stallTimeoutMs !== undefined ? { stallTimeoutMs } : {}) })
+        : await installModelFile({ ...common, from: dest.endsWith('.json') ? `${from}.json` : from }));
     }
   } catch (error) {
     // Half a voice is no voice: what came before the failure goes too.
