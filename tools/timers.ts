@@ -225,7 +225,7 @@ function announcement(t: TimerRecord, missed: boolean, now: DateTime): Announcem
     ? `your ${t.label === '' ? '' : `${t.label} `}timer`
     : `your reminder to ${t.label}`;
   const text = missed
-    ? `While I was off, ${what} was due at ${describeTime(due, now)}${due < now.startOf('day') ? ` (${due.toFormat('LLLL d')})` : ''}.`
+    ? `While I was off, ${what} was due at ${describeTime(due, now)}.` // "5:00 PM yesterday", "… on November 19, 2026"
     : t.kind === 'timer'
       ? `${capitalise(what)} is done.`
       : `Reminder: ${t.label}.`;
