@@ -6,6 +6,7 @@ import { closedPort } from './helpers/net.js';
 import { EVERYTHING, FILESYSTEM, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
 import { tempDir } from './helpers/tmp.js';
+import { commandWav } from './helpers/speech.js';
 
 function env(config = '') {
   const dir = tempDir();
@@ -116,6 +117,69 @@ describe('iris CLI', () => {
     expect(JSON.parse(off.stdout)).toMatchObject({ isError: true });
     expect(unknown).toMatchObject({ code: 1, stdout: expect.stringContaining('There is no tool named "rm_rf"') });
     expect(junk.code).toBe(2);
+  });
+
+  it('ask with empty TEXT is a usage error, before anything runs', async () => {
+    const { vars } = env();
+    for (const text of ['', '   ']) {
+      const run = await iris(['ask', text], vars);
+      expect(run).toMatchObject({ code: 2, stdout: '' });
+      expect(run.stderr).toContain('TEXT is empty');
+    }
+  });
+
+  it('tools call names a missing or switched-off server, and a tool its server lacks', async () => {
+    const none = env();
+    const [missing, missingJson] = await Promise.all([
+      iris(['tools', 'call', 'files.list_directory', '{"path":"/"}'], none.vars),
+      iris(['tools', 'call', 'files.list_directory', '{"path":"/"}', '--json'], none.vars),
+    ]);
+    expect(missing).toMatchObject({ code: 1, stdout: 'There is no MCP server "files" in the config (none is configured). A remote tool is called as SERVER.TOOL.\n' });
+    expect(JSON.parse(missingJson.stdout)).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringContaining('no MCP server "files"') }] });
+    const root = tempDir();
+    const { vars } = env(serversToml({ fs: stdio(FILESYSTEM, root), off: { ...stdio(FILESYSTEM, root), enabled: false } }));
+    const [other, off, noTool] = await Promise.all([
+      iris(['tools', 'call', 'files.list_directory', '{}'], vars),
+      iris(['tools', 'call', 'off.list_directory', '{}'], vars),
+      iris(['tools', 'call', 'fs.fly_away', '{}'], vars),
+    ]);
+    expect(other).toMatchObject({ code: 1, stdout: expect.stringContaining('There is no MCP server "files" in the config (servers: fs, off)') });
+    expect(off).toMatchObject({ code: 1, stdout: expect.stringContaining('The MCP server "off" is switched off') });
+    expect(noTool.code).toBe(1);
+    expect(noTool.stdout).toMatch(/^The server "fs" has no tool "fly_away"\. Its tools: .*list_directory/);
+  });
+
+  it('listen checks --out before running, and says in --help that it carries out what it hears', async () => {
+    const { dir, vars } = env();
+    const wav = commandWav('set a timer for five minutes');
+    for (const [out, why] of [[join(dir, 'missing', 'x.wav'), 'does not exist'], [dir, 'it is a directory']] as const) {
+      const run = await iris(['listen', '--file', wav, '--out', out], vars);
+      expect(run).toMatchObject({ code: 2, stdout: '' });
+      expect(run.stderr).toContain(`cannot write --out ${out}: `);
+      expect(run.stderr).toContain(why);
+    }
+    expect(existsSync(join(dir, 'state', 'timers.json'))).toBe(false); // nothing ran
+    const help = (await iris(['listen', '--help'], vars)).stdout.replace(/\s+/g, ' ');
+    expect(help).toContain('It carries out what it hears, as the daemon would: timers and reminders are set and tools called');
+    expect(help).toContain('--dry-run');
+  });
+
+  it('listen --dry-run says what it would do and calls no tool that changes anything', async () => {
+    const { dir, vars } = env();
+    const stages = ['--start', 'stt', '--end', 'conversation', '--json'];
+    const dry = await iris(['listen', '--file', commandWav('set a timer for five minutes'), ...stages, '--dry-run'], vars);
+    expect(dry.code).toBe(0);
+    const report = JSON.parse(dry.stdout) as { reply: string; tool_calls: { name: string; result: { structuredContent?: unknown } }[] };
+    expect(report.reply).toBe('Dry run: I would call set_timer with {"duration":"5 minutes"}; nothing was done.');
+    expect(report.tool_calls).toMatchObject([{ name: 'set_timer', result: { isError: true, structuredContent: { dry_run: true } } }]);
+    expect(JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout)).toEqual([]);
+    // Read-only tools still answer.
+    const time = await iris(['listen', '--file', commandWav('what time is it in tokyo'), ...stages, '--dry-run'], vars);
+    expect((JSON.parse(time.stdout) as { reply: string }).reply).toMatch(/^It's .* in Tokyo\.$/);
+    // Without it, the timer is set.
+    await iris(['listen', '--file', commandWav('set a timer for five minutes'), ...stages], vars);
+    expect(JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout)).toEqual([expect.objectContaining({ kind: 'timer', duration_s: 300 })]);
+    expect(existsSync(join(dir, 'state'))).toBe(true);
   });
 
   it('timers list and cancel work against the state dir', async () => {

@@ -61,6 +61,17 @@ describe('config', () => {
     expect(problems('[tools]\ntime = true\ncalculator = yes\n')).toEqual([expect.stringMatching(/^\/etc\/iris\/config:3: /)]);
   });
 
+  it('points an unclosed table header at its own line and says what is missing', () => {
+    expect(problems('# mine\n[assistant\ntimezone = "UTC"\n\n[ollama]\nmodel = "x"\n')).toEqual([
+      '/etc/iris/config:2: the table header "[assistant" is not closed: end it with "]" ([assistant])',
+    ]);
+    expect(problems('[tools]\ntime = true\n[[mcp.servers # a "]" in a comment does not close it\n')).toEqual([
+      expect.stringMatching(/^\/etc\/iris\/config:3: the table header "\[\[mcp\.servers .*" is not closed: end it with "\]\]"/),
+    ]);
+    // A bracket inside a string is not a header.
+    expect(problems('[assistant]\nwake_word = "[x" # [y\n[tools]\ncalculator = yes\n')).toEqual([expect.stringMatching(/^\/etc\/iris\/config:4: (?!the table header)/)]);
+  });
+
   it('checks MCP servers: one of command or url, URL form, nested keys', () => {
     const text = '[mcp.servers.a]\nargs = ["x"]\n\n[mcp.servers.b]\nurl = "not a url"\n\n[mcp.servers.c]\ncommand = "x"\nenabeld = true\n';
     expect(problems(text)).toEqual([

@@ -103,6 +103,10 @@ describe('one source for the matcher and the grammar', () => {
     expect(grammar).toMatch(/^<place> = \( tokyo \| london .*\);$/m);
     expect(grammar).toMatch(/^<duration> = .*half an hour.*;$/m);
     expect(grammar).toContain('public <utterance> = [ ( hey jarvis | jarvis ) ]');
+    // Issue 26: alarms at a clock time, one timer's time left, place names once written with accents.
+    expect(grammar).toContain('<set_alarm> = set an alarm for <clock> | wake me up at <clock>;');
+    expect(grammar).toContain('<time_left> = how long until my <name> timer ( ends | is done | goes off ) | how much time is left on the <name> timer;');
+    expect(grammar).toMatch(/^<place> = .*\| sao paulo \| montreal \| krakow \|.*;$/m);
   });
 
   it('keeps typed-only phrasings out of the grammar, and both forms in the matcher', async () => {

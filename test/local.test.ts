@@ -19,6 +19,8 @@ describe('normalise', () => {
     ['set a timer for half an hour please', 'set a timer for 30 minutes please'],
     ['What’s the time in Tokyo right now?', "what's the time in tokyo right now"],
     ["um, what's three point five times four", "um what's 3.5 times 4"],
+    ['What time is it in São Paulo?', 'what time is it in sao paulo'],
+    ['Zürich, Montréal, Kraków', 'zurich montreal krakow'],
   ])('%s → %s', async (input, expected) => {
     expect(await normalise(input)).toBe(expected);
   });
@@ -43,6 +45,19 @@ describe('the local path', () => {
     ['set a timer for 20 minutes called laundry', 'Laundry timer set for 20 minutes.', 'set_timer'],
     ['remind me to call mom at 7 pm', "OK, I'll remind you to call mom at 7:00 PM.", 'set_reminder'],
     ['remind me in 20 minutes to check the oven', "OK, I'll remind you to check the oven at 3:24 PM.", 'set_reminder'],
+    // Place names with accents and in other spellings (the tool knows both forms).
+    ['what time is it in São Paulo', "It's 11:04 AM in Sao Paulo.", 'get_current_time'],
+    ['what time is it in Sao Paulo', "It's 11:04 AM in Sao Paulo.", 'get_current_time'],
+    ['what time is it in Zürich', "It's 3:04 PM in Zurich.", 'get_current_time'],
+    ['what time is it in Zurich', "It's 3:04 PM in Zurich.", 'get_current_time'],
+    ["what's the time in Montréal", "It's 9:04 AM in Montréal.", 'get_current_time'],
+    ['what time is it in Kraków', "It's 3:04 PM in Kraków.", 'get_current_time'],
+    // Alarms: reminders at a clock time.
+    ['set an alarm for 7am', 'Alarm set for 7:00 AM tomorrow.', 'set_reminder'],
+    ['wake me up at 6:30 tomorrow', 'Alarm set for 6:30 AM tomorrow.', 'set_reminder'],
+    ['wake me up at 6:30 pm', 'Alarm set for 6:30 PM.', 'set_reminder'],
+    // A timer's name without its article.
+    ['set a timer for 90 seconds for the eggs', 'Eggs timer set for 1 minute and 30 seconds.', 'set_timer'],
     ['remind me to take out the bins every monday at 7:00', "OK, I'll remind you to take out the bins every monday at 7:00, starting at 7:00 AM on Monday.", 'set_reminder'],
   ])('%s', async (utterance, reply, tool) => {
     const answer = await answerLocally(utterance, setup());
@@ -56,6 +71,42 @@ describe('the local path', () => {
     expect((await answerLocally('what timers do I have', host))?.reply).toBe('You have one: a tea timer (#1) with 3 minutes left.');
     expect((await answerLocally('cancel the tea timer', host))?.reply).toBe('Cancelled the timer "tea".');
     expect((await answerLocally('cancel the timer', host))?.reply).toBe('There are no timers or reminders.');
+  });
+
+  it('says how long one named timer has left', async () => {
+    const host = setup();
+    await answerLocally('set a pizza timer for 12 minutes', host);
+    await answerLocally('set a tea timer for 3 minutes', host);
+    expect((await answerLocally('how long until my pizza timer ends', host))?.reply).toBe('The pizza timer has 12 minutes left.');
+    expect((await answerLocally('how much time is left on the tea timer', host))?.reply).toBe('The tea timer has 3 minutes left.');
+    expect((await answerLocally('how long until my rice timer is done', host))?.reply).toMatch(/^You have no rice timer\. You have 2: a tea timer/);
+  });
+
+  it('lists a timer named with an article by its name', async () => {
+    const host = setup();
+    await answerLocally('set a timer for 90 seconds for the eggs', host);
+    expect((await answerLocally('what timers do I have', host))?.reply).toBe('You have one: an eggs timer (#1) with 1 minute and 30 seconds left.');
+    expect((await answerLocally('cancel the eggs timer', host))?.reply).toBe('Cancelled the timer "eggs".');
+  });
+
+  it('refuses a reminder in the past, says so and stores nothing', async () => {
+    const dir = tempDir();
+    const { host } = nativeHost(dir, { now: () => NOW });
+    const answer = await answerLocally('remind me yesterday at 5pm to pay rent', host);
+    expect(answer?.reply).toBe('5:00 PM yesterday has already passed; I can only remind you of something still to come.');
+    expect(answer?.tool_calls[0]?.arguments).toEqual({ at: 'yesterday at 5pm', text: 'pay rent' });
+    expect((await answerLocally('what timers do I have', host))?.reply).toBe('You have no timers or reminders.');
+    expect((await answerLocally('wake me up at 9am today', host))?.reply).toMatch(/^9:00 AM has already passed/);
+  });
+
+  it('asks which timer an unclear cancel means, and cancels nothing', async () => {
+    const host = setup();
+    await answerLocally('set a tea timer for 3 minutes', host);
+    await answerLocally('set a pasta timer for 8 minutes', host);
+    expect((await answerLocally('cancel the timer', host))?.reply).toBe('The tea or the pasta timer?');
+    expect((await answerLocally('what timers do I have', host))?.reply).toMatch(/^You have 2: a tea timer .* a pasta timer/);
+    await answerLocally('remind me in 20 minutes to check the oven', host);
+    expect((await answerLocally('stop the timer', host))?.reply).toBe('The tea timer, the pasta timer or the reminder to check the oven?');
   });
 
   // A false match is worse than none: these must reach the model.

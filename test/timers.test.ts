@@ -44,7 +44,8 @@ describe('parsing durations and times', () => {
   });
 
   it('refuses times that passed or cannot be read', () => {
-    expect(parseWhen('2026-01-01T10:00', FRIDAY_6PM)).toMatch(/already passed/);
+    expect(parseWhen('2026-01-01T10:00', FRIDAY_6PM)).toBe('10:00 AM on January 1, 2026 has already passed; I can only remind you of something still to come.');
+    expect(parseWhen('yesterday at 5pm', FRIDAY_6PM)).toBe('5:00 PM yesterday has already passed; I can only remind you of something still to come.');
     expect(parseWhen('blorp', FRIDAY_6PM)).toMatch(/Cannot read the time/);
     expect(parseWhen('every blue moon at 7', FRIDAY_6PM)).toMatch(/Cannot read the repeat/);
   });

@@ -134,7 +134,7 @@ export function parseWhen(input: string, now: DateTime): When | string {
   if (typeof cron === 'string' && cron !== '') return nextOccurrence(cron, now, text);
   if (cron === undefined) return cronProblem(text);
   const iso = DateTime.fromISO(text, { zone: now.zone });
-  if (iso.isValid) return iso > now ? { due: iso } : `${describeTime(iso, now)} has already passed.`;
+  if (iso.isValid) return iso > now ? { due: iso } : passed(iso, now);
   const parsed = chrono.parse(text, { instant: now.toJSDate(), timezone: now.offset }, { forwardDate: true })[0];
   if (parsed === undefined) return `Cannot read the time "${text}"; use e.g. "tomorrow at 7am" or "in 20 minutes".`;
   const c = parsed.start;
@@ -150,8 +150,12 @@ export function parseWhen(input: string, now: DateTime): When | string {
     { zone: now.zone },
   );
   if (!due.isValid) return `Cannot read the time "${text}".`;
-  return due > now ? { due } : `${describeTime(due, now)} has already passed.`;
+  return due > now ? { due } : passed(due, now);
 }
+
+/** The end of every refusal of a time in the past (set_reminder tells those apart). */
+const PASSED = 'has already passed; I can only remind you of something still to come.';
+const passed = (due: DateTime, now: DateTime): string => `${describeTime(due, now)} ${PASSED}`;
 
 /** "every weekday at 7:00" → "0 7 * * 1-5"; '' when not a recurring phrase; undefined when unreadable. */
 function recurringToCron(text: string, now: DateTime): string | undefined {
@@ -199,14 +203,16 @@ export function describeTime(at: DateTime, now: DateTime): string {
   const days = Math.round(at.startOf('day').diff(now.startOf('day'), 'days').days);
   if (days === 0) return clock;
   if (days === 1) return `${clock} tomorrow`;
+  if (days === -1) return `${clock} yesterday`;
   if (days > 1 && days < 7) return `${clock} on ${at.toFormat('cccc')}`;
+  if (days < 0) return `${clock} on ${at.toFormat('LLLL d, yyyy')}`;
   return `${clock} on ${at.toFormat('cccc, LLLL d')}`;
 }
 
 function describeRecord(t: TimerRecord, now: DateTime): string {
   const due = DateTime.fromISO(t.due, { zone: now.zone });
   if (t.kind === 'timer') {
-    const name = t.label === '' ? 'a timer' : `a ${t.label} timer`;
+    const name = t.label === '' ? 'a timer' : `${/^[aeiou]/i.test(t.label) ? 'an' : 'a'} ${t.label} timer`;
     return `${name} (#${t.id}) with ${describeDuration(due.diff(now).as('seconds'))} left`;
   }
   const when = t.repeat !== undefined ? `${t.repeat}, next at ${describeTime(due, now)}` : `at ${describeTime(due, now)}`;
@@ -219,7 +225,7 @@ function announcement(t: TimerRecord, missed: boolean, now: DateTime): Announcem
     ? `your ${t.label === '' ? '' : `${t.label} `}timer`
     : `your reminder to ${t.label}`;
   const text = missed
-    ? `While I was off, ${what} was due at ${describeTime(due, now)}${due < now.startOf('day') ? ` (${due.toFormat('LLLL d')})` : ''}.`
+    ? `While I was off, ${what} was due at ${describeTime(due, now)}.` // "5:00 PM yesterday", "… on November 19, 2026"
     : t.kind === 'timer'
       ? `${capitalise(what)} is done.`
       : `Reminder: ${t.label}.`;
@@ -355,7 +361,8 @@ function createTimers(context: ToolContext): ToolSet {
         async run(args: Record<string, unknown>, { room }) {
           const seconds = parseDuration(args.duration as string | number);
           if (typeof seconds === 'string') return errorResult(seconds);
-          const label = (typeof args.label === 'string' ? args.label : '').trim().replace(/\s*timer$/i, '').slice(0, 80);
+          // "the eggs" is named "eggs": an article is how the name was said, not part of it.
+          const label = (typeof args.label === 'string' ? args.label : '').trim().replace(/\s*timer$/i, '').replace(/^(?:the|a|an|my)\s+/i, '').slice(0, 80);
           const t = await add({ kind: 'timer', label, due: now().plus({ seconds }).toISO() ?? '', duration_s: seconds, ...(room === undefined ? {} : { room }) });
           const name = label === '' ? 'Timer' : `${capitalise(label)} timer`;
           return textResult(`${name} set for ${describeDuration(seconds)}.`, { timer: t });
@@ -374,7 +381,9 @@ function createTimers(context: ToolContext): ToolSet {
           if (text === '') return errorResult('Say what to remind about, in "text".');
           const at = now();
           const when = parseWhen(String(args.at), at);
-          if (typeof when === 'string') return errorResult(when);
+          // A time in the past was understood and is refused: `refused` tells the local path to
+          // say so rather than pass the request on as something it could not read.
+          if (typeof when === 'string') return when.endsWith(PASSED) ? { ...errorResult(when), structuredContent: { refused: true } } : errorResult(when);
           const record: Omit<TimerRecord, 'id' | 'created'> = { kind: 'reminder', label: text, due: when.due.toISO() ?? '' };
           if (when.cron !== undefined) record.cron = when.cron;
           if (when.repeat !== undefined) record.repeat = when.repeat;
@@ -425,6 +434,8 @@ function createTimers(context: ToolContext): ToolSet {
         async run(args: Record<string, unknown>) {
           const wanted = wantedId(args);
           return mutate((draft) => {
+            // "cancel the timer" with several pending: ask which, cancel nothing.
+            if (wanted === '' && draft.timers.length > 1) return { ...errorResult(whichOne(draft.timers)), structuredContent: { refused: true } };
             const matches = matching(draft.timers, wanted);
             if (matches.length === 0) {
               const which = draft.timers.length === 0 ? 'There are no timers or reminders' : `No timer matches "${wanted}"`;
@@ -477,6 +488,14 @@ function matching(timers: TimerRecord[], wanted: string): TimerRecord[] {
   if (wanted === 'all') return timers;
   if (wanted === '') return timers.length === 1 ? timers : [];
   return timers.filter((t) => t.id === wanted || t.label.toLowerCase() === wanted);
+}
+
+/** "The tea or the pasta timer?"; with reminders or unnamed timers, each said whole. */
+function whichOne(timers: TimerRecord[]): string {
+  const named = timers.every((t) => t.kind === 'timer' && t.label !== '');
+  const names = timers.map((t) => (named ? `the ${t.label}` : describeOne(t)));
+  const list = `${names.slice(0, -1).join(', ')} or ${names.at(-1) ?? ''}`;
+  return `${capitalise(list)}${named ? ' timer' : ''}?`;
 }
 
 /** "the tea timer", "timer 3", "the reminder to call mom". */

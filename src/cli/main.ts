@@ -11,13 +11,13 @@ import { createLogger, type LogLevel } from '../log.js';
 import { loadTokenizer, toolTokens } from '../budget/tokenizer.js';
 import { assemble, type Iris } from '../daemon/assemble.js';
 import { runDaemon } from '../daemon/daemon.js';
-import { resultText, type CallToolResult, type ToolDefinition } from '../toolhost/api.js';
+import { errorResult, resultText, type CallToolResult, type ToolDefinition } from '../toolhost/api.js';
 import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat, typedAsker, TypedLines } from './chat.js';
 import type { TurnResult } from '../conversation/engine.js';
 import { renderDefaultConfig } from '../config/defaults.js';
-import { access, realpath, writeFile } from 'node:fs/promises';
+import { access, open as openFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { KNOWN_MODELS, STALL_TIMEOUT_MS, type FetchedModel } from '../pipeline/models.js';
 import { PIPER_VOICES } from '../pipeline/voices.js';
@@ -169,6 +169,53 @@ function parseJsonArgument(text: string): unknown {
   }
 }
 
+/**
+ * Fail now, as a usage error, when `path` cannot be written (its directory missing, not
+ * writable, or `path` a directory) — not after a whole run. Tried by creating the file: that
+ * also catches a read-only file system and holds for root, whom permission bits do not stop.
+ */
+async function checkWritable(path: string): Promise<void> {
+  try {
+    const file = await openFile(path, 'wx');
+    await file.close();
+    await rm(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      try {
+        await (await openFile(path, 'r+')).close();
+        return;
+      } catch (again) {
+        error = again;
+      }
+    }
+    const why: Record<string, string> = {
+      ENOENT: `its directory ${dirname(resolve(path))} does not exist`,
+      ENOTDIR: `${dirname(resolve(path))} is not a directory`,
+      EISDIR: 'it is a directory',
+      EACCES: 'no permission to write it',
+      EPERM: 'no permission to write it',
+      EROFS: 'the file system is read-only',
+    };
+    const reason = why[(error as NodeJS.ErrnoException).code ?? ''] ?? messageOf(error);
+    throw new Exit(EXIT.usage, `cannot write --out ${path}: ${reason}`);
+  }
+}
+
+/** Why `SERVER.TOOL` cannot be called because of its server (none by that name, or switched
+ * off), or undefined: the proxy then says whether that server has the tool. */
+function missingServer(config: Config, toolPath: string): string | undefined {
+  const wanted = (toolPath.split('.')[0] ?? '').toLowerCase();
+  const servers = Object.entries(config.mcp.servers);
+  const server = servers.find(([name]) => name.toLowerCase() === wanted);
+  if (server === undefined) {
+    const known = servers.map(([name]) => name);
+    return `There is no MCP server "${wanted}" in the config (${known.length === 0 ? 'none is configured' : `servers: ${known.join(', ')}`}). A remote tool is called as SERVER.TOOL.`;
+  }
+  if (server[1].enabled === false) return `The MCP server "${server[0]}" is switched off (enabled = false in its [mcp.servers.${server[0]}] table).`;
+  return undefined;
+}
+
 function printResult(result: CallToolResult, json: boolean | undefined): void {
   if (json === true) printJson(result);
   else print(resultText(result));
@@ -193,6 +240,7 @@ export function buildProgram(): Command {
     .action(async (words: string[], opts: { conversation?: string }, cmd: Command) => {
       const g = globals(cmd);
       const text = words.join(' ');
+      if (text.trim() === '') throw new Exit(EXIT.usage, 'TEXT is empty: say what to ask, e.g. iris ask "what time is it"');
       const viaDaemon = await daemon(g, { cmd: 'ask', text, ...(opts.conversation === undefined ? {} : { conversation: opts.conversation }) });
       if (viaDaemon !== undefined) {
         if (g.json === true) printJson(viaDaemon);
@@ -362,9 +410,12 @@ export function buildProgram(): Command {
       const args = parseJsonArgument(argsJson);
       // SERVER.TOOL is a remote tool, reached through the proxy like the model reaches it.
       const remote = name.includes('.') && !name.startsWith('functions.');
-      const result = remote
-        ? await callTool(g, 'execute_tool', { tool_path: name, arguments: args })
-        : await callTool(g, name, args);
+      const noServer = remote ? missingServer(await readConfig(g), name) : undefined;
+      const result = noServer !== undefined
+        ? errorResult(noServer)
+        : remote
+          ? await callTool(g, 'execute_tool', { tool_path: name, arguments: args })
+          : await callTool(g, name, args);
       printResult(result, g.json);
     });
   tools
@@ -498,16 +549,19 @@ export function buildProgram(): Command {
 
   program
     .command('listen')
-    .description('the voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out (or part of it: --start, --end)')
+    .description('the voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out (or part of it: --start, --end). It carries out what it hears, as the daemon would: timers and reminders are set and tools called (with this config and state dir); --dry-run does not')
     .requiredOption('--file <wav>', 'the recording: a WAV of 8- to 32-bit integer or 32/64-bit float samples (or A-law, µ-law), any rate and channels; converted to 16 kHz mono')
-    .option('--out <wav>', 'write the spoken reply here')
+    .option('--out <wav>', 'write the spoken reply here (checked before the run)')
+    .option('--dry-run', 'call only tools that change nothing (the time, a sum, a listing); say what would have been done instead of setting timers or calling other tools')
     .option('--json', 'print one JSON document')
     .addOption(new Option('--start <stage>', 'where the run starts: at the wake word, or at stt (the recording is the command)').choices(['wake', 'stt']).default('wake'))
     .addOption(new Option('--end <stage>', 'where it ends: wake (the detection), stt (the words), conversation (the answer, unspoken) or tts').choices([...STAGES]).default('tts'))
-    .action(async (opts: { file: string; out?: string } & ListenStages, cmd: Command) => {
+    .action(async (opts: { file: string; out?: string; dryRun?: boolean } & ListenStages, cmd: Command) => {
       const g = globals(cmd);
       if (opts.start === 'stt' && opts.end === 'wake') throw new Exit(EXIT.usage, 'a run that starts at stt cannot end at the wake word');
+      if (opts.out !== undefined) await checkWritable(opts.out);
       const { config, iris, log } = await open(g);
+      if (opts.dryRun === true) iris.host.dryRun();
       let report: ListenReport;
       try {
         report = await listen(config, iris.conversation(), log, opts.file, opts.out, { start: opts.start, end: opts.end });

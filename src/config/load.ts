@@ -122,6 +122,20 @@ function finish(config: MutableConfig): Config {
   return deepFreeze(config);
 }
 
+/** The first table header without its closing bracket ("[assistant", "[[x"), as a problem. */
+function unclosedHeader(text: string): Problem | undefined {
+  const lines = text.split(/\r?\n/);
+  for (const [i, raw] of lines.entries()) {
+    // Quoted parts may hold brackets and "#": take them out before looking.
+    const line = raw.replace(/"(?:[^"\\]|\\.)*"|'[^']*'/g, '""').replace(/#.*$/, '').trim();
+    const open = /^\[\[?/.exec(line)?.[0];
+    if (open === undefined || line.includes(open === '[[' ? ']]' : ']')) continue;
+    const close = open === '[[' ? ']]' : ']';
+    return { line: i + 1, message: `the table header ${JSON.stringify(raw.trim())} is not closed: end it with "${close}" (${raw.trim()}${close})` };
+  }
+  return undefined;
+}
+
 /**
  * TOML checked against the schema: the data with its defaults filled in (absent when the
  * TOML itself does not parse), every problem with its line, and each key's line.
@@ -132,6 +146,9 @@ function checkToml(text: string, env: NodeJS.ProcessEnv): { data?: unknown; prob
     ast = parseTOML(text);
   } catch (error) {
     const { lineNumber, message } = error as { lineNumber?: number; message: string };
+    // The parser reads on past an unclosed "[assistant" into the next line and blames that one.
+    const header = unclosedHeader(text);
+    if (header !== undefined && header.line <= (lineNumber ?? Infinity)) return { problems: [header], lineOf: () => 1 };
     return { problems: [{ line: lineNumber ?? 1, message }], lineOf: () => 1 };
   }
   const lineOf = nearestLine(keyLines(ast));

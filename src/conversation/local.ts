@@ -6,6 +6,7 @@
 import { resultText, type CallOrigin, type CallToolResult, type PendingCall } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import { matchIntent, type IntentMatch } from '../intents/match.js';
+import { describeDuration } from '../../tools/timers.js';
 
 export { normalise } from '../intents/match.js';
 
@@ -26,14 +27,28 @@ export interface LocalAnswer {
   pending?: PendingCall;
 }
 
-/** How each intent's tool result becomes a reply, and whether a tool error means "not sure". */
-const REPLIES: Record<string, { errorMeansNoMatch?: boolean; reply?: (result: CallToolResult) => string }> = {
+/** How each intent's tool result becomes a reply (given the slots heard), and whether a tool
+ * error means "not sure" — unless the tool marks it `refused`: understood, and said as it is. */
+const REPLIES: Record<string, { errorMeansNoMatch?: boolean; reply?: (result: CallToolResult, slots: Readonly<Record<string, string>>) => string }> = {
   time: { errorMeansNoMatch: true, reply: (r) => `It's ${clockOf(r)}${placeOf(r)}.` },
   date: { reply: (r) => `It's ${dateOf(r)}.` },
   set_timer: { errorMeansNoMatch: true },
   set_reminder: { errorMeansNoMatch: true },
+  set_alarm: { errorMeansNoMatch: true, reply: (r) => `Alarm set for ${/ at (.+)\.$/.exec(resultText(r))?.[1] ?? resultText(r)}.` },
+  time_left: { reply: (r, slots) => timeLeft(r, slots.name ?? '') },
   calculate: { errorMeansNoMatch: true, reply: (r) => `That's ${resultText(r)}.` },
 };
+
+/** "The pizza timer has 4 minutes left.", from list_timers' rows for that name. */
+function timeLeft(result: CallToolResult, name: string): string {
+  const rows = (result.structuredContent?.timers ?? []) as { kind: string; label: string; remaining_s: number }[];
+  const mine = rows.filter((t) => t.kind === 'timer' && t.label.toLowerCase() === name.toLowerCase());
+  if (mine.length === 0) return `You have no ${name} timer.${rows.length === 0 ? '' : ` ${resultText(result)}`}`;
+  const left = mine.map((t) => describeDuration(t.remaining_s));
+  return mine.length === 1
+    ? `The ${name} timer has ${left[0] ?? ''} left.`
+    : `You have ${mine.length} ${name} timers: ${left.join(', ')} left.`;
+}
 
 function placeOf(result: CallToolResult): string {
   const place = result.structuredContent?.place;
@@ -70,7 +85,8 @@ export async function answerLocally(
   if (result.pending !== undefined) return { reply: result.pending.question, tool_calls: [], pending: result.pending };
   // A request the tool could not read may be the model's to answer; a tool that broke (the
   // state dir not writable) is said as it is, not handed to the model to guess around.
-  if (result.isError === true && how.errorMeansNoMatch === true && result.failed !== true) return undefined;
-  const reply = result.isError === true || how.reply === undefined ? resultText(result) : how.reply(result);
+  const refused = result.structuredContent?.refused === true;
+  if (result.isError === true && how.errorMeansNoMatch === true && result.failed !== true && !refused) return undefined;
+  const reply = result.isError === true || how.reply === undefined ? resultText(result) : how.reply(result, found.slots);
   return { reply, tool_calls: [toolCallRecord(tool, found.args, result)] };
 }

@@ -45,7 +45,9 @@ function compile(): Compiled[] {
 
 /** Lower case, punctuation out, number words as digits: the form the templates match. */
 export async function normalise(utterance: string): Promise<string> {
-  let text = utterance.toLowerCase().replace(/[’‘]/g, "'").replace(/[“”"]/g, ' ');
+  // Accents folded ("São Paulo" → "sao paulo", "Zürich" → "zurich"): the templates' words and
+  // slots are ASCII, and the time tool knows every place by its folded name too.
+  let text = utterance.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[’‘]/g, "'").replace(/[“”"]/g, ' ');
   text = text
     .replace(/(\d),(\d{3})\b/g, '$1$2') // 2,340
     .replace(/[,;!?]+|\.(?!\d)|(?<![\w])'|'(?![\w])/g, ' ')

@@ -22,7 +22,7 @@ export const PLACES = [
   'shanghai', 'hong kong', 'singapore', 'dubai', 'delhi', 'mumbai', 'madrid', 'rome', 'vienna', 'amsterdam',
   'toronto', 'vancouver', 'mexico city', 'san francisco', 'seattle', 'denver', 'boston', 'miami', 'cairo',
   'istanbul', 'seoul', 'bangkok', 'lisbon', 'dublin', 'stockholm', 'oslo', 'helsinki', 'warsaw', 'athens',
-  'prague', 'zurich', 'munich', 'hamburg', 'new zealand', 'japan', 'china', 'india', 'france', 'germany',
+  'prague', 'zurich', 'munich', 'hamburg', 'sao paulo', 'montreal', 'krakow', 'new zealand', 'japan', 'china', 'india', 'france', 'germany',
   'australia', 'brazil', 'california', 'texas', 'hawaii', 'alaska', 'utc',
 ];
 
@@ -53,6 +53,14 @@ const list = (items: readonly string[]): string => `( ${items.join(' | ')} )`;
 const units = (text: string): string =>
   text.replace(/\b(\d+(?:\.\d+)?) (second|sec|minute|min|hour|hr|day)s?\b/g, (_, n: string, unit: string) => `${n} ${unit}${n === '1' ? '' : 's'}`);
 
+/** A clock time as the matcher has it ("630 a m tomorrow", "7am") → what the reminder tool
+ * reads ("6:30am tomorrow"). */
+export const alarmTime = (clock: string): string =>
+  clock
+    .replace(/^(\d{1,2})(\d{2})\b/, '$1:$2')
+    .replace(/ ?\b([ap]) ?m\b/, '$1m')
+    .replace(/ ?o'clock\b/, ':00');
+
 /** A duration in digits: "20 minutes", "1 minute and 30 seconds", "1.5 hours". */
 const DURATION = String.raw`\d+(?:\.\d+)? (?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)(?:(?:,? | and )\d+(?:\.\d+)? (?:seconds?|secs?|minutes?|mins?|hours?|hrs?))*`;
 /** Free words: a place, a name, a reminder's text (checked by the tool that receives them). */
@@ -78,7 +86,15 @@ export const SLOTS: Record<string, SlotType> = {
   name: { typed: String.raw`[a-z]+(?: [a-z]+)?`, spoken: list(TIMER_NAMES) },
   activity: { typed: String.raw`[a-z].*?`, spoken: list(ACTIVITIES) },
   // When a reminder is due; the reminder tool reads it and refuses what it cannot.
-  when: { typed: String.raw`(?:(?:in|at|on|every|each|next) .+?|tomorrow(?: .+?)?|tonight(?: .+?)?)`, spoken: 'in {duration}' },
+  // "yesterday …" and "earlier …" are read too, so that a reminder in the past is refused
+  // rather than its words taken for the thing to remember.
+  when: { typed: String.raw`(?:(?:in|at|on|every|each|next) .+?|(?:tomorrow|tonight|today|yesterday|earlier|last)(?: .+?)?)`, spoken: 'in {duration}' },
+  // A clock time for an alarm: "7am", "6:30", "6:30 tomorrow" (spoken "six thirty" arrives as
+  // "630": alarmTime() puts the colon back).
+  clock: {
+    typed: String.raw`\d{1,4}(?::\d{2})?(?: ?(?:am|pm|a m|p m|o'clock))?(?: (?:tomorrow|today|tonight)(?: morning)?)?`,
+    spoken: "( {digit} | ten | eleven | twelve ) [ fifteen | thirty | forty five ] ( a.m. | p.m. | o'clock ) [ tomorrow ]",
+  },
   // A timer's number: "cancel timer 2".
   id: { typed: String.raw`#?\d+` },
   // Arithmetic, typed: anything with a digit (the calculator decides); spoken: two numbers
@@ -142,7 +158,7 @@ export const INTENTS: IntentSpec[] = [
     // The article is not optional when spoken: "set a timer" came out as "set tea timer".
     sentences: ['( set | start ) ( a | an ) [ {name} ] timer for {duration}', '{duration} timer'],
     typed: [
-      '( set | start | create | make | put on ) [ me ] [ a | an | the ] [ {name} ] ( timer | countdown ) ( for | of ) {duration} [ ( called | named | labelled | labeled | for ) {name} ]',
+      '( set | start | create | make | put on ) [ me ] [ a | an | the ] [ {name} ] ( timer | countdown ) ( for | of ) {duration} [ ( called | named | labelled | labeled | for ) [ the | my | a ] {name} ]',
       '[ set | start | create | make ] [ me ] [ a | an ] {duration} [ long ] [ {name} ] ( timer | countdown )',
       '( timer | countdown ) [ for ] {duration}',
     ],
@@ -156,6 +172,30 @@ export const INTENTS: IntentSpec[] = [
     args: (s) => ({ at: units((s.when ?? '').replace(/^at /, '')), text: s.activity }),
   },
   {
+    // An alarm is a reminder at a clock time ("wake up", said when it is due).
+    name: 'set_alarm',
+    tool: 'set_reminder',
+    sentences: ['set an alarm for {clock}', 'wake me up at {clock}'],
+    typed: [
+      '( set | make | create | put ) [ me ] ( a | an ) alarm ( for | at ) {clock}',
+      'wake me [ up ] ( at | by ) {clock}',
+      'wake me [ up ] ( tomorrow | today ) at {clock}',
+      '( alarm | wake up call ) ( for | at ) {clock}',
+    ],
+    args: (s) => ({ at: alarmTime(s.clock ?? ''), text: 'wake up' }),
+  },
+  {
+    // How long one named timer has left: list_timers, answered for that name (local.ts).
+    name: 'time_left',
+    tool: 'list_timers',
+    sentences: ['how long until my {name} timer ( ends | is done | goes off )', 'how much time is left on the {name} timer'],
+    typed: [
+      'how ( long | much time ) ( until | till | before ) ( the | my ) {name} timer ( ends | is done | goes off | finishes | rings )',
+      'how ( much time | long ) is left on ( the | my ) {name} timer',
+      'how ( much time | long ) ( does | has ) ( the | my ) {name} timer [ got ] left',
+    ],
+  },
+  {
     name: 'list_timers',
     tool: 'list_timers',
     sentences: ['( list | show ) [ my ] ( timers | reminders )', 'what timers do i have', 'how much time is left'],
@@ -163,7 +203,7 @@ export const INTENTS: IntentSpec[] = [
       '( list | show ) [ me ] [ my | all | the ] ( timers | reminders )',
       '( what | which ) ( timers | reminders ) [ do i have | are ( set | running | there | on ) ]',
       'do i have any ( timers | reminders )',
-      'how ( much time | long ) is left [ on ( the | my ) [ {name} ] timer ]',
+      'how ( much time | long ) is left [ on ( the | my ) timer ]',
     ],
   },
   {

@@ -83,6 +83,7 @@ export class ToolHost {
   readonly #log: Logger;
   readonly #confirmTimeoutMs: () => number;
   readonly #now: () => number;
+  #dryRun = false;
   /** The calls this host is holding for a yes; each runs at most once. */
   readonly #held = new WeakSet<PendingCall>();
   #isEnabled: (toggle: string) => boolean;
@@ -112,6 +113,14 @@ export class ToolHost {
   /** Replace the switch test, e.g. after the config was re-read. */
   setEnabled(isEnabled: (toggle: string) => boolean): void {
     this.#isEnabled = isEnabled;
+  }
+
+  /**
+   * A dry run (`iris listen --dry-run`): from now on only tools marked `readOnlyHint` run; any
+   * other call is answered "not run" without reaching the tool (no timer set, no remote call).
+   */
+  dryRun(): void {
+    this.#dryRun = true;
   }
 
   /** Every registered tool with its on/off state. */
@@ -157,6 +166,11 @@ export class ToolHost {
       const unknown = Object.keys(parsed.value).filter((key) => !known.includes(key)).map((key) => `"${key}" is not an argument of ${name}`);
       const problems = [...new Set([explain(entry.validate.errors ?? []), ...unknown])].join('; ');
       return errorResult(`Invalid arguments for ${name}: ${problems}. ${usage(entry.tool)}`);
+    }
+    if (this.#dryRun && entry.tool.annotations?.readOnlyHint !== true) {
+      // `refused`: the local path says this as it is; `dry_run` tells scripts nothing was done.
+      const text = `Dry run: I would call ${name} with ${JSON.stringify(parsed.value)}; nothing was done.`;
+      return { ...errorResult(text), structuredContent: { dry_run: true, refused: true } };
     }
     if ((options.origin ?? 'model') !== 'typed') {
       const asked = await this.#confirmation(entry.tool, parsed.value, options.signal);

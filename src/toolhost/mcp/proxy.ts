@@ -158,6 +158,13 @@ export class McpProxy {
     if (offline !== undefined && offline.tools === 0) {
       return `The ${offline.name} tools are offline right now${offline.reason === undefined ? '' : ` (${offline.reason})`}.`;
     }
+    const [first, ...rest] = path.split('.');
+    const server = this.#servers.catalogue().find((s) => fold(s.name) === fold(first ?? ''));
+    if (server !== undefined && rest.length > 0) {
+      const names = server.tools.map((t) => t.name);
+      const shown = names.length > 30 ? [...names.slice(0, 30), `… (${names.length} in all)`] : names;
+      return `The server "${server.name}" has no tool "${rest.join('.')}". Its tools: ${shown.join(', ') || 'none'}.`;
+    }
     const categories = this.#servers.catalogue().map((s) => s.name);
     return `No tool "${path}". Call get_tools_in_category with path "" to list categories (${categories.join(', ') || 'none configured'}), then a category to list its tools.`;
   }
