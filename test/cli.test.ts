@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { iris, irisWithInput, irisWithStdoutClosed, startIris, waitForLine } from './helpers/cli.js';
 import { closedPort } from './helpers/net.js';
-import { EVERYTHING, FILESYSTEM, serversToml, stdio } from './helpers/mcp.js';
+import { request } from '../src/daemon/control.js';
+import { EVERYTHING, FILESYSTEM, fake, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -257,6 +258,34 @@ describe('iris daemon', () => {
       expect((await iris(['ask', '--conversation', alice ?? '', 'yes'], vars)).stdout).toBe('Saved.\n');
       expect(readFileSync(target, 'utf8')).toBe('a');
       expect(await iris(['ask', '--conversation', 'no spaces please', 'hi'], vars)).toMatchObject({ code: 1, stderr: expect.stringMatching(/"conversation" must be/) });
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+      await double.close();
+    }
+  });
+
+  it('answers iris status within 1 s while an MCP server\'s form of 30,000 choices arrives, and declines the form', async () => {
+    const double = await new OllamaDouble().start();
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n[ollama]\nurl = "${double.url}"\n${serversToml({ desk: { ...fake('elicit'), confirm: 'never' } })}`);
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await Promise.all([waitForLine(daemon, /ready:/), waitForLine(daemon, /desk: up/)]);
+      // The first model turn loads the tokenizer (about a second of the thread on a busy machine): not measured.
+      double.script({ content: ['Once upon a time.'] });
+      await iris(['ask', 'tell me a story'], vars);
+      double.script({ tool_calls: [{ name: 'execute_tool', arguments: { tool_path: 'desk.pick_anything', arguments: {} } }] }, { content: ['Nothing picked.'] });
+      let done = false;
+      const asked = iris(['ask', 'pick something'], vars).finally(() => (done = true));
+      let slowestMs = 0;
+      while (!done) {
+        const started = performance.now();
+        await request(vars.IRIS_SOCKET, { cmd: 'status' });
+        slowestMs = Math.max(slowestMs, performance.now() - started);
+      }
+      expect((await asked).stdout).toMatch(/^The desk server sent a form too large to ask here \(30000 choices for "choice"; at most 500\), so I declined\./);
+      expect(slowestMs).toBeLessThan(1000);
     } finally {
       const stopped = new Promise((resolve) => daemon.once('exit', resolve));
       daemon.kill('SIGTERM');

@@ -113,7 +113,7 @@ export class AskingCall {
     }
     const opened = FormInterview.open(question);
     if ('answer' in opened) {
-      this.#o.log.info(`${question.server}: ${question.mode === 'url' ? 'a link request' : 'a form IRIS cannot ask for'}; declined`);
+      this.#o.log.info(`${question.server}: ${question.mode === 'url' ? 'a link request' : opened.reason ?? 'a form IRIS cannot ask for'}; declined`);
       this.#say(opened.say);
       return opened.answer;
     }
