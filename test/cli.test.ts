@@ -86,6 +86,8 @@ describe('iris CLI', () => {
       + `${vars.IRIS_CONFIG}:4: "tools.time" must be a boolean, not a string ("yes")\n`,
     );
     expect(ask.code).toBe(78);
+    const huge = env('[tools]\ntimeout_s = 3000000\n'); // once every call "timed out after 3000000 s" at 1 ms
+    expect(await iris(['config', 'check'], huge.vars)).toMatchObject({ code: 78, stderr: `${huge.vars.IRIS_CONFIG}:2: "tools.timeout_s" = 3000000 is more than 600: the native tools answer within milliseconds\n` });
     const good = env('[tools]\ntime = false\n');
     expect(await iris(['config', 'check'], good.vars)).toMatchObject({ code: 0, stdout: `${good.vars.IRIS_CONFIG}: OK\n` });
   });

@@ -92,6 +92,15 @@ describe('ToolHost', () => {
     expect(seen?.aborted).toBe(true);
   });
 
+  it('takes a time limit past what a Node timer holds as the longest it holds, not 1 ms', async () => {
+    vi.useFakeTimers(); // vitest's fake timers fire an overflowing delay after 1 ms, as Node does
+    const host = new ToolHost({ timeoutMs: 3_000_000 * 1000 });
+    host.register(tool('slow', () => new Promise((resolve) => setTimeout(() => resolve(textResult('done')), 60_000))));
+    const pending = host.call('slow', {});
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(await pending).toEqual(textResult('done'));
+  });
+
   it('cancels through the turn signal, before and during a call', async () => {
     const host = new ToolHost();
     host.register(tool('hang', () => new Promise(() => undefined)));

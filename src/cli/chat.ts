@@ -8,6 +8,7 @@ import { createInterface, type Interface } from 'node:readline';
 import { FormInterview } from '../conversation/form.js';
 import type { Conversation } from '../conversation/engine.js';
 import type { AskPerson } from '../toolhost/api.js';
+import { timerMs } from '../timer.js';
 
 /** The lines typed on stdin, read one at a time when asked for; `undefined` at the end of input. */
 export class TypedLines {
@@ -36,7 +37,7 @@ export function typedAsker(lines: TypedLines, timeoutMs: number): AskPerson {
     process.stderr.write(`${opened.say}\n`);
     if ('answer' in opened) return opened.answer;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timerMs(timeoutMs))));
     try {
       for (;;) {
         const line = await Promise.race([lines.next(), late]);

@@ -28,6 +28,7 @@ import { IrisError, isAbortError, messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { JsonStore } from '../api.js';
 import { createJsonStore } from '../store.js';
+import { timerMs } from '../../timer.js';
 
 /**
  * Why a server cannot be used until something is done. `needs_sign_in`: a person must run
@@ -87,7 +88,7 @@ export function boundedFetch(timeoutMs: number): FetchLike {
   return async (input, init) => {
     const url = String(input instanceof Request ? input.url : input);
     const where = new URL(url).origin;
-    const signal = AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.timeout(timerMs(timeoutMs));
     try {
       const response = await fetch(input, { ...init, signal });
       const chunks: Uint8Array[] = [];
