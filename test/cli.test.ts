@@ -128,6 +128,12 @@ describe('iris CLI', () => {
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: '1', kind: 'timer', label: 'tea', duration_s: 300 })]);
     expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 0, stdout: 'Cancelled the timer "tea".\n' });
     expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 1 });
+    // A reminder's words (a model's or a peer's) with escape codes: shown, never acted on by the terminal.
+    const text = JSON.stringify({ at: 'in 1 hour', text: 'call \u001b[2J\u001b]0;pwned\u0007\u009b31m\u202emom' });
+    expect((await iris(['tools', 'call', 'set_reminder', text], vars)).code).toBe(0);
+    const listed2 = await iris(['timers', 'list'], vars);
+    expect(listed2.stdout).toContain('call \\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\u202emom');
+    expect(listed2.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
   });
 
   it('doctor checks Ollama and starts each MCP server; tools budget counts the proxy against direct', async () => {

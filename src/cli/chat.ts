@@ -9,6 +9,7 @@ import { FormInterview } from '../conversation/form.js';
 import type { Conversation } from '../conversation/engine.js';
 import type { AskPerson } from '../toolhost/api.js';
 import { timerMs } from '../timer.js';
+import { printable } from '../log.js';
 
 /** The lines typed on stdin, read one at a time when asked for; `undefined` at the end of input. */
 export class TypedLines {
@@ -79,9 +80,9 @@ export async function chat(conversation: Conversation): Promise<void> {
       current = new AbortController();
       const turn = conversation.turn(text, current.signal);
       try {
-        for await (const sentence of turn.sentences) process.stdout.write(`iris> ${sentence}\n`);
+        for await (const sentence of turn.sentences) process.stdout.write(`iris> ${printable(sentence, { lines: true })}\n`);
         const result = await turn.result;
-        if (result.error !== undefined) process.stderr.write(`(${result.error.message})\n`);
+        if (result.error !== undefined) process.stderr.write(`(${printable(result.error.message, { lines: true })})\n`);
       } catch {
         process.stdout.write('(cancelled)\n');
       } finally {
