@@ -2,7 +2,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { iris, irisWithInput, irisWithStdoutClosed, startIris, waitForLine } from './helpers/cli.js';
+import { connect } from 'node:net';
 import { closedPort } from './helpers/net.js';
+import { encodeEvent, EventReader } from '../src/wyoming/events.js';
 import { request } from '../src/daemon/control.js';
 import { EVERYTHING, FILESYSTEM, fake, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
@@ -301,6 +303,51 @@ describe('iris daemon', () => {
       await double.close();
     }
   });
+
+  it('keeps Home Assistant\'s conversations apart from iris ask clients\': no yes across, no eviction by transcripts', async () => {
+    const port = await closedPort();
+    const double = await new OllamaDouble().start();
+    const files = tempDir();
+    const target = join(files, 'alice.txt');
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n[ollama]\nurl = "${double.url}"\n[wyoming]\nlisten = "tcp://127.0.0.1:${port}"\n${serversToml({ files: stdio(FILESYSTEM, files) })}`);
+    /** One Wyoming transcript, as Home Assistant sends it; IRIS's answer. */
+    const transcript = (text: string, conversationId: string) => new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      const reader = new EventReader();
+      socket.on('data', (chunk: Buffer) => {
+        const handled = reader.push(chunk).find((e) => e.type === 'handled');
+        if (handled !== undefined) {
+          socket.destroy();
+          resolve(String(handled.data.text));
+        }
+      });
+      socket.on('error', reject);
+      socket.write(encodeEvent('transcript', { text, context: { conversation_id: conversationId } }));
+    });
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      for (const minutes of [10, 20]) await iris(['ask', `set a timer for ${minutes} minutes`], vars);
+      const timers = async () => JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout) as unknown[];
+      // Home Assistant is asked whether to cancel them all; a CLI client's yes for its conversation does nothing.
+      expect(await transcript('cancel all timers', 'home')).toMatch(/Say yes or no/);
+      expect(await iris(['ask', '--conversation', 'ha:home', 'yes'], vars)).toMatchObject({ code: 1, stderr: expect.stringMatching(/"ha:home" is Home Assistant's conversation/) });
+      expect(await timers()).toHaveLength(2);
+      // A CLI client's question outlives 70 transcripts from the LAN, each a conversation of its own.
+      double.script({ tool_calls: [{ name: 'execute_tool', arguments: { tool_path: 'files.write_file', arguments: { path: target, content: 'a' } } }] }, { content: ['Saved.'] });
+      const asked = await iris(['ask', 'save a'], vars);
+      const alice = /--conversation (\S+) yes$/m.exec(asked.stderr)?.[1];
+      expect(alice).toBeDefined();
+      for (let i = 0; i < 70; i++) await transcript('what time is it', `peer-${i}`);
+      expect((await iris(['ask', '--conversation', alice ?? '', 'yes'], vars)).stdout).toBe('Saved.\n');
+      expect(readFileSync(target, 'utf8')).toBe('a');
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+      await double.close();
+    }
+  }, 60_000);
 
   it('stays up through Ollama going away and coming back, and a config broken then fixed', async () => {
     const port = await closedPort();
