@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { errorResult, textResult, type NativeTool } from '../src/toolhost/api.js';
 import { ToolHost } from '../src/toolhost/host.js';
@@ -99,6 +101,23 @@ describe('ToolHost', () => {
     const pending = host.call('slow', {});
     await vi.advanceTimersByTimeAsync(60_000);
     expect(await pending).toEqual(textResult('done'));
+  });
+
+  it('compiles a schema registered again and again once: the MCP meta-tools are, at every change of the servers', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const host = new ToolHost();
+    const again = () => {
+      for (let i = 0; i < 2_000; i++) {
+        host.unregister('echo');
+        host.register({ ...echo, inputSchema: structuredClone(echo.inputSchema) }); // a new schema object each time, as metaTools() makes
+      }
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const first = again();
+    const grownBytes = again() - first;
+    expect(grownBytes).toBeLessThan(1024 * 1024); // every compiled validator kept: ~8 MB
   });
 
   it('cancels through the turn signal, before and during a call', async () => {

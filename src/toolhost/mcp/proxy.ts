@@ -27,8 +27,8 @@ const SUMMARY_CHARS = 90;
 export class McpProxy {
   readonly #servers: McpServers;
   readonly #validators = new Map<string, ValidateFunction>();
-  readonly #ajv = new Ajv({ allErrors: true, strict: false });
-  readonly #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
+  #ajv = new Ajv({ allErrors: true, strict: false });
+  #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
 
   constructor(servers: McpServers) {
     this.#servers = servers;
@@ -37,6 +37,10 @@ export class McpProxy {
   /** Forget compiled schemas: a server's tool list changed. */
   invalidate(): void {
     this.#validators.clear();
+    // Fresh ajv instances: one keeps every function it compiled for as long as it lives, and
+    // the tools are compiled again from the new lists (a server could list new schemas forever).
+    this.#ajv = new Ajv({ allErrors: true, strict: false });
+    this.#ajv2020 = new Ajv2020({ allErrors: true, strict: false });
   }
 
   /** The two meta-tools, for the tool host. */
