@@ -5,7 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { Announcer } from '../src/daemon/announcer.js';
-import { silentLogger } from '../src/log.js';
+import { createLogger, silentLogger } from '../src/log.js';
+import { AudioError } from '../src/pipeline/capture.js';
 
 function setup() {
   const said: string[] = [];
@@ -81,5 +82,25 @@ describe('announcements', () => {
     finishPlaying();
     await vi.advanceTimersByTimeAsync(60_000);
     expect(said).toHaveLength(1);
+  });
+
+  it('with no speaker that works ([audio] output = ""), logs that it could not say it, never that it did', async () => {
+    const lines: string[] = [];
+    const config = parseConfig('[audio]\noutput = ""\nannounce_repeats = 2\nannounce_every_s = 10\n', 'config');
+    const announcer = new Announcer({
+      tts: { synthesize: (text) => Promise.resolve(Buffer.from(text)) },
+      sink: { play: () => Promise.reject(new AudioError('audio_output', 'speaker "" failed: aplay: main:850: audio open error: No such file or directory')) },
+      isIdle: () => true,
+      config: () => config,
+      log: createLogger('announce', { write: (line) => lines.push(line), journald: false }),
+    });
+    announcer.announce(timer);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(lines).toEqual([
+      'info announce: timer #1: Your tea timer is done.',
+      'warn announce: could not say timer #1 (1 of 2): speaker "" failed: aplay: main:850: audio open error: No such file or directory',
+      'warn announce: could not say timer #1 (2 of 2): speaker "" failed: aplay: main:850: audio open error: No such file or directory',
+    ]);
+    expect(announcer.pending).toBe(0);
   });
 });

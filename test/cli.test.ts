@@ -2,8 +2,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { iris, irisWithInput, irisWithStdoutClosed, startIris, waitForLine } from './helpers/cli.js';
+import { connect } from 'node:net';
 import { closedPort } from './helpers/net.js';
-import { EVERYTHING, FILESYSTEM, serversToml, stdio } from './helpers/mcp.js';
+import { encodeEvent, EventReader } from '../src/wyoming/events.js';
+import { request } from '../src/daemon/control.js';
+import { EVERYTHING, FILESYSTEM, fake, serversToml, stdio } from './helpers/mcp.js';
 import { OllamaDouble } from './helpers/ollama-double.js';
 import { tempDir } from './helpers/tmp.js';
 import { commandWav } from './helpers/speech.js';
@@ -86,6 +89,8 @@ describe('iris CLI', () => {
       + `${vars.IRIS_CONFIG}:4: "tools.time" must be a boolean, not a string ("yes")\n`,
     );
     expect(ask.code).toBe(78);
+    const huge = env('[tools]\ntimeout_s = 3000000\n'); // once every call "timed out after 3000000 s" at 1 ms
+    expect(await iris(['config', 'check'], huge.vars)).toMatchObject({ code: 78, stderr: `${huge.vars.IRIS_CONFIG}:2: "tools.timeout_s" = 3000000 is more than 600: the native tools answer within milliseconds\n` });
     const good = env('[tools]\ntime = false\n');
     expect(await iris(['config', 'check'], good.vars)).toMatchObject({ code: 0, stdout: `${good.vars.IRIS_CONFIG}: OK\n` });
   });
@@ -189,6 +194,12 @@ describe('iris CLI', () => {
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: '1', kind: 'timer', label: 'tea', duration_s: 300 })]);
     expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 0, stdout: 'Cancelled the timer "tea".\n' });
     expect(await iris(['timers', 'cancel', '1'], vars)).toMatchObject({ code: 1 });
+    // A reminder's words (a model's or a peer's) with escape codes: shown, never acted on by the terminal.
+    const text = JSON.stringify({ at: 'in 1 hour', text: 'call \u001b[2J\u001b]0;pwned\u0007\u009b31m\u202emom' });
+    expect((await iris(['tools', 'call', 'set_reminder', text], vars)).code).toBe(0);
+    const listed2 = await iris(['timers', 'list'], vars);
+    expect(listed2.stdout).toContain('call \\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\u202emom');
+    expect(listed2.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
   });
 
   it('doctor checks Ollama and starts each MCP server; tools budget counts the proxy against direct', async () => {
@@ -328,6 +339,79 @@ describe('iris daemon', () => {
       await double.close();
     }
   });
+
+  it('answers iris status within 1 s while an MCP server\'s form of 30,000 choices arrives, and declines the form', async () => {
+    const double = await new OllamaDouble().start();
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n[ollama]\nurl = "${double.url}"\n${serversToml({ desk: { ...fake('elicit'), confirm: 'never' } })}`);
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await Promise.all([waitForLine(daemon, /ready:/), waitForLine(daemon, /desk: up/)]);
+      // The first model turn loads the tokenizer (about a second of the thread on a busy machine): not measured.
+      double.script({ content: ['Once upon a time.'] });
+      await iris(['ask', 'tell me a story'], vars);
+      double.script({ tool_calls: [{ name: 'execute_tool', arguments: { tool_path: 'desk.pick_anything', arguments: {} } }] }, { content: ['Nothing picked.'] });
+      let done = false;
+      const asked = iris(['ask', 'pick something'], vars).finally(() => (done = true));
+      let slowestMs = 0;
+      while (!done) {
+        const started = performance.now();
+        await request(vars.IRIS_SOCKET, { cmd: 'status' });
+        slowestMs = Math.max(slowestMs, performance.now() - started);
+      }
+      expect((await asked).stdout).toMatch(/^The desk server sent a form too large to ask here \(30000 choices for "choice"; at most 500\), so I declined\./);
+      expect(slowestMs).toBeLessThan(1000);
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+      await double.close();
+    }
+  });
+
+  it('keeps Home Assistant\'s conversations apart from iris ask clients\': no yes across, no eviction by transcripts', async () => {
+    const port = await closedPort();
+    const double = await new OllamaDouble().start();
+    const files = tempDir();
+    const target = join(files, 'alice.txt');
+    const { vars } = env(`[assistant]\ntimezone = "UTC"\n[ollama]\nurl = "${double.url}"\n[wyoming]\nlisten = "tcp://127.0.0.1:${port}"\n${serversToml({ files: stdio(FILESYSTEM, files) })}`);
+    /** One Wyoming transcript, as Home Assistant sends it; IRIS's answer. */
+    const transcript = (text: string, conversationId: string) => new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      const reader = new EventReader();
+      socket.on('data', (chunk: Buffer) => {
+        const handled = reader.push(chunk).find((e) => e.type === 'handled');
+        if (handled !== undefined) {
+          socket.destroy();
+          resolve(String(handled.data.text));
+        }
+      });
+      socket.on('error', reject);
+      socket.write(encodeEvent('transcript', { text, context: { conversation_id: conversationId } }));
+    });
+    const daemon = startIris(['daemon'], vars);
+    try {
+      await waitForLine(daemon, /ready:/);
+      for (const minutes of [10, 20]) await iris(['ask', `set a timer for ${minutes} minutes`], vars);
+      const timers = async () => JSON.parse((await iris(['timers', 'list', '--json'], vars)).stdout) as unknown[];
+      // Home Assistant is asked whether to cancel them all; a CLI client's yes for its conversation does nothing.
+      expect(await transcript('cancel all timers', 'home')).toMatch(/Say yes or no/);
+      expect(await iris(['ask', '--conversation', 'ha:home', 'yes'], vars)).toMatchObject({ code: 1, stderr: expect.stringMatching(/"ha:home" is Home Assistant's conversation/) });
+      expect(await timers()).toHaveLength(2);
+      // A CLI client's question outlives 70 transcripts from the LAN, each a conversation of its own.
+      double.script({ tool_calls: [{ name: 'execute_tool', arguments: { tool_path: 'files.write_file', arguments: { path: target, content: 'a' } } }] }, { content: ['Saved.'] });
+      const asked = await iris(['ask', 'save a'], vars);
+      const alice = /--conversation (\S+) yes$/m.exec(asked.stderr)?.[1];
+      expect(alice).toBeDefined();
+      for (let i = 0; i < 70; i++) await transcript('what time is it', `peer-${i}`);
+      expect((await iris(['ask', '--conversation', alice ?? '', 'yes'], vars)).stdout).toBe('Saved.\n');
+      expect(readFileSync(target, 'utf8')).toBe('a');
+    } finally {
+      const stopped = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await stopped;
+      await double.close();
+    }
+  }, 60_000);
 
   it('stays up through Ollama going away and coming back, and a config broken then fixed', async () => {
     const port = await closedPort();

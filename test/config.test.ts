@@ -57,6 +57,35 @@ describe('config', () => {
     ]);
   });
 
+  it('refuses every *_s key past its maximum, with the line and the reason; takes the maximum itself', () => {
+    const keys: [section: string, key: string, max: number][] = [
+      ['assistant', 'follow_up_s', 60],
+      ['assistant', 'forget_after_s', 86_400],
+      ['assistant', 'confirm_timeout_s', 3600],
+      ['ollama', 'timeout_s', 3600],
+      ['tools', 'timeout_s', 600],
+      ['audio', 'silence_s', 5],
+      ['audio', 'complete_pause_s', 5],
+      ['audio', 'incomplete_pause_s', 5],
+      ['audio', 'max_command_s', 60],
+      ['audio', 'no_speech_s', 60],
+      ['audio', 'announce_every_s', 600],
+      ['mcp', 'connect_timeout_s', 600],
+      ['mcp', 'health_interval_s', 86_400],
+      ['mcp.servers.files', 'timeout_s', 3600],
+    ];
+    const server = (section: string) => (section === 'mcp.servers.files' ? 'command = "true"\n' : '');
+    for (const [section, key, max] of keys) {
+      const over = problems(`[${section}]\n${server(section)}${key} = 3000000\n`);
+      expect(over, `${section}.${key}`).toEqual([expect.stringMatching(new RegExp(`^/etc/iris/config:${server(section) === '' ? 2 : 3}: "${section}\\.${key}" = 3000000 is more than ${max}`))]);
+      expect(problems(`[${section}]\n${server(section)}${key} = ${max}\n`), `${section}.${key}`).toEqual([]);
+    }
+    expect(problems('[tools]\ntimeout_s = 3000000\n')).toEqual(['/etc/iris/config:2: "tools.timeout_s" = 3000000 is more than 600: the native tools answer within milliseconds']);
+    // Every *_s key in the schema is in the list above: a new one needs a maximum too.
+    const secondsKeys = [...renderDefaultConfig().matchAll(/^#(\w+_s) = /gm)].map((m) => m[1]);
+    expect(secondsKeys.sort()).toEqual(keys.filter(([section]) => !section.startsWith('mcp.servers')).map(([, key]) => key).sort());
+  });
+
   it('reports a TOML syntax error with its line', () => {
     expect(problems('[tools]\ntime = true\ncalculator = yes\n')).toEqual([expect.stringMatching(/^\/etc\/iris\/config:3: /)]);
   });

@@ -142,6 +142,29 @@ describe('a form question during a tool call', () => {
   });
 });
 
+describe('a form too large to ask', () => {
+  it('is declined before it is compiled, said and logged, and the daemon\'s thread is not held', async () => {
+    const s = await desk();
+    s.double.script(call('pick_anything'), { content: ['Nothing picked.'] });
+    // The thread's longest stall while the form arrives and is refused (30,000 choices took 4 s to compile).
+    let stalledMs = 0;
+    let last = performance.now();
+    const probe = setInterval(() => {
+      stalledMs = Math.max(stalledMs, performance.now() - last);
+      last = performance.now();
+    }, 10);
+    try {
+      const result = await say(s.iris.conversation(), 'pick something');
+      expect(result.said).toEqual(['The desk server sent a form too large to ask here (30000 choices for "choice"; at most 500), so I declined.', 'Nothing picked.']);
+    } finally {
+      clearInterval(probe);
+    }
+    expect(got(s, 'pick_anything')).toEqual({ action: 'decline' });
+    expect(s.logs).toContain('info test:conversation: desk: a form too large (30000 choices for "choice"; at most 500); declined');
+    expect(stalledMs).toBeLessThan(500);
+  });
+});
+
 describe('a real server\'s question (server-everything)', () => {
   it('trigger-elicitation-request: the one required field is asked, the defaults of the rest are sent', async () => {
     setup = await withDouble({}, { extraToml: serversToml({ everything: { ...stdio(EVERYTHING, 'stdio'), confirm: 'never' } }) });

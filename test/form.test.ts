@@ -1,7 +1,7 @@
 // The answers to a server's form, fitted without a server: what the engine tests with real
 // servers do not reach (spoken e-mail addresses, forms IRIS cannot ask, long and hostile text).
 import { describe, expect, it } from 'vitest';
-import { FormInterview } from '../src/conversation/form.js';
+import { FORM_LIMITS, FormInterview, formTooLarge } from '../src/conversation/form.js';
 import type { FormSchema, ToolQuestion } from '../src/toolhost/api.js';
 
 const form = (schema: FormSchema, message = 'Details?'): ToolQuestion => ({ mode: 'form', server: 'shop', message, schema });
@@ -60,5 +60,34 @@ describe('fitting replies to a form', () => {
     expect((await interview.reply('large please', true)).say).toBe('Count? Say a number.');
     expect((await interview.reply('two point five', true)).say).toBe('Gift wrap? Say yes or no.');
     expect(await interview.reply('yeah', true)).toEqual({ answer: { action: 'accept', content: { size: 'l', count: 2.5, gift: true } } });
+  });
+});
+
+describe('the size of a form', () => {
+  const field = (schema: Record<string, unknown>): FormSchema => ({ type: 'object', properties: { f: { type: 'string', title: 'F', ...schema } }, required: ['f'] });
+  const choices = (n: number) => Array.from({ length: n }, (_, i) => `c${i}`);
+
+  it('takes the largest form of each kind, and refuses one past it, saying which limit', () => {
+    expect(formTooLarge(field({ enum: choices(FORM_LIMITS.options) }))).toBeUndefined();
+    expect(formTooLarge(field({ enum: choices(FORM_LIMITS.options + 1) }))).toBe('501 choices for "f"; at most 500');
+    expect(formTooLarge(field({ oneOf: choices(600).map((c) => ({ const: c, title: c })) }))).toBe('600 choices for "f"; at most 500');
+    const wide = Object.fromEntries(Array.from({ length: FORM_LIMITS.fields + 1 }, (_, i) => [`f${i}`, { type: 'string' }]));
+    expect(formTooLarge({ type: 'object', properties: wide })).toBe('more than 50 fields; at most 50');
+    expect(formTooLarge(field({ description: 'x'.repeat(FORM_LIMITS.bytes) }))).toBe('more than 64 KiB; at most 64 KiB');
+    let deep: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < 10; i++) deep = { not: deep };
+    expect(formTooLarge(field(deep))).toBe('nested more than 8 deep');
+  });
+
+  it('refuses a form of 1,000,000 choices at once, before ajv sees it, and says so', () => {
+    const huge = form(field({ enum: choices(1_000_000) }));
+    const started = performance.now();
+    const opened = FormInterview.open(huge);
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(opened).toEqual({
+      answer: { action: 'decline' },
+      say: 'The shop server sent a form too large to ask here (1000000 choices for "f"; at most 500), so I declined.',
+      reason: 'a form too large (1000000 choices for "f"; at most 500)',
+    });
   });
 });

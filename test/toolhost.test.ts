@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { errorResult, textResult, type NativeTool } from '../src/toolhost/api.js';
 import { ToolHost } from '../src/toolhost/host.js';
@@ -90,6 +92,32 @@ describe('ToolHost', () => {
     await vi.advanceTimersByTimeAsync(5_000);
     expect(await pending).toEqual({ ...errorResult('hang timed out after 5 s.'), failed: true });
     expect(seen?.aborted).toBe(true);
+  });
+
+  it('takes a time limit past what a Node timer holds as the longest it holds, not 1 ms', async () => {
+    vi.useFakeTimers(); // vitest's fake timers fire an overflowing delay after 1 ms, as Node does
+    const host = new ToolHost({ timeoutMs: 3_000_000 * 1000 });
+    host.register(tool('slow', () => new Promise((resolve) => setTimeout(() => resolve(textResult('done')), 60_000))));
+    const pending = host.call('slow', {});
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(await pending).toEqual(textResult('done'));
+  });
+
+  it('compiles a schema registered again and again once: the MCP meta-tools are, at every change of the servers', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const host = new ToolHost();
+    const again = () => {
+      for (let i = 0; i < 2_000; i++) {
+        host.unregister('echo');
+        host.register({ ...echo, inputSchema: structuredClone(echo.inputSchema) }); // a new schema object each time, as metaTools() makes
+      }
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const first = again();
+    const grownBytes = again() - first;
+    expect(grownBytes).toBeLessThan(1024 * 1024); // every compiled validator kept: ~8 MB
   });
 
   it('cancels through the turn signal, before and during a call', async () => {

@@ -8,6 +8,8 @@ import { createInterface, type Interface } from 'node:readline';
 import { FormInterview } from '../conversation/form.js';
 import type { Conversation } from '../conversation/engine.js';
 import type { AskPerson } from '../toolhost/api.js';
+import { timerMs } from '../timer.js';
+import { printable } from '../log.js';
 
 /** The lines typed on stdin, read one at a time when asked for; `undefined` at the end of input. */
 export class TypedLines {
@@ -36,7 +38,7 @@ export function typedAsker(lines: TypedLines, timeoutMs: number): AskPerson {
     process.stderr.write(`${opened.say}\n`);
     if ('answer' in opened) return opened.answer;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timerMs(timeoutMs))));
     try {
       for (;;) {
         const line = await Promise.race([lines.next(), late]);
@@ -78,9 +80,9 @@ export async function chat(conversation: Conversation): Promise<void> {
       current = new AbortController();
       const turn = conversation.turn(text, current.signal);
       try {
-        for await (const sentence of turn.sentences) process.stdout.write(`iris> ${sentence}\n`);
+        for await (const sentence of turn.sentences) process.stdout.write(`iris> ${printable(sentence, { lines: true })}\n`);
         const result = await turn.result;
-        if (result.error !== undefined) process.stderr.write(`(${result.error.message})\n`);
+        if (result.error !== undefined) process.stderr.write(`(${printable(result.error.message, { lines: true })})\n`);
       } catch {
         process.stdout.write('(cancelled)\n');
       } finally {

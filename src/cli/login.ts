@@ -15,7 +15,7 @@ import type { McpServerConfig } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { connect } from '../toolhost/mcp/client.js';
-import { authStore, boundedFetch, discover, httpAuth, printable, sameIssuer, SignInError, StoredOAuthProvider } from '../toolhost/mcp/oauth.js';
+import { authStore, boundedFetch, discover, httpAuth, brief, sameIssuer, SignInError, StoredOAuthProvider } from '../toolhost/mcp/oauth.js';
 
 /** How long a sign-in waits for the redirect (ms): a person finding a browser and a password. */
 const WAIT_MS = 10 * 60_000;
@@ -64,7 +64,11 @@ export async function login(o: LoginOptions): Promise<string> {
     throw error instanceof SignInError && error.code === 'no_sign_in' ? new SignInError('no_sign_in', `${name} asks for credentials but ${error.message}; it cannot be signed in to`) : error;
   });
 
-  const redirect = await listen(server.oauth?.redirect_port ?? 0);
+  // Only this sign-in's redirect counts: any local process can call the listener, and one with
+  // another state is answered and ignored (it neither ends the sign-in nor prints a word).
+  let expectedState: string | undefined;
+  const ours = (url: URL): boolean => expectedState !== undefined && url.searchParams.get('state') === expectedState;
+  const redirect = await listen(server.oauth?.redirect_port ?? 0, ours);
   try {
     let shown = false;
     const store = authStore(o.stateDir, name, o.log);
@@ -74,6 +78,7 @@ export async function login(o: LoginOptions): Promise<string> {
         redirectUrl: redirect.url,
         onAuthorizationUrl: (url) => {
           shown = true;
+          expectedState = provider.expectedState;
           o.say(`To sign in to ${name}, open this address in a browser:`);
           o.say(url.href);
           o.say(o.noBrowser
@@ -100,20 +105,20 @@ export async function login(o: LoginOptions): Promise<string> {
     });
     if (started !== 'REDIRECT' || !shown) throw new SignInError('refused', `${name}: the authorization server did not start a sign-in`);
 
-    const typed = pasted(o.input);
+    const typed = pasted(o.input, ours);
     const answer = await Promise.race([redirect.next, typed.next, timeout()]).finally(() => typed.close());
     const params = answer.searchParams;
-    // The state first: a redirect that is not this sign-in's (any local process can call the
-    // listener) gets no say, not even its error text on the terminal.
-    if (params.get('state') !== provider.expectedState) {
+    // Checked again here (listen() and pasted() let only this sign-in's state through): a
+    // redirect that is not this sign-in's gets no say, not even its error text on the terminal.
+    if (!ours(answer)) {
       throw new SignInError('state', 'the redirect does not belong to this sign-in (its state does not match); nothing was stored. Start iris mcp login again and use the newest address');
     }
     const error = params.get('error');
-    if (error !== null) throw new SignInError('refused', `the authorization server refused the sign-in: ${printable(error)}${params.get('error_description') ? ` (${printable(params.get('error_description'))})` : ''}`);
+    if (error !== null) throw new SignInError('refused', `the authorization server refused the sign-in: ${brief(error)}${params.get('error_description') ? ` (${brief(params.get('error_description'))})` : ''}`);
     const issuer = discovery.authorizationServerMetadata?.issuer ?? discovery.authorizationServerUrl;
     const iss = params.get('iss');
     if (iss !== null ? !sameIssuer(iss, issuer) : (discovery.authorizationServerMetadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)?.authorization_response_iss_parameter_supported === true) {
-      throw new SignInError('iss', `the redirect names ${iss === null ? 'no issuer' : `the issuer ${printable(iss)}`}, not ${issuer} (RFC 9207: a mix-up attack or a misconfigured server); nothing was stored`);
+      throw new SignInError('iss', `the redirect names ${iss === null ? 'no issuer' : `the issuer ${brief(iss)}`}, not ${issuer} (RFC 9207: a mix-up attack or a misconfigured server); nothing was stored`);
     }
     const code = params.get('code');
     if (code === null || code === '') throw new SignInError('refused', 'the redirect carries no authorization code');
@@ -176,31 +181,42 @@ function timeout(): Promise<never> {
   });
 }
 
-/** The first pasted line that is an address (or its query): the redirect the browser ended on. */
-function pasted(input: NodeJS.ReadableStream): { next: Promise<URL>; close: () => void } {
+/**
+ * The first pasted line that is an address (or its query) of this sign-in (`ours`): the
+ * redirect the browser ended on. Another sign-in's address is refused, and the wait goes on.
+ */
+function pasted(input: NodeJS.ReadableStream, ours: (url: URL) => boolean): { next: Promise<URL>; close: () => void } {
   const lines = createInterface({ input, terminal: false });
   const next = new Promise<URL>((resolve) => {
     lines.on('line', (line) => {
       const text = line.trim();
       if (text === '') return;
+      let url: URL;
       try {
-        resolve(new URL(text.includes('://') ? text : `http://127.0.0.1/callback?${text.replace(/^\?/, '')}`));
+        url = new URL(text.includes('://') ? text : `http://127.0.0.1/callback?${text.replace(/^\?/, '')}`);
       } catch {
         process.stderr.write('that is not an address; paste the whole address from the browser\n');
+        return;
       }
+      if (ours(url)) resolve(url);
+      else process.stderr.write('that address is not from this sign-in (its state does not match); paste the address the newest sign-in ended on\n');
     });
   });
   return { next, close: () => lines.close() };
 }
 
-/** A one-shot loopback listener for the redirect. */
-async function listen(port: number): Promise<{ url: string; next: Promise<URL>; close: () => Promise<void> }> {
+/** A one-shot loopback listener for the redirect: the first of this sign-in (`ours`); others are turned away. */
+async function listen(port: number, ours: (url: URL) => boolean): Promise<{ url: string; next: Promise<URL>; close: () => Promise<void> }> {
   let arrived!: (url: URL) => void;
   const next = new Promise<URL>((resolve) => (arrived = resolve));
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
     if (request.method !== 'GET' || url.pathname !== '/callback') {
       response.writeHead(404).end();
+      return;
+    }
+    if (!ours(url)) {
+      response.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end('This is not the sign-in IRIS is waiting for (its state does not match).\n');
       return;
     }
     response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end('IRIS received the sign-in. You can close this window and return to the terminal.\n');

@@ -7,7 +7,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { configFile, loadConfig, DEFAULT_CONFIG_PATH, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, messageOf } from '../errors.js';
-import { createLogger, type LogLevel } from '../log.js';
+import { createLogger, printable, type LogLevel } from '../log.js';
 import { loadTokenizer, toolTokens } from '../budget/tokenizer.js';
 import { assemble, type Iris } from '../daemon/assemble.js';
 import { runDaemon } from '../daemon/daemon.js';
@@ -57,7 +57,8 @@ interface Globals {
 }
 
 const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
-const print = (text: string): void => void process.stdout.write(`${text}\n`);
+/** Prints a line of output: a server's, a peer's or a model's words in it are made printable. */
+const print = (text: string): void => void process.stdout.write(`${printable(text, { lines: true })}\n`);
 const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
 
 /** The config file a command reads: `--config`, else `$IRIS_CONFIG`, else the default. */
@@ -650,10 +651,10 @@ async function run(program: Command, argv: readonly string[]): Promise<number> {
         : EXIT.usage;
     }
     if (error instanceof Exit) {
-      process.stderr.write(`${error.message}\n`);
+      process.stderr.write(`${printable(error.message, { lines: true })}\n`);
       return error.code;
     }
-    process.stderr.write(`iris: ${messageOf(error)}\n`);
+    process.stderr.write(`iris: ${printable(messageOf(error), { lines: true })}\n`);
     return EXIT.failed;
   }
 }

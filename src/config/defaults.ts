@@ -10,6 +10,8 @@ interface Node {
   description?: string;
   default?: unknown;
   enum?: readonly unknown[];
+  maximum?: number;
+  maximumReason?: string;
   properties?: Record<string, Node>;
 }
 
@@ -43,7 +45,8 @@ export function renderDefaultConfig(): string {
     for (const [key, child] of Object.entries(node.properties ?? {})) {
       if (key === 'servers') continue; // a table of tables: shown by example below
       const choices = child.enum ? ` One of: ${child.enum.map((v) => JSON.stringify(v)).join(', ')}.` : '';
-      if (child.description) lines.push(`# ${child.description}${choices}`);
+      const most = child.maximumReason === undefined ? '' : ` At most ${child.maximum}: ${child.maximumReason}.`;
+      if (child.description) lines.push(`# ${child.description}${choices}${most}`);
       lines.push(`#${key} = ${child.default === undefined ? '""' : JSON.stringify(child.default)}`);
     }
   }

@@ -34,6 +34,8 @@ export function configFile(flag: string | undefined, env: NodeJS.ProcessEnv = pr
 }
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
+/** Why a key's `maximum` is what it is: said with the problem (schema.ts). */
+ajv.addKeyword({ keyword: 'maximumReason', schemaType: 'string' });
 ajv.addFormat('iana-zone', (zone: string) => zone === '' || IANAZone.isValidZone(zone));
 ajv.addFormat('http-url', (url: string) => {
   try {
@@ -390,6 +392,10 @@ function describe(error: ErrorObject, data: unknown, scope: Scope = CONFIG_SCOPE
       return `[${key}."${String(error.params.propertyName)}"]: a name is 1–60 letters, digits, "_", "." or "-"`;
     case 'pattern':
       return /(^|\.)(uri|listen)$/.test(key) ? `"${key}" = ${shown} is not tcp://HOST:PORT` : `"${key}" ${error.message ?? 'is invalid'} (${shown})`;
+    case 'maximum': {
+      const reason = (schemaAt(scope.schema, path.slice(0, -1))[path.at(-1) ?? ''] as { maximumReason?: string } | undefined)?.maximumReason;
+      return `"${key}" = ${shown} is more than ${String(error.params.limit)}${reason === undefined ? '' : `: ${reason}`}`;
+    }
     case 'format':
       return error.params.format === 'iana-zone'
         ? `"${key}" = ${shown} is not an IANA time zone (e.g. "Europe/Berlin", "America/New_York")`

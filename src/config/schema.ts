@@ -1,6 +1,9 @@
 /**
  * The one schema of /etc/iris/config: types, defaults and the words every problem is reported
  * in. The `Config` type, validation, defaults and the commented default file all come from it.
+ * Every `*_s` key has a `maximum`, and one set for this config its `maximumReason` (said by
+ * `iris config check` and `iris config defaults`): each is far below the longest delay a Node
+ * timer takes (2^31 − 1 ms, 24.8 days), past which it fires after 1 ms.
  */
 import type { FromSchema } from 'json-schema-to-ts';
 
@@ -72,7 +75,14 @@ const mcpServer = {
       default: 'destructive',
       description: 'Ask for a spoken or typed "yes" before running: tools not marked read-only, every tool, or none.',
     },
-    timeout_s: { type: 'number', exclusiveMinimum: 0, default: 30, description: 'Per tool call (seconds).' },
+    timeout_s: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 3600,
+      maximumReason: 'a call an hour long holds its turn; longer work belongs in the server\'s own queue',
+      default: 30,
+      description: 'Per tool call (seconds).',
+    },
     allow: { type: 'array', items: { type: 'string' }, default: [], description: 'Only these tools (empty: all).' },
     deny: { type: 'array', items: { type: 'string' }, default: [], description: 'Never these tools.' },
   },
@@ -131,12 +141,16 @@ export const configSchema = {
         forget_after_s: {
           type: 'number',
           minimum: 0,
+          maximum: 86_400,
+          maximumReason: 'a conversation a day old is not one to go on with',
           default: 300,
           description: 'Forget the conversation after this long without a turn (seconds); 0 keeps none.',
         },
         confirm_timeout_s: {
           type: 'number',
           exclusiveMinimum: 0,
+          maximum: 3600,
+          maximumReason: 'a question nobody answered for an hour is dropped, not kept open',
           default: 60,
           description: 'A question before a tool runs ("Should I …? Say yes") waits this long for the yes (seconds); after it, nothing runs.',
         },
@@ -151,7 +165,14 @@ export const configSchema = {
         model: { type: 'string', minLength: 1, default: 'qwen2.5:7b', description: 'Model name as `ollama list` shows it.' },
         think: { type: 'boolean', default: false, description: 'Let thinking models think (slower replies).' },
         keep_alive: { type: 'string', default: '30m', description: 'How long Ollama keeps the model loaded.' },
-        timeout_s: { type: 'number', exclusiveMinimum: 0, default: 60, description: 'Per model call (seconds).' },
+        timeout_s: {
+          type: 'number',
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          maximumReason: 'a model that has not answered within an hour is stuck, and its turn waits for it',
+          default: 60,
+          description: 'Per model call (seconds).',
+        },
         temperature: { type: 'number', minimum: 0, maximum: 2, default: 0.3, description: 'Sampling temperature.' },
         max_tool_rounds: {
           type: 'integer',
@@ -200,7 +221,14 @@ export const configSchema = {
           default: true,
           description: 'set_timer, set_reminder, list_timers, cancel_timer',
         },
-        timeout_s: { type: 'number', exclusiveMinimum: 0, default: 10, description: 'Per native tool call (seconds).' },
+        timeout_s: {
+          type: 'number',
+          exclusiveMinimum: 0,
+          maximum: 600,
+          maximumReason: 'the native tools answer within milliseconds',
+          default: 10,
+          description: 'Per native tool call (seconds).',
+        },
       },
     },
     daemon: {
@@ -326,12 +354,16 @@ export const configSchema = {
         connect_timeout_s: {
           type: 'number',
           exclusiveMinimum: 0,
+          maximum: 600,
+          maximumReason: 'a server that has not started within ten minutes will not',
           default: 5,
           description: 'Limit for starting and initialising one server (seconds).',
         },
         health_interval_s: {
           type: 'number',
           minimum: 1,
+          maximum: 86_400,
+          maximumReason: 'a day between pings',
           default: 30,
           description: 'Ping each running server this often for its health (iris mcp health, iris status).',
         },

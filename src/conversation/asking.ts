@@ -10,6 +10,7 @@
 import type { Logger } from '../log.js';
 import type { AskPerson, HostResult, ToolAnswer, ToolQuestion } from '../toolhost/api.js';
 import { FormInterview } from './form.js';
+import { timerMs } from '../timer.js';
 
 /** Questions one call may ask the person; more are declined unasked (a server that keeps asking). */
 const MAX_QUESTIONS = 5;
@@ -113,7 +114,7 @@ export class AskingCall {
     }
     const opened = FormInterview.open(question);
     if ('answer' in opened) {
-      this.#o.log.info(`${question.server}: ${question.mode === 'url' ? 'a link request' : 'a form IRIS cannot ask for'}; declined`);
+      this.#o.log.info(`${question.server}: ${question.mode === 'url' ? 'a link request' : opened.reason ?? 'a form IRIS cannot ask for'}; declined`);
       this.#say(opened.say);
       return opened.answer;
     }
@@ -136,7 +137,7 @@ export class AskingCall {
       this.#lapsed = true;
       this.#o.log.info(`${open.server}: no answer to its question within ${timeoutMs / 1000} s; declined`);
       this.#close({ action: 'decline' }, open);
-    }, timeoutMs);
+    }, timerMs(timeoutMs));
     open.timer.unref();
   }
 

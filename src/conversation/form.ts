@@ -20,6 +20,23 @@ const LABEL_CHARS = 60;
 /** Options listed in a question; more are "and N more". */
 const OPTIONS_SAID = 8;
 
+/**
+ * The largest form asked; a larger one is declined before anything reads it further. A form is
+ * answered by voice or a typed line, so these are generous for people and small for the
+ * daemon's one thread: ajv compiles a 5,000-option enum in 0.2 s and 20,000 in 2.4 s, and
+ * every reply is matched against every option.
+ */
+export const FORM_LIMITS = {
+  /** Choices in one field (enum, oneOf, anyOf): 8 are said; nobody picks by voice from more. */
+  options: 500,
+  /** Fields: each is asked in turn. */
+  fields: 50,
+  /** The schema's size, about as JSON (bytes): a 500-option field with titles fits well inside. */
+  bytes: 64 * 1024,
+  /** Nesting: an MCP form is an object of primitive fields, 4 deep with titled choices. */
+  depth: 8,
+} as const;
+
 interface Field {
   name: string;
   title: string;
@@ -65,7 +82,7 @@ export class FormInterview {
   }
 
   /** The first thing to say, and the interview; or, for what cannot be asked, the answer at once. */
-  static open(question: ToolQuestion): { interview: FormInterview; say: string } | { answer: ToolAnswer; say: string } {
+  static open(question: ToolQuestion): { interview: FormInterview; say: string } | { answer: ToolAnswer; say: string; reason?: string } {
     const who = `The ${question.server} server`;
     if (question.mode === 'url') {
       let host = 'a website';
@@ -75,6 +92,10 @@ export class FormInterview {
         // not even a URL: said as "a website"
       }
       return { answer: { action: 'decline' }, say: `${who} wants you to open a link on ${host}: ${sentence(question.message)} I can't open links, so I declined.` };
+    }
+    const large = formTooLarge(question.schema);
+    if (large !== undefined) {
+      return { answer: { action: 'decline' }, say: `${who} sent a form too large to ask here (${large}), so I declined.`, reason: `a form too large (${large})` };
     }
     const ajv = validator();
     const fields = readFields(question.schema, ajv);
@@ -146,6 +167,41 @@ export class FormInterview {
     const ask = `${first && this.#toAsk.length > 1 ? 'First, ' : ''}${field.title}? `;
     return `${ask}${hint(field)}`.trim();
   }
+}
+
+/**
+ * What makes a form too large to ask (see FORM_LIMITS), or undefined. Run before anything else
+ * reads the form; it stops at the first limit passed, so its own work is bounded by the limits
+ * and not by what the server sent.
+ */
+export function formTooLarge(schema: unknown): string | undefined {
+  let bytes = 0;
+  const walk = (value: unknown, depth: number, field: string | undefined): string | undefined => {
+    if (depth > FORM_LIMITS.depth) return `nested more than ${FORM_LIMITS.depth} deep`;
+    if (typeof value === 'string') bytes += value.length + 3;
+    else if (typeof value !== 'object' || value === null) bytes += 8;
+    else if (Array.isArray(value)) {
+      if (value.length > FORM_LIMITS.options) return `${value.length} choices${field === undefined ? '' : ` for "${plain(field, LABEL_CHARS)}"`}; at most ${FORM_LIMITS.options}`;
+      for (const item of value) {
+        const why = walk(item, depth + 1, field);
+        if (why !== undefined) return why;
+      }
+    } else {
+      for (const key in value) {
+        bytes += key.length + 4;
+        if (bytes > FORM_LIMITS.bytes) break;
+        const why = walk((value as Record<string, unknown>)[key], depth + 1, depth === 1 ? key : field);
+        if (why !== undefined) return why;
+      }
+    }
+    return bytes > FORM_LIMITS.bytes ? `more than ${FORM_LIMITS.bytes / 1024} KiB; at most ${FORM_LIMITS.bytes / 1024} KiB` : undefined;
+  };
+  const properties = (schema as { properties?: unknown } | null)?.properties;
+  if (typeof properties === 'object' && properties !== null) {
+    let fields = 0;
+    for (const _ in properties) if (++fields > FORM_LIMITS.fields) return `more than ${FORM_LIMITS.fields} fields; at most ${FORM_LIMITS.fields}`;
+  }
+  return walk(schema, 0, undefined);
 }
 
 /** The form's fields, or what it asks for that cannot be asked here (a required non-primitive). */
@@ -260,7 +316,8 @@ const unpatterned = <T>(schema: T): T =>
   JSON.parse(JSON.stringify(schema, (key, value: unknown) => (key === 'pattern' || key === 'patternProperties' ? undefined : value))) as T;
 
 function plain(text: string, max: number): string {
-  const flat = plainText(text).replace(/\s+/g, ' ').trim();
+  // A server's megabyte of text is not read in full.
+  const flat = plainText(text.slice(0, max * 4)).replace(/\s+/g, ' ').trim();
   if (flat.length <= max) return flat;
   const cut = flat.slice(0, max - 1);
   const space = cut.lastIndexOf(' ');

@@ -16,6 +16,7 @@ import { CALL_MARKERS, callKey, callsWrittenIn, extractTextCalls, resolveToolNam
 import { SentenceStream, sentencesFor, speakable } from './speech.js';
 import { AskingCall } from './asking.js';
 import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type ModelRound, type Pending, type Route, type TurnResult } from './types.js';
+import { timerMs } from '../timer.js';
 
 /** A running call's result while its server's question waits for the person (replaced by the result). */
 const ASKING_PLACEHOLDER = 'Still running: the tool asked the user a question, and IRIS is asking them now.';
@@ -346,7 +347,7 @@ export class ModelTurn {
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort(new ChatError('timeout', `${config.ollama.model} did not answer within ${config.ollama.timeout_s} s`));
-    }, config.ollama.timeout_s * 1000);
+    }, timerMs(config.ollama.timeout_s * 1000));
     try {
       return await work(controller.signal);
     } catch (error) {

@@ -92,16 +92,20 @@ export class Announcer {
     const controller = new AbortController();
     this.#speaking = controller;
     next.said = true;
+    let failure: unknown;
     try {
       await runPipeline({ text: next.announcement.text }, { start: 'tts', end: 'tts', tts: this.#o.tts, sink: this.#o.sink, signal: controller.signal });
     } catch (error) {
-      if (!controller.signal.aborted) this.#o.log.warn(`could not say #${next.announcement.id}: ${messageOf(error)}`);
+      failure = error;
     } finally {
       this.#speaking = undefined;
     }
     if (controller.signal.aborted) return this.#schedule(0); // acknowledged: already dropped
     next.left -= 1;
-    this.#o.log.info(`said ${next.announcement.kind} #${next.announcement.id} (${next.times - next.left} of ${next.times})`);
+    // The log says what happened: a speaker that fails (`[audio] output = ""`) said nothing.
+    const which = `${next.announcement.kind} #${next.announcement.id} (${next.times - next.left} of ${next.times})`;
+    if (failure === undefined) this.#o.log.info(`said ${which}`);
+    else this.#o.log.warn(`could not say ${which}: ${messageOf(failure)}`);
     next.dueAt = Date.now() + this.#o.config().audio.announce_every_s * 1000;
     if (next.left <= 0) this.#queue = this.#queue.filter((e) => e !== next);
     this.#schedule(0);

@@ -132,7 +132,11 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     throw error;
   }
   const started = Date.now();
+  // Each kind of client has a pool of its own: Home Assistant's (Wyoming) conversations, the
+  // rooms' (above) and the `iris ask` clients'. Seventy transcripts from the LAN cannot drop a
+  // person's pending question, and no client names a conversation of another kind.
   const conversations = new Conversations(() => iris.conversation()); // one per `iris ask` client
+  const haConversations = new Conversations(() => iris.conversation()); // one per Home Assistant conversation_id
   const spoken = iris.conversation(); // and one for the microphone
   await voice.start();
   rooms.start();
@@ -183,6 +187,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
       case 'status':
         return status();
       case 'ask': {
+        if (request.conversation?.startsWith('ha:') === true) throw new Error(`"${request.conversation}" is Home Assistant's conversation; iris ask has its own`);
         const { id, conversation } = conversations.open(request.conversation);
         return { ...(await conversation.turn(request.text, signal).result), conversation: id };
       }
@@ -202,7 +207,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
   let closeWyoming: () => Promise<void> = () => Promise.resolve();
   if (iris.config.wyoming.listen !== '') {
     try {
-      closeWyoming = (await serveWyoming(iris.config.wyoming.listen, irisServices(() => iris.config, conversations, log.child('wyoming'), engines), log.child('wyoming'))).close;
+      closeWyoming = (await serveWyoming(iris.config.wyoming.listen, irisServices(() => iris.config, haConversations, log.child('wyoming'), engines), log.child('wyoming'))).close;
     } catch (error) {
       log.error(`no Wyoming server at ${iris.config.wyoming.listen} (${messageOf(error)}); Home Assistant cannot reach IRIS`);
     }

@@ -93,21 +93,35 @@ export class Engines {
     const config = this.#config();
     const key = JSON.stringify([config.stt, config.assistant.wake_word]);
     if (this.#stt?.key === key) return this.#stt;
-    const old = this.#stt;
-    if (old !== undefined) {
-      this.#made.delete(old.engine); // stopped here, not again at `stop()`
-      void old.started.then(() => old.engine.stop?.()).catch(() => undefined);
-    }
-    const { stt, reason } = chooseStt(config, this.#log);
-    // Decoders for the commands in flight at once, across the microphone, rooms and Wyoming.
-    const engine = stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, this.#log).stt, POOL_MAX) : stt;
+    if (this.#stt !== undefined) this.#retire(this.#stt);
+    const { engine, reason } = this.#makeStt(config);
     const chosen = { key, engine, reason, started: engine.start?.() ?? Promise.resolve() };
     this.#made.set(engine, chosen.started);
     chosen.started.catch(() => {
-      if (this.#stt === chosen) this.#stt = undefined; // the next caller tries again
+      // The next caller tries again; this one is stopped now, not kept until `stop()`.
+      if (this.#stt === chosen) this.#stt = undefined;
+      this.#retire(chosen);
     });
     this.#stt = chosen;
     return chosen;
+  }
+
+  /**
+   * A recogniser for `config`. Its own scope on purpose: a closure made in `stt()` (the pool's
+   * `create`) kept that call's whole scope, with the engine it replaced, and so every
+   * recogniser ever made stayed reachable, one reload after another.
+   */
+  #makeStt(config: Config): { engine: SpeechToText; reason: string } {
+    const log = this.#log;
+    const { stt, reason } = chooseStt(config, log);
+    // Decoders for the commands in flight at once, across the microphone, rooms and Wyoming.
+    return { engine: stt.name === 'pocketsphinx' ? pooledStt(() => chooseStt(config, log).stt, POOL_MAX) : stt, reason };
+  }
+
+  /** Stop a replaced (or failed) recogniser once it has started; `stop()` no longer holds it. */
+  #retire(old: ChosenStt): void {
+    if (!this.#made.delete(old.engine)) return;
+    void old.started.then(() => old.engine.stop?.(), () => old.engine.stop?.()).catch(() => undefined);
   }
 
   /** The speech stage's voice, shared (a Piper voice loads its model once); remade when `[tts]` changes. */

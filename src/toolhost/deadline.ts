@@ -4,6 +4,7 @@
  * (`[assistant] confirm_timeout_s`), so it must not count against the tool's timeout.
  */
 import type { AskPerson } from './api.js';
+import { timerMs } from '../timer.js';
 
 export class Deadline {
   #remainingMs: number;
@@ -42,7 +43,7 @@ export class Deadline {
     this.#timer = setTimeout(() => {
       this.#over = true;
       this.onExpire();
-    }, Math.max(0, this.#remainingMs));
+    }, timerMs(this.#remainingMs));
   }
 
   #pause(): void {

@@ -79,6 +79,7 @@ interface Entry {
 export class ToolHost {
   readonly #tools = new Map<string, Entry>();
   readonly #ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false });
+  readonly #validators = new Map<string, ValidateFunction>();
   readonly #timeoutMs: () => number;
   readonly #log: Logger;
   readonly #confirmTimeoutMs: () => number;
@@ -99,11 +100,26 @@ export class ToolHost {
 
   register(tool: NativeTool, options: RegisterOptions = {}): void {
     if (this.#tools.has(tool.name)) throw new Error(`tool "${tool.name}" is already registered`);
-    const entry: Entry = { tool, validate: this.#ajv.compile(tool.inputSchema), source: options.source ?? 'native' };
+    const entry: Entry = { tool, validate: this.#validator(tool.inputSchema), source: options.source ?? 'native' };
     if (options.server !== undefined) entry.server = options.server;
     if (options.toggle !== undefined) entry.toggle = options.toggle;
     if (options.timeoutMs !== undefined) entry.timeoutMs = options.timeoutMs;
     this.#tools.set(tool.name, entry);
+  }
+
+  /**
+   * One validator per distinct schema. ajv keeps every function it compiled for as long as it
+   * lives, and the MCP meta-tools are registered anew at every change of the servers (each
+   * reload, each server up or down): compiled each time, they grew the daemon without end.
+   */
+  #validator(schema: NativeTool['inputSchema']): ValidateFunction {
+    const text = JSON.stringify(schema);
+    let validate = this.#validators.get(text);
+    if (validate === undefined) {
+      validate = this.#ajv.compile(schema);
+      this.#validators.set(text, validate);
+    }
+    return validate;
   }
 
   unregister(name: string): boolean {

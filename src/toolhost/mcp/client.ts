@@ -17,6 +17,7 @@ import type { McpServerConfig } from '../../config/schema.js';
 import { messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { AskPerson, CallToolResult, FormSchema, ToolDefinition, ToolQuestion } from '../api.js';
+import { timerMs } from '../../timer.js';
 
 /** A tool as a server lists it (annotations and execution hints kept). */
 export interface RemoteTool extends ToolDefinition {
@@ -125,7 +126,7 @@ async function open(options: ConnectOptions, transport: Transport, kind: McpConn
     return { ...(await options.onQuestion(question, extra.signal)) };
   });
   try {
-    await client.connect(transport, { timeout: options.timeoutMs });
+    await client.connect(transport, { timeout: timerMs(options.timeoutMs) });
   } catch (error) {
     closed = true;
     await client.close().catch(() => undefined);
@@ -150,7 +151,7 @@ async function open(options: ConnectOptions, transport: Transport, kind: McpConn
       const tools: RemoteTool[] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: options.timeoutMs, ...(signal ? { signal } : {}) });
+        const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timerMs(options.timeoutMs), ...(signal ? { signal } : {}) });
         tools.push(...(page.tools as RemoteTool[]));
         cursor = page.nextCursor;
       } while (cursor !== undefined && cursor !== '');
@@ -158,7 +159,7 @@ async function open(options: ConnectOptions, transport: Transport, kind: McpConn
     },
     async callTool(tool, args, call) {
       const result = await client.callTool({ name: tool, arguments: args }, undefined, {
-        timeout: call.timeoutMs,
+        timeout: timerMs(call.timeoutMs),
         ...(call.signal ? { signal: call.signal } : {}),
       });
       return result as CallToolResult;

@@ -25,9 +25,10 @@ import { OAuthTokensSchema, type OAuthClientInformationMixed, type OAuthClientMe
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import { IrisError, isAbortError, messageOf } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { printable, type Logger } from '../../log.js';
 import type { JsonStore } from '../api.js';
 import { createJsonStore } from '../store.js';
+import { timerMs } from '../../timer.js';
 
 /**
  * Why a server cannot be used until something is done. `needs_sign_in`: a person must run
@@ -87,7 +88,7 @@ export function boundedFetch(timeoutMs: number): FetchLike {
   return async (input, init) => {
     const url = String(input instanceof Request ? input.url : input);
     const where = new URL(url).origin;
-    const signal = AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.timeout(timerMs(timeoutMs));
     try {
       const response = await fetch(input, { ...init, signal });
       const chunks: Uint8Array[] = [];
@@ -111,10 +112,10 @@ export function boundedFetch(timeoutMs: number): FetchLike {
   };
 }
 
-/** A value from the network, safe in one log or terminal line: no control characters, at most 200 characters. */
-export function printable(value: unknown): string {
-  const text = String(value).replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+/** A value from the network, safe in one log or terminal line: made printable, at most 200 characters. */
+export function brief(value: unknown): string {
+  const text = String(value);
+  return printable(text.length > 200 ? `${text.slice(0, 200)}…` : text);
 }
 
 /** 127.0.0.0/8, ::1 and localhost: the only places plain HTTP is accepted. */
@@ -129,7 +130,7 @@ function checkEndpoint(what: string, value: string): void {
   try {
     url = new URL(value);
   } catch {
-    throw new SignInError('bad_metadata', `the ${what} "${printable(value)}" is not a URL; refused`);
+    throw new SignInError('bad_metadata', `the ${what} "${brief(value)}" is not a URL; refused`);
   }
   if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url))) return;
   throw new SignInError('bad_metadata', `the ${what} ${url.href} is not HTTPS; refused (plain HTTP only on loopback)`);
@@ -198,7 +199,7 @@ export async function discover(serverUrl: URL, options: DiscoverOptions): Promis
       : `its authorization server ${authorizationServerUrl} publishes no metadata`);
   }
   if (!sameIssuer(metadata.issuer, authorizationServerUrl)) {
-    throw new SignInError('bad_metadata', `the metadata of ${authorizationServerUrl} names another issuer, ${printable(metadata.issuer)}; refused`);
+    throw new SignInError('bad_metadata', `the metadata of ${authorizationServerUrl} names another issuer, ${brief(metadata.issuer)}; refused`);
   }
   const endpoints = metadata as Record<string, unknown>;
   for (const key of ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint', 'device_authorization_endpoint']) {
@@ -513,7 +514,7 @@ const DEVICE_INTERVAL_S = 5;
 
 /** An OAuth error answer in a few words for one log line: the server's text is untrusted. */
 function oauthError({ status, json }: { status: number; json: Record<string, unknown> }): string {
-  return typeof json.error === 'string' ? printable(json.error.slice(0, 80)) : `HTTP ${status}`;
+  return typeof json.error === 'string' ? brief(json.error.slice(0, 80)) : `HTTP ${status}`;
 }
 
 export interface DeviceSignIn {

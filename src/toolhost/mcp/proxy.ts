@@ -23,12 +23,18 @@ interface Entry {
 
 /** Longest one-line description in a category listing (characters). */
 const SUMMARY_CHARS = 90;
+/**
+ * A tool's input schema larger than this (bytes of JSON) is not compiled: the server checks the
+ * arguments itself. ajv compiles a 20,000-choice enum in 2.4 s on the daemon's one thread; real
+ * schemas are a few KiB.
+ */
+const COMPILED_SCHEMA_BYTES = 64 * 1024;
 
 export class McpProxy {
   readonly #servers: McpServers;
   readonly #validators = new Map<string, ValidateFunction>();
-  readonly #ajv = new Ajv({ allErrors: true, strict: false });
-  readonly #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
+  #ajv = new Ajv({ allErrors: true, strict: false });
+  #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
 
   constructor(servers: McpServers) {
     this.#servers = servers;
@@ -37,6 +43,10 @@ export class McpProxy {
   /** Forget compiled schemas: a server's tool list changed. */
   invalidate(): void {
     this.#validators.clear();
+    // Fresh ajv instances: one keeps every function it compiled for as long as it lives, and
+    // the tools are compiled again from the new lists (a server could list new schemas forever).
+    this.#ajv = new Ajv({ allErrors: true, strict: false });
+    this.#ajv2020 = new Ajv2020({ allErrors: true, strict: false });
   }
 
   /** The two meta-tools, for the tool host. */
@@ -175,10 +185,12 @@ export class McpProxy {
     if (validate === undefined) {
       const schema = entry.tool.inputSchema;
       const draft2020 = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
+      const serverJudges = Object.assign(() => true, { errors: null }) as unknown as ValidateFunction;
       try {
-        validate = draft2020 ? this.#ajv2020.compile(schema) : this.#ajv.compile(compact(schema));
+        if (JSON.stringify(schema).length > COMPILED_SCHEMA_BYTES) validate = serverJudges;
+        else validate = draft2020 ? this.#ajv2020.compile(schema) : this.#ajv.compile(compact(schema));
       } catch {
-        validate = Object.assign(() => true, { errors: null }) as unknown as ValidateFunction; // a schema ajv cannot read: let the server judge
+        validate = serverJudges; // a schema ajv cannot read: let the server judge
       }
       this.#validators.set(key, validate);
     }

@@ -14,6 +14,7 @@ import { Deadline } from '../deadline.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
 import { describeAuthFailure, signInErrorOf, signInSentence } from './oauth.js';
+import { timerMs } from '../../timer.js';
 
 /** `needs-sign-in`: an OAuth sign-in is missing or lapsed (iris mcp login NAME); no restarts until then. */
 export type ServerState = 'stopped' | 'starting' | 'up' | 'restarting' | 'down' | 'disabled' | 'needs-sign-in';
@@ -229,10 +230,10 @@ export class McpServers {
     clearTimeout(this.#healthTimer);
     const round = async (): Promise<void> => {
       await this.checkHealth();
-      this.#healthTimer = setTimeout(() => void round(), intervalMs());
+      this.#healthTimer = setTimeout(() => void round(), timerMs(intervalMs()));
       this.#healthTimer.unref();
     };
-    this.#healthTimer = setTimeout(() => void round(), intervalMs());
+    this.#healthTimer = setTimeout(() => void round(), timerMs(intervalMs()));
     this.#healthTimer.unref();
   }
 
