@@ -201,6 +201,13 @@ export const configSchema = {
           description: 'set_timer, set_reminder, list_timers, cancel_timer',
         },
         timeout_s: { type: 'number', exclusiveMinimum: 0, default: 10, description: 'Per native tool call (seconds).' },
+        expose_max: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 32,
+          default: 8,
+          description: 'Remote (MCP) tools most likely meant by a request, found by searching every tool\'s name, description and parameters, shown to the model with their full schemas in its first request beside the two meta-tools: at most this many, and only as many as fit in [budget] tool_tokens (iris tools search shows the choice); 0: the meta-tools only.',
+        },
       },
     },
     daemon: {

@@ -6,7 +6,7 @@
  * round up again once the person has answered. A running call whose server asks the person
  * something ends the turn with that question too; `answered` waits for its result and goes on.
  */
-import { fitToBudget, cutToolResult, type Fitted } from '../budget/fit.js';
+import { fitToBudget, cutToolResult, toolsThatFit, type Count, type Fitted } from '../budget/fit.js';
 import { errorResult, isSaidAsIs, resultText, type AskPerson, type HostResult, type PendingCall, type ToolDefinition } from '../toolhost/api.js';
 import { parseArguments } from '../toolhost/arguments.js';
 import { ChatError, type ChatMessage, type ModelInfo, type ModelTool, type ToolCall } from './backend.js';
@@ -40,6 +40,8 @@ export class ModelTurn {
   readonly #said: string[] = [];
   #tokens = { ...ZERO_TOKENS };
   #firstTokenMs = 0;
+  /** Remote tools shown in full this turn, named "server.tool"; chosen once, at its first request. */
+  #exposed: ToolDefinition[] | undefined;
 
   constructor(
     private readonly options: ConversationOptions,
@@ -63,7 +65,7 @@ export class ModelTurn {
     this.round.push(...start);
 
     for (let round = 1; round <= config.ollama.max_tool_rounds; round++) {
-      const definitions = host.definitions();
+      const definitions = [...host.definitions(), ...this.#exposedTools(host.definitions(), count)];
       const fitted = fitToBudget({
         system: { role: 'system', content: `${nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions)}${whereSaid(this.options.place?.area())}` },
         tools: nativeTools ? definitions.map(toModelTool) : [],
@@ -111,6 +113,25 @@ export class ModelTurn {
     }
     log.warn(`no answer after ${config.ollama.max_tool_rounds} tool rounds; answering from the results`);
     throw new ChatError('rejected', `the model made ${config.ollama.max_tool_rounds} rounds of tool calls without answering`);
+  }
+
+  /**
+   * The remote tools the request's words are most likely about, with their full schemas, as
+   * many as fit beside the other tools in [budget] tool_tokens; called by the path
+   * `execute_tool` takes. Found once per turn from the words that opened it, so a resumed
+   * round keeps the tools its model saw.
+   */
+  #exposedTools(offered: readonly ToolDefinition[], count: Count): ToolDefinition[] {
+    if (this.#exposed !== undefined) return this.#exposed;
+    const { likelyTools, host, config, log } = this.options;
+    const words = this.round.find((m) => m.role === 'user')?.content ?? '';
+    const candidates = likelyTools === undefined || !host.has('execute_tool')
+      ? []
+      : likelyTools(words).filter((d) => !offered.some((o) => o.name === d.name));
+    const fitting = new Set(toolsThatFit(offered.map(toModelTool), candidates.map(toModelTool), config.budget.tool_tokens, count).map((t) => t.function.name));
+    this.#exposed = candidates.filter((d) => fitting.has(d.name));
+    if (candidates.length > 0) log.debug(`offered in full for these words: ${this.#exposed.map((d) => d.name).join(', ') || 'none fit'}`);
+    return this.#exposed;
   }
 
   /**
@@ -259,7 +280,8 @@ export class ModelTurn {
   /** Run the round's calls; returns a result's text that is to be said as it is (`sayAsIs`). */
   async #runCalls(calls: ToolCall[], refused: ToolCall[], content: string, nativeTools: boolean): Promise<string | undefined> {
     const { host, config } = this.options;
-    const available = host.definitions().map((d) => d.name);
+    const exposed = new Set((this.#exposed ?? []).map((d) => d.name));
+    const available = [...host.definitions().map((d) => d.name), ...exposed];
     const sent: ToolCall[] = [];
     const results: { name: string; text: string }[] = [];
     let waiting: { call: PendingCall; text: string } | undefined;
@@ -279,7 +301,11 @@ export class ModelTurn {
       const name = resolved?.name ?? call.name;
       if (resolved === undefined) this.#repair('unknown_tool');
       const argsObject = args.ok ? args.value : {};
-      const ran = await this.#start((options) => host.call(name, args.ok ? args.value : call.arguments, options));
+      const argsGiven = args.ok ? args.value : call.arguments;
+      // A remote tool shown in full is run the way the model could have asked for it.
+      const ran = await this.#start((options) => (exposed.has(name)
+        ? host.call('execute_tool', { tool_path: name, arguments: argsGiven }, options)
+        : host.call(name, argsGiven, options)));
       sent.push({ name, arguments: argsObject });
       if ('question' in ran) {
         // The call runs on; its result takes this placeholder's place when the person has answered.

@@ -14,7 +14,7 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
-import { McpProxy } from '../toolhost/mcp/proxy.js';
+import { McpProxy, shownInFull } from '../toolhost/mcp/proxy.js';
 import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/oauth.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
@@ -115,6 +115,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
           return backend;
         },
         host,
+        likelyTools: (words) => proxy.rank(words, current.tools.expose_max).map(shownInFull),
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
       };

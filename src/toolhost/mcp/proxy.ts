@@ -1,5 +1,6 @@
 /**
- * The lazy MCP proxy: the model sees two meta-tools instead of every remote tool's schema.
+ * The lazy MCP proxy: the model sees two meta-tools instead of every remote tool's schema
+ * (plus the few `rank` finds for the person's words, which the conversation shows in full).
  * `get_tools_in_category` browses servers → tools → one tool's full input schema (the part the
  * existing lazy-mcp proxies never show, so small models had to guess arguments);
  * `execute_tool` validates the arguments against that schema, answers a bad call with a repair
@@ -8,11 +9,12 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { errorResult, textResult, type AskPerson, type CallToolResult, type Confirmation, type NativeTool } from '../api.js';
+import { errorResult, textResult, type AskPerson, type CallToolResult, type Confirmation, type NativeTool, type ToolDefinition } from '../api.js';
 import { foldName as fold, parseArguments } from '../arguments.js';
 import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import type { RemoteTool } from './client.js';
+import { ToolIndex, type RankedTool } from './rank.js';
 import type { McpServers } from './servers.js';
 
 interface Entry {
@@ -23,32 +25,50 @@ interface Entry {
 
 /** Longest one-line description in a category listing (characters). */
 const SUMMARY_CHARS = 90;
+/** Tools a `query` browse returns: a few more than a first request shows. */
+const QUERY_RESULTS = 8;
+/** Categories named in the meta-tool's description; past this it counts them (its tokens stay flat at 50 servers). */
+const NAMED_CATEGORIES = 12;
 
 export class McpProxy {
   readonly #servers: McpServers;
   readonly #validators = new Map<string, ValidateFunction>();
   readonly #ajv = new Ajv({ allErrors: true, strict: false });
   readonly #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
+  /** The search index over every visible remote tool; built at first use after a change. */
+  #index: ToolIndex | undefined;
 
   constructor(servers: McpServers) {
     this.#servers = servers;
   }
 
-  /** Forget compiled schemas: a server's tool list changed. */
+  /** Forget compiled schemas and the search index: a server's tool list changed. */
   invalidate(): void {
     this.#validators.clear();
+    this.#index = undefined;
   }
+
+  /**
+   * The remote tools best matching the person's words, best first, at most `limit`: from the
+   * tool lists known now (cached or live), so it never waits for a server to start.
+   */
+  rank(words: string, limit: number): RankedTool[] {
+    this.#index ??= new ToolIndex(this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools })));
+    return this.#index.rank(words, limit);
+  }
+
 
   /** The two meta-tools, for the tool host. */
   metaTools(): NativeTool[] {
     const categories = this.#servers.catalogue().map((s) => s.name);
+    const named = categories.length <= NAMED_CATEGORIES ? categories.join(', ') || 'none' : `${categories.length}, listed by path ""`;
     return [
       {
         name: 'get_tools_in_category',
-        description: `Browse more tools. path "" lists categories, "category" its tools, "category.tool" that tool's arguments. Categories: ${categories.join(', ') || 'none'}.`,
-        inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+        description: `Browse more tools. path "" lists categories, "category" its tools, "category.tool" that tool's arguments; or query "words" finds tools in all categories. Categories: ${named}.`,
+        inputSchema: { type: 'object', properties: { path: { type: 'string' }, query: { type: 'string' } } },
         annotations: { readOnlyHint: true },
-        run: (args) => this.browse(args.path as string),
+        run: (args) => (typeof args.query === 'string' && args.query.trim() !== '' ? this.search(args.query) : this.browse(typeof args.path === 'string' ? args.path : '')),
       },
       {
         name: 'execute_tool',
@@ -98,6 +118,13 @@ export class McpProxy {
       inputSchema: compact(entry.tool.inputSchema),
       ...(needsConfirmation(entry) ? { note: 'asks the user to confirm before running' } : {}),
     }));
+  }
+
+  /** The tools best matching `query` across every category: path and one line each. */
+  search(query: string): CallToolResult {
+    const found = this.rank(query, QUERY_RESULTS);
+    if (found.length === 0) return textResult(JSON.stringify({ query, tools: {}, note: 'Nothing matched; path "" lists the categories.' }));
+    return textResult(JSON.stringify({ query, tools: Object.fromEntries(found.map((r) => [r.path, summary(r.tool.description ?? '')])) }));
   }
 
   async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal, ask?: AskPerson): Promise<CallToolResult> {
@@ -199,6 +226,12 @@ function summary(description: string): string {
 function overview(tools: readonly RemoteTool[]): string {
   const names = tools.map((t) => t.name);
   return names.length <= 8 ? names.join(', ') : `${names.slice(0, 8).join(', ')} and ${names.length - 8} more`;
+}
+
+/** A ranked tool as the model is shown it: named by its path, with its full input schema. */
+export function shownInFull(ranked: RankedTool): ToolDefinition {
+  const { tool, path } = ranked;
+  return { name: path, description: tool.description ?? '', inputSchema: compact(tool.inputSchema) as ToolDefinition['inputSchema'] };
 }
 
 /** The schema without what only identifies it ($schema, $id); meaning unchanged. */
