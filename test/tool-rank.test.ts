@@ -1,15 +1,18 @@
 // The right remote tools in the first model request: ranking every remote tool against the
 // person's words (home catalogue, test/fixtures/home-catalogue.ts), the tools shown in full
 // beside the meta-tools, and the meta-tool's query.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import type { Conversation } from '../src/conversation/engine.js';
 import { resultText } from '../src/toolhost/api.js';
 import { ToolIndex } from '../src/toolhost/mcp/rank.js';
 import { withDouble, type Setup } from './helpers/conversation.js';
-import { serversToml, type ServerSpec } from './helpers/mcp.js';
+import { serversToml, withServers, type McpSetup, type ServerSpec } from './helpers/mcp.js';
+import { tempDir } from './helpers/tmp.js';
 import { HOME_SERVERS } from './fixtures/home-catalogue.js';
 
 const HOME = fileURLToPath(new URL('fixtures/home-mcp-server.ts', import.meta.url));
@@ -17,11 +20,23 @@ const HOME = fileURLToPath(new URL('fixtures/home-mcp-server.ts', import.meta.ur
 const home = (name: string, ...flags: string[]): ServerSpec => ({ command: process.execPath, args: ['--import', 'tsx', HOME, name, ...flags], confirm: 'never' });
 
 let setup: Setup | undefined;
+const opened: McpSetup[] = [];
 afterEach(async () => {
   await setup?.iris.stop();
   await setup?.double.close();
   setup = undefined;
+  await Promise.all(opened.splice(0).map((s) => s.iris.stop()));
 });
+
+/** IRIS with these home servers, without the model (the MCP side only). */
+async function servers(names: string[], extra = '', stateDir = tempDir()): Promise<McpSetup> {
+  const s = withServers(Object.fromEntries(names.map((n) => [n, home(n)])), `[mcp]\nconnect_timeout_s = 30\npreload = false\n${extra}`, stateDir);
+  opened.push(s);
+  await s.iris.init();
+  return s;
+}
+
+const running = (s: McpSetup) => s.iris.mcp.servers.status().filter((x) => x.pid !== undefined).map((x) => x.name);
 
 async function start(names: string[], tools: Record<string, number> = {}): Promise<Setup> {
   const servers = Object.fromEntries(names.map((n) => [n, home(n)]));
@@ -143,5 +158,53 @@ describe('get_tools_in_category with a query', () => {
     expect(meta).toHaveLength(2);
     expect(tokens).toBeLessThanOrEqual(250);
     expect(setup.iris.mcp.servers.status().filter((x) => x.pid !== undefined)).toEqual([]); // none started
+  });
+});
+
+describe('at home-server scale: cached tool lists, servers started when used', () => {
+  it('ranks from the cached tool lists without starting a server; a call starts only its own', async () => {
+    const stateDir = tempDir();
+    const first = await servers(['lights', 'climate', 'music'], '', stateDir);
+    await first.iris.mcp.servers.startAll();
+    await first.iris.stop();
+    const again = await servers(['lights', 'climate', 'music'], '', stateDir);
+    expect(again.iris.mcp.proxy.rank('dim the bedroom lights', 8)[0]?.path).toBe('lights.set_brightness');
+    expect(running(again)).toEqual([]);
+    const result = await again.iris.host.call('execute_tool', { tool_path: 'lights.set_brightness', arguments: { room: 'hall', brightness: 5 } });
+    expect(resultText(result)).toBe('lights.set_brightness done: {"room":"hall","brightness":5}');
+    expect(running(again)).toEqual(['lights']);
+  });
+
+  it('without pre-warm, the daemon learns the tool lists not cached yet in the background and stops those servers again', async () => {
+    const s = await servers(['lights', 'climate', 'tv', 'mail']);
+    expect(s.iris.mcp.proxy.rank('dim the bedroom lights', 8)).toEqual([]); // nothing known yet
+    await s.iris.start();
+    await vi.waitFor(() => expect(s.iris.mcp.servers.status().map((x) => [x.name, x.state, x.tools])).toEqual([
+      ['lights', 'stopped', 20], ['climate', 'stopped', 20], ['tv', 'stopped', 20], ['mail', 'stopped', 20],
+    ]), { timeout: 60_000, interval: 100 });
+    expect(running(s)).toEqual([]);
+    expect(s.iris.mcp.proxy.rank('dim the bedroom lights', 8)[0]?.path).toBe('lights.set_brightness');
+    expect(s.logs.some((l) => l.includes('lights: 20 tools learnt; stopped until used'))).toBe(true);
+  }, 90_000);
+
+  it('stops a server idle for [mcp] idle_stop_s; its next call starts it again', async () => {
+    const s = await servers(['lights'], 'idle_stop_s = 0.3');
+    const call = () => s.iris.host.call('execute_tool', { tool_path: 'lights.turn_off_light', arguments: { room: 'hall' } });
+    expect(resultText(await call())).toBe('lights.turn_off_light done: {"room":"hall"}');
+    expect(running(s)).toEqual(['lights']);
+    await vi.waitFor(() => expect(running(s)).toEqual([]), { timeout: 10_000, interval: 50 });
+    expect(s.iris.mcp.servers.status()[0]?.state).toBe('stopped');
+    expect(resultText(await call())).toBe('lights.turn_off_light done: {"room":"hall"}');
+  });
+
+  it("follows a server's list_changed: the new tool is ranked and cached", async () => {
+    const stateDir = tempDir();
+    const s = withServers({ garden: home('garden', '--grow') }, '[mcp]\nconnect_timeout_s = 30\npreload = false\n', stateDir);
+    opened.push(s);
+    await s.iris.init();
+    await s.iris.host.call('execute_tool', { tool_path: 'garden.stop_watering', arguments: {} });
+    await vi.waitFor(() => expect(s.iris.mcp.proxy.rank('polish the gadget', 3)[0]?.path).toBe('garden.garden_extra_20'), { timeout: 10_000, interval: 50 });
+    const cache = JSON.parse(readFileSync(join(stateDir, 'mcp-tools.json'), 'utf8')) as { servers: Record<string, { tools: { name: string }[] }> };
+    expect(cache.servers.garden?.tools.map((t) => t.name)).toContain('garden_extra_20');
   });
 });

@@ -242,11 +242,12 @@ export function buildProgram(): Command {
   };
   mcp
     .command('list')
-    .description('each configured server: state, transport, tools, health')
+    .description('each configured server: state, transport, tools, health (without a running daemon: from the config and the cached tool lists, starting none; iris mcp health connects them)')
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const servers = await mcpStatus(g);
+      // Quick with 50 servers: the daemon's view, else the config and cache; nothing is started.
+      const servers = (await daemon(g, { cmd: 'status' }))?.mcp ?? (await open(g)).iris.mcp.servers.status();
       if (g.json === true) return printJson(servers.map(({ health: _health, ...rest }) => rest));
       if (servers.length === 0) print('no MCP servers configured ([mcp.servers.NAME] or [mcp] servers_file)');
       for (const s of servers) print(serverLine(s));
