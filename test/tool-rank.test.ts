@@ -1,7 +1,7 @@
 // The right remote tools in the first model request: ranking every remote tool against the
 // person's words (home catalogue, test/fixtures/home-catalogue.ts), the tools shown in full
 // beside the meta-tools, and the meta-tool's query.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -10,6 +10,7 @@ import { loadTokenizer } from '../src/budget/tokenizer.js';
 import type { Conversation } from '../src/conversation/engine.js';
 import { resultText } from '../src/toolhost/api.js';
 import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { iris } from './helpers/cli.js';
 import { withDouble, type Setup } from './helpers/conversation.js';
 import { serversToml, withServers, type McpSetup, type ServerSpec } from './helpers/mcp.js';
 import { tempDir } from './helpers/tmp.js';
@@ -207,4 +208,23 @@ describe('at home-server scale: cached tool lists, servers started when used', (
     const cache = JSON.parse(readFileSync(join(stateDir, 'mcp-tools.json'), 'utf8')) as { servers: Record<string, { tools: { name: string }[] }> };
     expect(cache.servers.garden?.tools.map((t) => t.name)).toContain('garden_extra_20');
   });
+});
+
+describe('iris tools search', () => {
+  it('shows what the first request would show for the words, with scores, and what the budget leaves out', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'config'), `[assistant]\ntimezone = "UTC"\n[mcp]\nconnect_timeout_s = 30\npreload = false\n${serversToml({ lights: home('lights'), climate: home('climate') })}`);
+    const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };
+    const json = await iris(['tools', 'search', '--json', 'dim', 'the', 'bedroom', 'lights'], vars);
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout) as { query: string; exposed: { name: string; score: number }[]; tokens: number; budget: number; left_out: unknown[] };
+    expect(report).toMatchObject({ query: 'dim the bedroom lights', budget: 1500, remote_tools: 40 });
+    expect(report.exposed[0]).toEqual({ name: 'lights.set_brightness', score: expect.any(Number) });
+    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(8);
+    expect(report.tokens).toBeGreaterThan(0);
+    expect(report.tokens).toBeLessThan(1500);
+    const people = await iris(['tools', 'search', 'dim the bedroom lights'], vars);
+    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools in full \(\d+ tokens\):\n +\d+\.\d\d  lights\.set_brightness +Dim or brighten/);
+    expect((await iris(['tools', 'search', 'zzzz'], vars)).stdout).toBe('no remote tool matches "zzzz": the model gets only the meta-tools (of 40 remote tools)\n');
+  }, 60_000);
 });

@@ -16,6 +16,8 @@ import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat, typedAsker, TypedLines } from './chat.js';
 import type { TurnResult } from '../conversation/engine.js';
+import { shownInFull } from '../conversation/model-turn.js';
+import { fullDefinition } from '../toolhost/mcp/proxy.js';
 import { renderDefaultConfig } from '../config/defaults.js';
 import { access, realpath, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -359,6 +361,41 @@ export function buildProgram(): Command {
         ? await callTool(g, 'execute_tool', { tool_path: name, arguments: args })
         : await callTool(g, name, args);
       printResult(result, g.json);
+    });
+  tools
+    .command('search')
+    .description('which remote tools the first model request would show in full for these words, with their scores')
+    .argument('<query...>', 'the words, as the person would say them')
+    .option('--json', 'print one JSON document')
+    .action(async (words: string[], _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const query = words.join(' ');
+      const { config, iris } = await open(g);
+      await iris.mcp.servers.ensureAllTools(); // lists not cached yet (the daemon learns them in the background)
+      const tokenizer = await loadTokenizer();
+      const count = (text: string) => tokenizer.count(text);
+      const ranked = iris.mcp.proxy.rank(query, config.tools.expose_max);
+      const offered = iris.host.definitions();
+      const shown = new Set(shownInFull(offered, ranked.map(fullDefinition), config.budget.tool_tokens, count).map((d) => d.name));
+      const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score });
+      const exposed = ranked.filter((r) => shown.has(r.path));
+      const report = {
+        query,
+        exposed: exposed.map(row),
+        tokens: exposed.reduce((sum, r) => sum + toolTokens(tokenizer, fullDefinition(r)) + 1, 0),
+        budget: config.budget.tool_tokens,
+        /** Ranked among the best expose_max but over [budget] tool_tokens beside the other tools. */
+        left_out: ranked.filter((r) => !shown.has(r.path)).map(row),
+        remote_tools: iris.mcp.proxy.remoteTools().length,
+      };
+      if (g.json === true) return printJson(report);
+      if (report.remote_tools === 0) return print('no remote tools known: configure [mcp.servers.NAME] (iris mcp list)');
+      if (config.tools.expose_max === 0) return print('[tools] expose_max = 0: the model is shown only the meta-tools');
+      if (exposed.length === 0) return print(`no remote tool matches "${query}": the model gets only the meta-tools (of ${report.remote_tools} remote tools)`);
+      print(`for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools in full (${report.tokens} tokens):`);
+      const width = Math.max(...ranked.map((r) => r.path.length));
+      for (const r of exposed) print(`  ${r.score.toFixed(2).padStart(7)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`);
+      for (const r of report.left_out) print(`  ${r.score.toFixed(2).padStart(7)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`);
     });
   tools
     .command('budget')

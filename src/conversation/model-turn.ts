@@ -125,11 +125,8 @@ export class ModelTurn {
     if (this.#exposed !== undefined) return this.#exposed;
     const { likelyTools, host, config, log } = this.options;
     const words = this.round.find((m) => m.role === 'user')?.content ?? '';
-    const candidates = likelyTools === undefined || !host.has('execute_tool')
-      ? []
-      : likelyTools(words).filter((d) => !offered.some((o) => o.name === d.name));
-    const fitting = new Set(toolsThatFit(offered.map(toModelTool), candidates.map(toModelTool), config.budget.tool_tokens, count).map((t) => t.function.name));
-    this.#exposed = candidates.filter((d) => fitting.has(d.name));
+    const candidates = likelyTools === undefined || !host.has('execute_tool') ? [] : likelyTools(words);
+    this.#exposed = shownInFull(offered, candidates, config.budget.tool_tokens, count);
     if (candidates.length > 0) log.debug(`offered in full for these words: ${this.#exposed.map((d) => d.name).join(', ') || 'none fit'}`);
     return this.#exposed;
   }
@@ -452,6 +449,17 @@ function whereSaid(area: string | undefined): string {
 function supportsTools(info: ModelInfo): boolean {
   // Servers that predate `capabilities` send none: assume tools and fall back on a 400.
   return info.capabilities.length === 0 || info.capabilities.includes('tools');
+}
+
+/**
+ * Of the remote tools ranked for a request (best first), those shown in full beside the
+ * `offered` ones: as many as fit in `budget` tokens, none that shares a name with an offered
+ * tool. The model loop and `iris tools search` choose with this one rule.
+ */
+export function shownInFull(offered: readonly ToolDefinition[], ranked: readonly ToolDefinition[], budget: number, count: Count): ToolDefinition[] {
+  const candidates = ranked.filter((d) => !offered.some((o) => o.name === d.name));
+  const fitting = new Set(toolsThatFit(offered.map(toModelTool), candidates.map(toModelTool), budget, count).map((t) => t.function.name));
+  return candidates.filter((d) => fitting.has(d.name));
 }
 
 function toModelTool(tool: ToolDefinition): ModelTool {

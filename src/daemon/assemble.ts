@@ -14,7 +14,7 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
-import { McpProxy, shownInFull } from '../toolhost/mcp/proxy.js';
+import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
 import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/oauth.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
@@ -122,7 +122,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
           return backend;
         },
         host,
-        likelyTools: (words) => proxy.rank(words, current.tools.expose_max).map(shownInFull),
+        likelyTools: (words) => proxy.rank(words, current.tools.expose_max).map(fullDefinition),
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
       };

@@ -229,7 +229,7 @@ function overview(tools: readonly RemoteTool[]): string {
 }
 
 /** A ranked tool as the model is shown it: named by its path, with its full input schema. */
-export function shownInFull(ranked: RankedTool): ToolDefinition {
+export function fullDefinition(ranked: RankedTool): ToolDefinition {
   const { tool, path } = ranked;
   return { name: path, description: tool.description ?? '', inputSchema: compact(tool.inputSchema) as ToolDefinition['inputSchema'] };
 }
