@@ -141,7 +141,8 @@ describe('the likeliest remote tools in the first request', () => {
 describe('get_tools_in_category with a query', () => {
   it('returns the best-matching tools across every category, one line each', async () => {
     const s = await start(['lights', 'climate', 'music']);
-    const found = JSON.parse(resultText(await s.iris.host.call('get_tools_in_category', { query: 'set the heating temperature' }))) as { tools: Record<string, string> };
+    const found = JSON.parse(resultText(await s.iris.host.call('get_tools_in_category', { query: 'set the heating temperature' }))) as { tools: Record<string, string>; categories: string[] };
+    expect(found.categories).toEqual(['lights', 'climate', 'music']); // a miss opens its category next, not the root
     expect(Object.keys(found.tools)[0]).toBe('climate.set_temperature');
     expect(found.tools['climate.set_temperature']).toBe('Set the target temperature of the heating or air conditioning in a room.');
     expect(Object.keys(found.tools).length).toBeLessThanOrEqual(8);

@@ -120,11 +120,15 @@ export class McpProxy {
     }));
   }
 
-  /** The tools best matching `query` across every category: path and one line each. */
+  /**
+   * The tools best matching `query` across every category: path and one line each, and the
+   * category names, so a model whose tool is not among them opens its category next instead
+   * of listing the root first.
+   */
   search(query: string): CallToolResult {
     const found = this.rank(query, QUERY_RESULTS);
-    if (found.length === 0) return textResult(JSON.stringify({ query, tools: {}, note: 'Nothing matched; path "" lists the categories.' }));
-    return textResult(JSON.stringify({ query, tools: Object.fromEntries(found.map((r) => [r.path, summary(r.tool.description ?? '')])) }));
+    const categories = this.#servers.catalogue().map((s) => s.name);
+    return textResult(JSON.stringify({ query, tools: Object.fromEntries(found.map((r) => [r.path, summary(r.tool.description ?? '')])), categories }));
   }
 
   async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal, ask?: AskPerson): Promise<CallToolResult> {
