@@ -98,6 +98,23 @@ describe('the likeliest remote tools in the first request', () => {
     expect(s.double.chats[1]?.messages.at(-1)).toMatchObject({ role: 'tool', content: 'lights.set_brightness done: {"room":"bedroom","brightness":30}' });
   });
 
+  it('shows again, in a follow-up, the remote tool the previous round called', async () => {
+    const s = await start(['lights', 'climate', 'music']);
+    const conversation = s.iris.conversation();
+    s.double.script(
+      { tool_calls: [{ name: 'lights.set_brightness', arguments: { room: 'bedroom', brightness: 30 } }] },
+      { content: ['Done.'] },
+      (request) => (request.tools?.some((t) => t.function.name === 'lights.set_brightness')
+        ? { tool_calls: [{ name: 'lights.set_brightness', arguments: { room: 'hall', brightness: 30 } }] }
+        : { content: ['Which tool?'] }),
+      { content: ['The hall too.'] },
+    );
+    await say(conversation, 'dim the bedroom lights to thirty percent');
+    expect(await say(conversation, 'the same for the hall please')).toEqual(['The hall too.']); // words no tool has
+    expect(s.double.chats).toHaveLength(4);
+    expect(s.double.chats[3]?.messages.at(-1)?.content).toBe('lights.set_brightness done: {"room":"hall","brightness":30}');
+  });
+
   it('runs a shown tool through the same checks as execute_tool: bad arguments get the repair hint', async () => {
     const s = await start(['lights']);
     s.double.script(

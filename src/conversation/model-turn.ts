@@ -17,6 +17,8 @@ import { SentenceStream, sentencesFor, speakable } from './speech.js';
 import { AskingCall } from './asking.js';
 import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type ModelRound, type Pending, type Route, type TurnResult } from './types.js';
 
+/** Remote tools the previous round called that the next request shows again, at most. */
+const RECENT_TOOLS = 2;
 /** A running call's result while its server's question waits for the person (replaced by the result). */
 const ASKING_PLACEHOLDER = 'Still running: the tool asked the user a question, and IRIS is asking them now.';
 
@@ -65,7 +67,7 @@ export class ModelTurn {
     this.round.push(...start);
 
     for (let round = 1; round <= config.ollama.max_tool_rounds; round++) {
-      const definitions = [...host.definitions(), ...this.#exposedTools(host.definitions(), count)];
+      const definitions = [...host.definitions(), ...this.#exposedTools(host.definitions(), memory.history.at(-1) ?? [], count)];
       const fitted = fitToBudget({
         system: { role: 'system', content: `${nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions)}${whereSaid(this.options.place?.area())}` },
         tools: nativeTools ? definitions.map(toModelTool) : [],
@@ -116,16 +118,16 @@ export class ModelTurn {
   }
 
   /**
-   * The remote tools the request's words are most likely about, with their full schemas, as
-   * many as fit beside the other tools in [budget] tool_tokens; called by the path
-   * `execute_tool` takes. Found once per turn from the words that opened it, so a resumed
-   * round keeps the tools its model saw.
+   * The remote tools the request's words are most likely about (after those the previous
+   * round called), with their full schemas, as many as fit beside the other tools in [budget]
+   * tool_tokens; called by the path `execute_tool` takes. Found once per turn from the words
+   * that opened it, so a resumed round keeps the tools its model saw.
    */
-  #exposedTools(offered: readonly ToolDefinition[], count: Count): ToolDefinition[] {
+  #exposedTools(offered: readonly ToolDefinition[], previous: readonly ChatMessage[], count: Count): ToolDefinition[] {
     if (this.#exposed !== undefined) return this.#exposed;
     const { likelyTools, host, config, log } = this.options;
     const words = this.round.find((m) => m.role === 'user')?.content ?? '';
-    const candidates = likelyTools === undefined || !host.has('execute_tool') ? [] : likelyTools(words);
+    const candidates = likelyTools === undefined || !host.has('execute_tool') ? [] : likelyTools(words, remoteCalls(previous));
     this.#exposed = shownInFull(offered, candidates, config.budget.tool_tokens, count);
     if (candidates.length > 0) log.debug(`offered in full for these words: ${this.#exposed.map((d) => d.name).join(', ') || 'none fit'}`);
     return this.#exposed;
@@ -449,6 +451,16 @@ function whereSaid(area: string | undefined): string {
 function supportsTools(info: ModelInfo): boolean {
   // Servers that predate `capabilities` send none: assume tools and fall back on a 400.
   return info.capabilities.length === 0 || info.capabilities.includes('tools');
+}
+
+/** The remote tools a round called, by path: shown directly ("server.tool") or through execute_tool. */
+function remoteCalls(round: readonly ChatMessage[]): string[] {
+  const paths = round.flatMap((m) => m.tool_calls ?? []).map((call) => {
+    if (call.name !== 'execute_tool') return call.name.includes('.') ? call.name : undefined;
+    const path = typeof call.arguments === 'object' ? call.arguments.tool_path : undefined;
+    return typeof path === 'string' ? path : undefined;
+  });
+  return [...new Set(paths.filter((p): p is string => p !== undefined))].slice(-RECENT_TOOLS);
 }
 
 /**

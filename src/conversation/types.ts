@@ -48,10 +48,11 @@ export interface ConversationOptions {
   host: ToolHost;
   /**
    * The remote tools most likely meant by these words, best first, named "server.tool" with
-   * their full schemas (the MCP proxy's ranking, `[tools] expose_max` of them); the model
-   * loop offers those that fit the tool budget. Absent: only the meta-tools.
+   * their full schemas (the MCP proxy's ranking, `[tools] expose_max` of them), after the
+   * `recent` ones (paths the previous round called); the model loop offers those that fit the
+   * tool budget. Absent: only the meta-tools.
    */
-  likelyTools?: (words: string) => ToolDefinition[];
+  likelyTools?: (words: string, recent: readonly string[]) => ToolDefinition[];
   /** Loaded on the first model turn (the local path does not need it). */
   tokenizer: () => Promise<Tokenizer>;
   log: Logger;

@@ -122,7 +122,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
           return backend;
         },
         host,
-        likelyTools: (words) => proxy.rank(words, current.tools.expose_max).map(fullDefinition),
+        likelyTools: (words, recent) => proxy.likely(words, recent, current.tools.expose_max).map(fullDefinition),
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
       };

@@ -121,6 +121,21 @@ export class McpProxy {
   }
 
   /**
+   * What the first request shows in full, best first, at most `limit`: the remote tools the
+   * previous round called (`recent` paths: "and the kitchen too" needs the same tool again),
+   * then the best matches for the words.
+   */
+  likely(words: string, recent: readonly string[], limit: number): RankedTool[] {
+    if (limit <= 0) return [];
+    const again = recent.flatMap((path) => {
+      const entry = this.#resolve(path);
+      return typeof entry === 'string' ? [] : [{ server: entry.server, tool: entry.tool, path: `${entry.server}.${entry.tool.name}`, score: 0 }];
+    });
+    const ranked = this.rank(words, limit).filter((r) => !again.some((a) => a.path === r.path));
+    return [...again, ...ranked].slice(0, limit);
+  }
+
+  /**
    * The tools best matching `query` across every category: path and one line each, and the
    * category names, so a model whose tool is not among them opens its category next instead
    * of listing the root first.
