@@ -115,6 +115,19 @@ describe('the likeliest remote tools in the first request', () => {
     expect(s.double.chats[3]?.messages.at(-1)?.content).toBe('lights.set_brightness done: {"room":"hall","brightness":30}');
   });
 
+  it('runs a shown tool the model calls by its bare name, counted as a repair', async () => {
+    const s = await start(['lights']);
+    s.double.script(
+      { tool_calls: [{ name: 'set_brightness', arguments: { room: 'bedroom', brightness: 30 } }] },
+      { content: ['Done.'] },
+    );
+    const turn = s.iris.conversation().turn('dim the bedroom lights to thirty percent');
+    for await (const _ of turn.sentences) { /* drained */ }
+    const result = await turn.result;
+    expect(result.repairs).toEqual({ tool_name: 1 });
+    expect(result.tool_calls[0]).toMatchObject({ name: 'lights.set_brightness', result: { content: [{ type: 'text', text: 'lights.set_brightness done: {"room":"bedroom","brightness":30}' }] } });
+  });
+
   it('runs a shown tool through the same checks as execute_tool: bad arguments get the repair hint', async () => {
     const s = await start(['lights']);
     s.double.script(

@@ -420,11 +420,16 @@ export function buildProgram(): Command {
         remote_tools: remote.length,
         direct_mcp_tokens: directTokens,
         reduction: directTokens === 0 ? 0 : Math.round((1 - metaTokens / directTokens) * 1000) / 1000,
+        /** [tools] expose_max: remote tools shown in full per request, in what the budget leaves. */
+        expose_max: config.tools.expose_max,
         tokenizer: tokenizer.name,
       };
       if (g.json === true) return printJson(report);
       print(`tool definitions sent to the model: ${report.exposed_tokens} of ${report.budget} tokens (native ${report.native_tokens}, MCP meta-tools ${report.meta_tools_tokens})`);
       print(`remote tools: ${report.remote_tools}, ${report.direct_mcp_tokens} tokens if sent directly; the proxy saves ${Math.round(report.reduction * 1000) / 10}%`);
+      if (report.remote_tools > 0 && report.expose_max > 0) {
+        print(`plus, per request, up to ${report.expose_max} remote tools most likely meant, in full, within the ${report.budget} tokens (iris tools search WORDS)`);
+      }
       print(`tokenizer: ${report.tokenizer}`);
     });
 
