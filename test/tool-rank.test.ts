@@ -225,7 +225,7 @@ describe('at home-server scale: cached tool lists, servers started when used', (
     expect(resultText(await call())).toBe('lights.turn_off_light done: {"room":"hall"}');
     expect(running(s)).toEqual(['lights']);
     await vi.waitFor(() => expect(running(s)).toEqual([]), { timeout: 10_000, interval: 50 });
-    expect(s.iris.mcp.servers.status()[0]?.state).toBe('stopped');
+    expect(s.iris.mcp.servers.status()[0]).toMatchObject({ state: 'stopped', health: { state: 'healthy' } }); // resting, not failing
     expect(resultText(await call())).toBe('lights.turn_off_light done: {"room":"hall"}');
   });
 

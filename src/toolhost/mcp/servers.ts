@@ -58,6 +58,8 @@ interface Server {
   calls: number;
   /** Stops it after `idleStopMs` without a call (servers started on demand only). */
   idle?: NodeJS.Timeout;
+  /** Stopped by IRIS on purpose (idle, or its tool list learnt): not a failure until it starts again. */
+  resting?: boolean;
 }
 
 export interface McpServersOptions {
@@ -155,6 +157,7 @@ export class McpServers {
     await this.#startEach(unknown, async (server) => {
       if (this.#running || server.state !== 'up' || server.calls > 0) return;
       this.#log.info(`${server.name}: ${server.tools.length} tools learnt; stopped until used`);
+      server.resting = true;
       await this.#shutdown(server, 'stopped');
     });
   }
@@ -178,7 +181,8 @@ export class McpServers {
 
   status(): ServerStatus[] {
     return [...this.#servers.values()].map((s) => {
-      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length, health: s.health.report(s.connection !== undefined, s.upSince) };
+      const resting = s.resting === true && s.state === 'stopped';
+      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length, health: s.health.report(s.connection !== undefined, s.upSince, Date.now(), resting) };
       if (s.reason !== undefined) status.reason = s.reason;
       if (s.connection !== undefined) status.transport = s.connection.transport;
       if (s.connection?.pid !== undefined) status.pid = s.connection.pid;
@@ -266,6 +270,7 @@ export class McpServers {
     server.idle = setTimeout(() => {
       if (server.calls > 0 || server.connection === undefined || this.#running) return;
       this.#log.info(`${server.name}: no call for ${idleMs / 1000} s; stopped until used`);
+      server.resting = true;
       void this.#shutdown(server, 'stopped');
     }, idleMs);
     server.idle.unref();
@@ -349,6 +354,7 @@ export class McpServers {
         onQuestion: (question, signal) => this.#ask(server, question, signal),
       });
       server.connection = connection;
+      delete server.resting;
       server.tools = await connection.listTools();
       server.state = 'up';
       server.upSince = Date.now();
