@@ -13,8 +13,8 @@ afterEach(async () => {
   setup = undefined;
 });
 
-async function start(servers: Parameters<typeof serversToml>[0]): Promise<Setup> {
-  setup = await withDouble({}, { extraToml: serversToml(servers) });
+async function start(servers: Parameters<typeof serversToml>[0], tools: Record<string, number> = {}): Promise<Setup> {
+  setup = await withDouble({ tools }, { extraToml: serversToml(servers) });
   await setup.iris.init();
   return setup;
 }
@@ -31,7 +31,8 @@ const lastTool = (s: Setup, chat: number) => s.double.chats[chat]?.messages.filt
 
 describe('a conversation through the lazy MCP proxy', () => {
   it('browses, reads a schema, gets a bad call corrected by the hint, and answers', async () => {
-    const s = await start({ everything: stdio(EVERYTHING, 'stdio') });
+    // Only the meta-tools: no remote tool shown in full (test/tool-rank.test.ts has those).
+    const s = await start({ everything: stdio(EVERYTHING, 'stdio') }, { expose_max: 0 });
     s.double.script(
       { tool_calls: [{ name: 'get_tools_in_category', arguments: { path: '' } }] },
       { tool_calls: [{ name: 'get_tools_in_category', arguments: { path: 'everything' } }] },

@@ -114,7 +114,9 @@ const PROBES: Record<string, [value: string | number | boolean, seen: (s: Setup)
 /** Read at use by the voice: a change restarts it (daemon.ts; seen in voice-daemon.test.ts). */
 const VOICE = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
 /** Applied by reconfiguring the MCP servers (mcp.test.ts covers them). */
-const MCP = ['mcp.servers', 'mcp.servers_file', 'mcp.connect_timeout_s', 'mcp.health_interval_s']; // the interval: read at each round
+const MCP = ['mcp.servers', 'mcp.servers_file', 'mcp.connect_timeout_s', 'mcp.health_interval_s', 'mcp.idle_stop_s']; // the interval: read at each round; idle_stop_s at each call
+/** Read at each turn from the config in force (assemble.ts likelyTools; tool-rank.test.ts sets it). */
+const AT_EACH_TURN = ['tools.expose_max'];
 /** Applied by reconfiguring the rooms: added, moved and removed (rooms.test.ts removes one by a reload), discovery started and stopped. */
 const ROOMS = ['satellites'];
 /** Act only at start; the README's reload table says so. */
@@ -124,7 +126,7 @@ describe('a reload reaches every part', () => {
   it('every key of the schema is reloadable, a voice setting, or start-only', () => {
     const sections = configSchema.properties as Record<string, { properties?: Record<string, unknown> }>;
     const keys = Object.entries(sections).flatMap(([section, s]) => Object.keys(s.properties ?? {}).map((k) => `${section}.${k}`));
-    const covered = (key: string) => key in PROBES || [...VOICE, ...MCP, ...ROOMS, ...START_ONLY].some((p) => key === p || key.startsWith(`${p}.`));
+    const covered = (key: string) => key in PROBES || [...VOICE, ...MCP, ...AT_EACH_TURN, ...ROOMS, ...START_ONLY].some((p) => key === p || key.startsWith(`${p}.`));
     expect(keys.filter((key) => !covered(key))).toEqual(['ollama.url']); // probed below, with a second double
   });
 

@@ -30,6 +30,22 @@ export function toolsTokens(tools: readonly ModelTool[], count: Count): number {
   return TOOLS_PREAMBLE_TOKENS + tools.reduce((sum, tool) => sum + count(JSON.stringify(tool)) + 1, 0);
 }
 
+/**
+ * The `extra` tools (best first) that fit beside `base` under `budget` tokens: each is taken
+ * when it still fits, so one large schema does not keep out the smaller ones after it.
+ */
+export function toolsThatFit(base: readonly ModelTool[], extra: readonly ModelTool[], budget: number, count: Count): ModelTool[] {
+  const kept: ModelTool[] = [];
+  let used = toolsTokens(base, count);
+  for (const tool of extra) {
+    const cost = base.length + kept.length === 0 ? toolsTokens([tool], count) : count(JSON.stringify(tool)) + 1;
+    if (used + cost > budget) continue;
+    kept.push(tool);
+    used += cost;
+  }
+  return kept;
+}
+
 export interface BudgetRequest {
   system: ChatMessage;
   /** In priority order: the last ones are dropped first when over `toolBudget`. */

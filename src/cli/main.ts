@@ -16,6 +16,8 @@ import { stateDir } from '../toolhost/store.js';
 import type { TimerRecord } from '../../tools/timers.js';
 import { chat, typedAsker, TypedLines } from './chat.js';
 import type { TurnResult } from '../conversation/engine.js';
+import { shownInFull } from '../conversation/model-turn.js';
+import { fullDefinition } from '../toolhost/mcp/proxy.js';
 import { renderDefaultConfig } from '../config/defaults.js';
 import { access, open as openFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -299,11 +301,12 @@ export function buildProgram(): Command {
   };
   mcp
     .command('list')
-    .description('each configured server: state, transport, tools, health')
+    .description('each configured server: state, transport, tools, health (without a running daemon: from the config and the cached tool lists, starting none; iris mcp health connects them)')
     .option('--json', 'print one JSON document')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const servers = await mcpStatus(g);
+      // Quick with 50 servers: the daemon's view, else the config and cache; nothing is started.
+      const servers = (await daemon(g, { cmd: 'status' }))?.mcp ?? (await open(g)).iris.mcp.servers.status();
       if (g.json === true) return printJson(servers.map(({ health: _health, ...rest }) => rest));
       if (servers.length === 0) print('no MCP servers configured ([mcp.servers.NAME] or [mcp] servers_file)');
       for (const s of servers) print(serverLine(s));
@@ -420,6 +423,41 @@ export function buildProgram(): Command {
       printResult(result, g.json);
     });
   tools
+    .command('search')
+    .description('which remote tools the first model request would show in full for these words, with their scores')
+    .argument('<query...>', 'the words, as the person would say them')
+    .option('--json', 'print one JSON document')
+    .action(async (words: string[], _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const query = words.join(' ');
+      const { config, iris } = await open(g);
+      await iris.mcp.servers.ensureAllTools(); // lists not cached yet (the daemon learns them in the background)
+      const tokenizer = await loadTokenizer();
+      const count = (text: string) => tokenizer.count(text);
+      const ranked = iris.mcp.proxy.rank(query, config.tools.expose_max);
+      const offered = iris.host.definitions();
+      const shown = new Set(shownInFull(offered, ranked.map(fullDefinition), config.budget.tool_tokens, count).map((d) => d.name));
+      const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score });
+      const exposed = ranked.filter((r) => shown.has(r.path));
+      const report = {
+        query,
+        exposed: exposed.map(row),
+        tokens: exposed.reduce((sum, r) => sum + toolTokens(tokenizer, fullDefinition(r)) + 1, 0),
+        budget: config.budget.tool_tokens,
+        /** Ranked among the best expose_max but over [budget] tool_tokens beside the other tools. */
+        left_out: ranked.filter((r) => !shown.has(r.path)).map(row),
+        remote_tools: iris.mcp.proxy.remoteTools().length,
+      };
+      if (g.json === true) return printJson(report);
+      if (report.remote_tools === 0) return print('no remote tools known: configure [mcp.servers.NAME] (iris mcp list)');
+      if (config.tools.expose_max === 0) return print('[tools] expose_max = 0: the model is shown only the meta-tools');
+      if (exposed.length === 0) return print(`no remote tool matches "${query}": the model gets only the meta-tools (of ${report.remote_tools} remote tools)`);
+      print(`for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools in full (${report.tokens} tokens):`);
+      const width = Math.max(...ranked.map((r) => r.path.length));
+      for (const r of exposed) print(`  ${r.score.toFixed(2).padStart(7)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`);
+      for (const r of report.left_out) print(`  ${r.score.toFixed(2).padStart(7)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`);
+    });
+  tools
     .command('budget')
     .description('token accounting of tool definitions')
     .option('--json', 'print one JSON document')
@@ -442,11 +480,16 @@ export function buildProgram(): Command {
         remote_tools: remote.length,
         direct_mcp_tokens: directTokens,
         reduction: directTokens === 0 ? 0 : Math.round((1 - metaTokens / directTokens) * 1000) / 1000,
+        /** [tools] expose_max: remote tools shown in full per request, in what the budget leaves. */
+        expose_max: config.tools.expose_max,
         tokenizer: tokenizer.name,
       };
       if (g.json === true) return printJson(report);
       print(`tool definitions sent to the model: ${report.exposed_tokens} of ${report.budget} tokens (native ${report.native_tokens}, MCP meta-tools ${report.meta_tools_tokens})`);
       print(`remote tools: ${report.remote_tools}, ${report.direct_mcp_tokens} tokens if sent directly; the proxy saves ${Math.round(report.reduction * 1000) / 10}%`);
+      if (report.remote_tools > 0 && report.expose_max > 0) {
+        print(`plus, per request, up to ${report.expose_max} remote tools most likely meant, in full, within the ${report.budget} tokens (iris tools search WORDS)`);
+      }
       print(`tokenizer: ${report.tokenizer}`);
     });
 

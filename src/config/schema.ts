@@ -229,6 +229,13 @@ export const configSchema = {
           default: 10,
           description: 'Per native tool call (seconds).',
         },
+        expose_max: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 32,
+          default: 8,
+          description: 'Remote (MCP) tools most likely meant by a request, found by searching every tool\'s name, description and parameters, shown to the model with their full schemas in its first request beside the two meta-tools: at most this many, and only as many as fit in [budget] tool_tokens (iris tools search shows the choice); 0: the meta-tools only.',
+        },
       },
     },
     daemon: {
@@ -350,7 +357,19 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        preload: { type: 'boolean', default: true, description: 'Start every enabled server at daemon start.' },
+        preload: {
+          type: 'boolean',
+          default: true,
+          description: 'Start every enabled server at daemon start. false: a server starts at its first call (a server whose tools are not known yet starts once, in the background, to list them); with many servers this saves a Node process (≈70 MB) each.',
+        },
+        idle_stop_s: {
+          type: 'number',
+          minimum: 0,
+          maximum: 86400,
+          maximumReason: 'a day idle is as good as never stopping (0 says that)',
+          default: 600,
+          description: 'With preload = false, a server started for a call stops after this long without one (seconds); its next call starts it again. 0: never.',
+        },
         connect_timeout_s: {
           type: 'number',
           exclusiveMinimum: 0,

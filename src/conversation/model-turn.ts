@@ -6,7 +6,7 @@
  * round up again once the person has answered. A running call whose server asks the person
  * something ends the turn with that question too; `answered` waits for its result and goes on.
  */
-import { fitToBudget, cutToolResult, type Fitted } from '../budget/fit.js';
+import { fitToBudget, cutToolResult, toolsThatFit, type Count, type Fitted } from '../budget/fit.js';
 import { errorResult, isSaidAsIs, resultText, type AskPerson, type HostResult, type PendingCall, type ToolDefinition } from '../toolhost/api.js';
 import { parseArguments } from '../toolhost/arguments.js';
 import { ChatError, type ChatMessage, type ModelInfo, type ModelTool, type ToolCall } from './backend.js';
@@ -18,6 +18,8 @@ import { AskingCall } from './asking.js';
 import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type ModelRound, type Pending, type Route, type TurnResult } from './types.js';
 import { timerMs } from '../timer.js';
 
+/** Remote tools the previous round called that the next request shows again, at most. */
+const RECENT_TOOLS = 2;
 /** A running call's result while its server's question waits for the person (replaced by the result). */
 const ASKING_PLACEHOLDER = 'Still running: the tool asked the user a question, and IRIS is asking them now.';
 
@@ -41,6 +43,8 @@ export class ModelTurn {
   readonly #said: string[] = [];
   #tokens = { ...ZERO_TOKENS };
   #firstTokenMs = 0;
+  /** Remote tools shown in full this turn, named "server.tool"; chosen once, at its first request. */
+  #exposed: ToolDefinition[] | undefined;
 
   constructor(
     private readonly options: ConversationOptions,
@@ -64,7 +68,7 @@ export class ModelTurn {
     this.round.push(...start);
 
     for (let round = 1; round <= config.ollama.max_tool_rounds; round++) {
-      const definitions = host.definitions();
+      const definitions = [...host.definitions(), ...this.#exposedTools(host.definitions(), memory.history.at(-1) ?? [], count)];
       const fitted = fitToBudget({
         system: { role: 'system', content: `${nativeTools ? SYSTEM_PROMPT : textProtocolPrompt(definitions)}${whereSaid(this.options.place?.area())}` },
         tools: nativeTools ? definitions.map(toModelTool) : [],
@@ -112,6 +116,22 @@ export class ModelTurn {
     }
     log.warn(`no answer after ${config.ollama.max_tool_rounds} tool rounds; answering from the results`);
     throw new ChatError('rejected', `the model made ${config.ollama.max_tool_rounds} rounds of tool calls without answering`);
+  }
+
+  /**
+   * The remote tools the request's words are most likely about (after those the previous
+   * round called), with their full schemas, as many as fit beside the other tools in [budget]
+   * tool_tokens; called by the path `execute_tool` takes. Found once per turn from the words
+   * that opened it, so a resumed round keeps the tools its model saw.
+   */
+  #exposedTools(offered: readonly ToolDefinition[], previous: readonly ChatMessage[], count: Count): ToolDefinition[] {
+    if (this.#exposed !== undefined) return this.#exposed;
+    const { likelyTools, host, config, log } = this.options;
+    const words = this.round.find((m) => m.role === 'user')?.content ?? '';
+    const candidates = likelyTools === undefined || !host.has('execute_tool') ? [] : likelyTools(words, remoteCalls(previous));
+    this.#exposed = shownInFull(offered, candidates, config.budget.tool_tokens, count);
+    if (candidates.length > 0) log.debug(`offered in full for these words: ${this.#exposed.map((d) => d.name).join(', ') || 'none fit'}`);
+    return this.#exposed;
   }
 
   /**
@@ -260,7 +280,8 @@ export class ModelTurn {
   /** Run the round's calls; returns a result's text that is to be said as it is (`sayAsIs`). */
   async #runCalls(calls: ToolCall[], refused: ToolCall[], content: string, nativeTools: boolean): Promise<string | undefined> {
     const { host, config } = this.options;
-    const available = host.definitions().map((d) => d.name);
+    const exposed = new Set((this.#exposed ?? []).map((d) => d.name));
+    const available = [...host.definitions().map((d) => d.name), ...exposed];
     const sent: ToolCall[] = [];
     const results: { name: string; text: string }[] = [];
     let waiting: { call: PendingCall; text: string } | undefined;
@@ -280,7 +301,11 @@ export class ModelTurn {
       const name = resolved?.name ?? call.name;
       if (resolved === undefined) this.#repair('unknown_tool');
       const argsObject = args.ok ? args.value : {};
-      const ran = await this.#start((options) => host.call(name, args.ok ? args.value : call.arguments, options));
+      const argsGiven = args.ok ? args.value : call.arguments;
+      // A remote tool shown in full is run the way the model could have asked for it.
+      const ran = await this.#start((options) => (exposed.has(name)
+        ? host.call('execute_tool', { tool_path: name, arguments: argsGiven }, options)
+        : host.call(name, argsGiven, options)));
       sent.push({ name, arguments: argsObject });
       if ('question' in ran) {
         // The call runs on; its result takes this placeholder's place when the person has answered.
@@ -427,6 +452,27 @@ function whereSaid(area: string | undefined): string {
 function supportsTools(info: ModelInfo): boolean {
   // Servers that predate `capabilities` send none: assume tools and fall back on a 400.
   return info.capabilities.length === 0 || info.capabilities.includes('tools');
+}
+
+/** The remote tools a round called, by path: shown directly ("server.tool") or through execute_tool. */
+function remoteCalls(round: readonly ChatMessage[]): string[] {
+  const paths = round.flatMap((m) => m.tool_calls ?? []).map((call) => {
+    if (call.name !== 'execute_tool') return call.name.includes('.') ? call.name : undefined;
+    const path = typeof call.arguments === 'object' ? call.arguments.tool_path : undefined;
+    return typeof path === 'string' ? path : undefined;
+  });
+  return [...new Set(paths.filter((p): p is string => p !== undefined))].slice(-RECENT_TOOLS);
+}
+
+/**
+ * Of the remote tools ranked for a request (best first), those shown in full beside the
+ * `offered` ones: as many as fit in `budget` tokens, none that shares a name with an offered
+ * tool. The model loop and `iris tools search` choose with this one rule.
+ */
+export function shownInFull(offered: readonly ToolDefinition[], ranked: readonly ToolDefinition[], budget: number, count: Count): ToolDefinition[] {
+  const candidates = ranked.filter((d) => !offered.some((o) => o.name === d.name));
+  const fitting = new Set(toolsThatFit(offered.map(toModelTool), candidates.map(toModelTool), budget, count).map((t) => t.function.name));
+  return candidates.filter((d) => fitting.has(d.name));
 }
 
 function toModelTool(tool: ToolDefinition): ModelTool {

@@ -14,13 +14,15 @@ const fold = (name: string): string => foldName(name).replace(/\./g, '_');
 
 /**
  * The registered tool a model meant: exact, else unique after folding case, hyphens/underscores
- * and a `functions.` prefix (seed 000's mapping). `undefined` when none or several match.
+ * and a `functions.` prefix (seed 000's mapping), else a remote tool shown as "server.tool"
+ * called by its bare tool name. `undefined` when none or several match.
  */
 export function resolveToolName(name: string, available: readonly string[]): { name: string; repaired: boolean } | undefined {
   if (available.includes(name)) return { name, repaired: false };
   const wanted = fold(name);
-  const matches = available.filter((candidate) => fold(candidate) === wanted);
-  return matches.length === 1 && matches[0] !== undefined ? { name: matches[0], repaired: true } : undefined;
+  const unique = (matches: string[]) => (matches.length === 1 && matches[0] !== undefined ? { name: matches[0], repaired: true } : undefined);
+  return unique(available.filter((candidate) => fold(candidate) === wanted))
+    ?? unique(available.filter((candidate) => candidate.includes('.') && fold(candidate.slice(candidate.indexOf('.') + 1)) === wanted));
 }
 
 /** Patterns small models use to write a call in text: Hermes, seed 004, fenced JSON. */

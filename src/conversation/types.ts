@@ -7,7 +7,7 @@ import type { TokenFigures } from '../budget/fit.js';
 import type { Tokenizer } from '../budget/tokenizer.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import type { PendingCall } from '../toolhost/api.js';
+import type { PendingCall, ToolDefinition } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import type { ChatBackend, ChatMessage } from './backend.js';
 import type { AskingCall } from './asking.js';
@@ -46,6 +46,13 @@ export interface ConversationOptions {
   backend: ChatBackend;
   /** Every tool call goes through it, confirmations included. */
   host: ToolHost;
+  /**
+   * The remote tools most likely meant by these words, best first, named "server.tool" with
+   * their full schemas (the MCP proxy's ranking, `[tools] expose_max` of them), after the
+   * `recent` ones (paths the previous round called); the model loop offers those that fit the
+   * tool budget. Absent: only the meta-tools.
+   */
+  likelyTools?: (words: string, recent: readonly string[]) => ToolDefinition[];
   /** Loaded on the first model turn (the local path does not need it). */
   tokenizer: () => Promise<Tokenizer>;
   log: Logger;

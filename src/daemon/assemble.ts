@@ -14,7 +14,7 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
-import { McpProxy } from '../toolhost/mcp/proxy.js';
+import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
 import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/oauth.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
@@ -77,6 +77,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     log: mcpLog,
     cache: createJsonStore(options.stateDir, 'mcp-tools', mcpLog, 1),
     connectTimeoutMs: config.mcp.connect_timeout_s * 1000,
+    idleStopMs: () => current.mcp.idle_stop_s * 1000,
     ...(options.mcpBackoffMs === undefined ? {} : { backoffMs: options.mcpBackoffMs }),
     auth: (name, server) => httpAuth(name, server, { stateDir: options.stateDir, log: mcpLog, timeoutMs: current.mcp.connect_timeout_s * 1000 }),
     ...(options.signInByCode === true
@@ -98,6 +99,12 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
   const started: ToolSet[] = [];
   let backend = options.backend ?? createOllamaBackend(config.ollama.url);
   const configureServers = (c: Config): Promise<void> => servers.configure(c.mcp.servers);
+  /** Set by start(): only the daemon learns tool lists in the background. */
+  let running = false;
+  const learnTools = (): void => {
+    // Tool lists not cached yet are learnt in the background: ranking never waits for a start.
+    servers.learnTools().catch((error: unknown) => mcpLog.error(`learning tool lists: ${messageOf(error)}`));
+  };
 
   return {
     get config() {
@@ -115,6 +122,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
           return backend;
         },
         host,
+        likelyTools: (words, recent) => proxy.likely(words, recent, current.tools.expose_max).map(fullDefinition),
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
       };
@@ -127,6 +135,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
       if (options.backend === undefined && next.ollama.url !== current.ollama.url) backend = createOllamaBackend(next.ollama.url);
       current = next;
       await configureServers(next);
+      if (running && !next.mcp.preload) learnTools();
     },
     async start() {
       for (const set of sets) {
@@ -138,9 +147,11 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
       if (current.mcp.preload) {
         // Pre-warm in the background: a slow server must not delay readiness.
         servers.startAll().catch((error: unknown) => mcpLog.error(`pre-warm: ${messageOf(error)}`));
-      }
+      } else learnTools();
+      running = true;
     },
     async stop() {
+      running = false;
       try {
         await servers.stop();
       } catch (error) {

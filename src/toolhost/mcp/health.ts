@@ -43,8 +43,12 @@ export class Health {
     }
   }
 
-  /** The verdict now; `connected` and `upSince` from the server's connection. */
-  report(connected: boolean, upSince: number, now = Date.now()): HealthReport {
+  /**
+   * The verdict now; `connected` and `upSince` from the server's connection. `resting`: IRIS
+   * stopped it on purpose (idle, or its tools just learnt), which is no failure: the verdict
+   * comes from its recent answers alone.
+   */
+  report(connected: boolean, upSince: number, now = Date.now(), resting = false): HealthReport {
     const answered = this.#recent.filter((r) => r.ok);
     const rate = this.#recent.length === 0 ? null : answered.length / this.#recent.length;
     const times = answered.map((r) => r.ms).sort((a, b) => a - b);
@@ -52,7 +56,7 @@ export class Health {
     const lastThreeFailed = this.#recent.length >= 3 && this.#recent.slice(-3).every((r) => !r.ok);
     let state: HealthState;
     if (!connected && this.#recent.length === 0) state = 'unknown';
-    else if (!connected || lastThreeFailed || (rate !== null && rate < 0.5)) state = 'unhealthy';
+    else if ((!connected && !resting) || lastThreeFailed || (rate !== null && rate < 0.5)) state = 'unhealthy';
     else if ((rate !== null && rate < 1) || (median !== null && median > SLOW_MS)) state = 'degraded';
     else state = this.#recent.length === 0 ? 'unknown' : 'healthy';
     const report: HealthReport = {

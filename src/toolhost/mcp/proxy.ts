@@ -1,5 +1,6 @@
 /**
- * The lazy MCP proxy: the model sees two meta-tools instead of every remote tool's schema.
+ * The lazy MCP proxy: the model sees two meta-tools instead of every remote tool's schema
+ * (plus the few `rank` finds for the person's words, which the conversation shows in full).
  * `get_tools_in_category` browses servers → tools → one tool's full input schema (the part the
  * existing lazy-mcp proxies never show, so small models had to guess arguments);
  * `execute_tool` validates the arguments against that schema, answers a bad call with a repair
@@ -8,11 +9,12 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { errorResult, textResult, type AskPerson, type CallToolResult, type Confirmation, type NativeTool } from '../api.js';
+import { errorResult, textResult, type AskPerson, type CallToolResult, type Confirmation, type NativeTool, type ToolDefinition } from '../api.js';
 import { foldName as fold, parseArguments } from '../arguments.js';
 import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import type { RemoteTool } from './client.js';
+import { ToolIndex, type RankedTool } from './rank.js';
 import type { McpServers } from './servers.js';
 
 interface Entry {
@@ -29,36 +31,54 @@ const SUMMARY_CHARS = 90;
  * schemas are a few KiB.
  */
 const COMPILED_SCHEMA_BYTES = 64 * 1024;
+/** Tools a `query` browse returns: a few more than a first request shows. */
+const QUERY_RESULTS = 8;
+/** Categories named in the meta-tool's description; past this it counts them (its tokens stay flat at 50 servers). */
+const NAMED_CATEGORIES = 12;
 
 export class McpProxy {
   readonly #servers: McpServers;
   readonly #validators = new Map<string, ValidateFunction>();
   #ajv = new Ajv({ allErrors: true, strict: false });
   #ajv2020 = new Ajv2020({ allErrors: true, strict: false });
+  /** The search index over every visible remote tool; built at first use after a change. */
+  #index: ToolIndex | undefined;
 
   constructor(servers: McpServers) {
     this.#servers = servers;
   }
 
-  /** Forget compiled schemas: a server's tool list changed. */
+  /** Forget compiled schemas and the search index: a server's tool list changed. */
   invalidate(): void {
     this.#validators.clear();
     // Fresh ajv instances: one keeps every function it compiled for as long as it lives, and
     // the tools are compiled again from the new lists (a server could list new schemas forever).
     this.#ajv = new Ajv({ allErrors: true, strict: false });
     this.#ajv2020 = new Ajv2020({ allErrors: true, strict: false });
+    this.#index = undefined;
   }
+
+  /**
+   * The remote tools best matching the person's words, best first, at most `limit`: from the
+   * tool lists known now (cached or live), so it never waits for a server to start.
+   */
+  rank(words: string, limit: number): RankedTool[] {
+    this.#index ??= new ToolIndex(this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools })));
+    return this.#index.rank(words, limit);
+  }
+
 
   /** The two meta-tools, for the tool host. */
   metaTools(): NativeTool[] {
     const categories = this.#servers.catalogue().map((s) => s.name);
+    const named = categories.length <= NAMED_CATEGORIES ? categories.join(', ') || 'none' : `${categories.length}, listed by path ""`;
     return [
       {
         name: 'get_tools_in_category',
-        description: `Browse more tools. path "" lists categories, "category" its tools, "category.tool" that tool's arguments. Categories: ${categories.join(', ') || 'none'}.`,
-        inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+        description: `Browse more tools. path "" lists categories, "category" its tools, "category.tool" that tool's arguments; or query "words" finds tools in all categories. Categories: ${named}.`,
+        inputSchema: { type: 'object', properties: { path: { type: 'string' }, query: { type: 'string' } } },
         annotations: { readOnlyHint: true },
-        run: (args) => this.browse(args.path as string),
+        run: (args) => (typeof args.query === 'string' && args.query.trim() !== '' ? this.search(args.query) : this.browse(typeof args.path === 'string' ? args.path : '')),
       },
       {
         name: 'execute_tool',
@@ -108,6 +128,32 @@ export class McpProxy {
       inputSchema: compact(entry.tool.inputSchema),
       ...(needsConfirmation(entry) ? { note: 'asks the user to confirm before running' } : {}),
     }));
+  }
+
+  /**
+   * What the first request shows in full, best first, at most `limit`: the remote tools the
+   * previous round called (`recent` paths: "and the kitchen too" needs the same tool again),
+   * then the best matches for the words.
+   */
+  likely(words: string, recent: readonly string[], limit: number): RankedTool[] {
+    if (limit <= 0) return [];
+    const again = recent.flatMap((path) => {
+      const entry = this.#resolve(path);
+      return typeof entry === 'string' ? [] : [{ server: entry.server, tool: entry.tool, path: `${entry.server}.${entry.tool.name}`, score: 0 }];
+    });
+    const ranked = this.rank(words, limit).filter((r) => !again.some((a) => a.path === r.path));
+    return [...again, ...ranked].slice(0, limit);
+  }
+
+  /**
+   * The tools best matching `query` across every category: path and one line each, and the
+   * category names, so a model whose tool is not among them opens its category next instead
+   * of listing the root first.
+   */
+  search(query: string): CallToolResult {
+    const found = this.rank(query, QUERY_RESULTS);
+    const categories = this.#servers.catalogue().map((s) => s.name);
+    return textResult(JSON.stringify({ query, tools: Object.fromEntries(found.map((r) => [r.path, summary(r.tool.description ?? '')])), categories }));
   }
 
   async execute(toolPath: string, rawArgs: unknown, signal?: AbortSignal, ask?: AskPerson): Promise<CallToolResult> {
@@ -218,6 +264,12 @@ function summary(description: string): string {
 function overview(tools: readonly RemoteTool[]): string {
   const names = tools.map((t) => t.name);
   return names.length <= 8 ? names.join(', ') : `${names.slice(0, 8).join(', ')} and ${names.length - 8} more`;
+}
+
+/** A ranked tool as the model is shown it: named by its path, with its full input schema. */
+export function fullDefinition(ranked: RankedTool): ToolDefinition {
+  const { tool, path } = ranked;
+  return { name: path, description: tool.description ?? '', inputSchema: compact(tool.inputSchema) as ToolDefinition['inputSchema'] };
 }
 
 /** The schema without what only identifies it ($schema, $id); meaning unchanged. */

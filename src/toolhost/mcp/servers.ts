@@ -1,9 +1,11 @@
 /**
  * The MCP servers IRIS knows: their connections, states and tool lists. Enabled servers start
- * in parallel (a slow or broken one never blocks the others); tool lists are cached in the
- * state dir with a fingerprint of the server's config, so the hierarchy is there before the
- * servers are; a server that dies is restarted with exponential backoff and marked down when
- * it keeps dying. Calls never throw: an offline server is an `isError` result.
+ * a few at a time (a slow or broken one never blocks the others); tool lists are cached in the
+ * state dir with a fingerprint of the server's config and re-listed on the server's
+ * list_changed, so the hierarchy and the ranking are there before the servers are; without
+ * pre-warm a server starts at its first call and stops again when idle; a server that dies
+ * is restarted with exponential backoff and marked down when it keeps dying. Calls never
+ * throw: an offline server is an `isError` result.
  */
 import { createHash } from 'node:crypto';
 import type { McpServerConfig } from '../../config/schema.js';
@@ -53,6 +55,12 @@ interface Server {
   byCode?: Promise<string | undefined>;
   /** How the calls in flight that can ask the person do so, oldest first. */
   askers: AskPerson[];
+  /** Calls in flight: an idle stop waits for none. */
+  calls: number;
+  /** Stops it after `idleStopMs` without a call (servers started on demand only). */
+  idle?: NodeJS.Timeout;
+  /** Stopped by IRIS on purpose (idle, or its tool list learnt): not a failure until it starts again. */
+  resting?: boolean;
 }
 
 export interface McpServersOptions {
@@ -65,6 +73,11 @@ export interface McpServersOptions {
   backoffMs?: number;
   /** OAuth for an HTTP server (oauth.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
   auth?: (name: string, config: McpServerConfig) => ConnectOptions['auth'];
+  /**
+   * Without pre-warm, a server started on demand stops after this long without a call (ms),
+   * read at each call; 0 or absent: never.
+   */
+  idleStopMs?: () => number;
   /** A sign-in by code (oauth.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
   signInByCode?: (name: string, config: McpServerConfig, signal: AbortSignal) => Promise<{ sentence: string; done: Promise<boolean> } | undefined>;
 }
@@ -121,7 +134,7 @@ export class McpServers {
       const cached = this.#cache.servers[name];
       const server: Server = {
         name, config, fingerprint: print, state: config.enabled === false ? 'disabled' : 'stopped',
-        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0, health: new Health(), askers: [],
+        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0, health: new Health(), askers: [], calls: 0,
       };
       this.#servers.set(name, server);
     }
@@ -132,9 +145,32 @@ export class McpServers {
   /** Start every enabled server that is not running, a few at a time; never throws. */
   async startAll(): Promise<void> {
     this.#running = true;
-    const waiting = [...this.#servers.values()].filter((s) => s.state === 'stopped');
+    await this.#startEach([...this.#servers.values()].filter((s) => s.state === 'stopped'));
+  }
+
+  /**
+   * Learn the tool lists not cached yet (a server new to this state dir, or whose command
+   * changed), a few servers at a time, so ranking has every tool without waiting for a start
+   * when a request comes. Without pre-warm each is stopped again once listed; never throws.
+   */
+  async learnTools(): Promise<void> {
+    const unknown = [...this.#servers.values()].filter((s) => s.state === 'stopped' && s.tools.length === 0);
+    await this.#startEach(unknown, async (server) => {
+      if (this.#running || server.state !== 'up' || server.calls > 0) return;
+      this.#log.info(`${server.name}: ${server.tools.length} tools learnt; stopped until used`);
+      server.resting = true;
+      await this.#shutdown(server, 'stopped');
+    });
+  }
+
+  /** Start `servers`, START_CONCURRENCY at a time, each followed by `then`. */
+  async #startEach(servers: Server[], then?: (server: Server) => Promise<void>): Promise<void> {
+    const waiting = [...servers];
     const worker = async (): Promise<void> => {
-      for (let server = waiting.shift(); server !== undefined; server = waiting.shift()) await this.#start(server);
+      for (let server = waiting.shift(); server !== undefined; server = waiting.shift()) {
+        await this.#start(server);
+        await then?.(server);
+      }
     };
     await Promise.all(Array.from({ length: START_CONCURRENCY }, worker));
   }
@@ -146,7 +182,8 @@ export class McpServers {
 
   status(): ServerStatus[] {
     return [...this.#servers.values()].map((s) => {
-      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length, health: s.health.report(s.connection !== undefined, s.upSince) };
+      const resting = s.resting === true && s.state === 'stopped';
+      const status: ServerStatus = { name: s.name, state: s.state, tools: s.tools.length, health: s.health.report(s.connection !== undefined, s.upSince, Date.now(), resting) };
       if (s.reason !== undefined) status.reason = s.reason;
       if (s.connection !== undefined) status.transport = s.connection.transport;
       if (s.connection?.pid !== undefined) status.pid = s.connection.pid;
@@ -170,7 +207,7 @@ export class McpServers {
 
   /** Connect every server that has no tool list yet (one-shot commands that must list them). */
   async ensureAllTools(): Promise<void> {
-    await Promise.all([...this.#servers.values()].filter((s) => s.tools.length === 0 && s.state === 'stopped').map((s) => this.#start(s)));
+    await this.#startEach([...this.#servers.values()].filter((s) => s.tools.length === 0 && s.state === 'stopped'));
   }
 
   /** The server's tools, connecting first when it has none cached (servers started lazily). */
@@ -197,6 +234,8 @@ export class McpServers {
     const timeoutMs = (server.config.timeout_s ?? 30) * 1000;
     const asking = ask === undefined ? undefined : askingCall(timeoutMs, ask, signal);
     if (asking !== undefined) server.askers.push(asking.ask);
+    server.calls += 1;
+    clearTimeout(server.idle);
     try {
       const result = await connection.callTool(tool, args, asking === undefined
         ? { timeoutMs, ...(signal ? { signal } : {}) }
@@ -219,7 +258,23 @@ export class McpServers {
     } finally {
       asking?.deadline.clear();
       server.askers = server.askers.filter((a) => a !== asking?.ask);
+      server.calls -= 1;
+      this.#armIdleStop(server);
     }
+  }
+
+  /** Without pre-warm, stop a server after `idleStopMs` with no call; its next call starts it again. */
+  #armIdleStop(server: Server): void {
+    clearTimeout(server.idle);
+    const idleMs = this.#options.idleStopMs?.() ?? 0;
+    if (this.#running || idleMs <= 0 || server.calls > 0 || server.connection === undefined) return;
+    server.idle = setTimeout(() => {
+      if (server.calls > 0 || server.connection === undefined || this.#running) return;
+      this.#log.info(`${server.name}: no call for ${idleMs / 1000} s; stopped until used`);
+      server.resting = true;
+      void this.#shutdown(server, 'stopped');
+    }, idleMs);
+    server.idle.unref();
   }
 
   /**
@@ -300,6 +355,7 @@ export class McpServers {
         onQuestion: (question, signal) => this.#ask(server, question, signal),
       });
       server.connection = connection;
+      delete server.resting;
       server.tools = await connection.listTools();
       server.state = 'up';
       server.upSince = Date.now();
@@ -307,6 +363,7 @@ export class McpServers {
       this.#log.info(`${name}: up over ${connection.transport}, ${server.tools.length} tools, ${Math.round(performance.now() - started)} ms`);
       await this.#saveCache(server);
       this.onChange();
+      this.#armIdleStop(server);
       return connection;
     } catch (error) {
       await connection?.close().catch(() => undefined);
@@ -422,6 +479,7 @@ export class McpServers {
 
   async #shutdown(server: Server, state: ServerState): Promise<void> {
     clearTimeout(server.restart);
+    clearTimeout(server.idle);
     server.state = state;
     const connection = server.connection;
     delete server.connection;

@@ -1,0 +1,263 @@
+// The right remote tools in the first model request: ranking every remote tool against the
+// person's words (home catalogue, test/fixtures/home-catalogue.ts), the tools shown in full
+// beside the meta-tools, and the meta-tool's query.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { toolsTokens } from '../src/budget/fit.js';
+import { loadTokenizer } from '../src/budget/tokenizer.js';
+import type { Conversation } from '../src/conversation/engine.js';
+import { resultText } from '../src/toolhost/api.js';
+import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { iris } from './helpers/cli.js';
+import { withDouble, type Setup } from './helpers/conversation.js';
+import { serversToml, withServers, type McpSetup, type ServerSpec } from './helpers/mcp.js';
+import { tempDir } from './helpers/tmp.js';
+import { HOME_SERVERS } from './fixtures/home-catalogue.js';
+
+const HOME = fileURLToPath(new URL('fixtures/home-mcp-server.ts', import.meta.url));
+/** Lights and heating act without a yes in these tests (the confirmation policy has its own). */
+const home = (name: string, ...flags: string[]): ServerSpec => ({ command: process.execPath, args: ['--import', 'tsx', HOME, name, ...flags], confirm: 'never' });
+
+let setup: Setup | undefined;
+const opened: McpSetup[] = [];
+afterEach(async () => {
+  await setup?.iris.stop();
+  await setup?.double.close();
+  setup = undefined;
+  await Promise.all(opened.splice(0).map((s) => s.iris.stop()));
+});
+
+/** IRIS with these home servers, without the model (the MCP side only). */
+async function servers(names: string[], extra = '', stateDir = tempDir()): Promise<McpSetup> {
+  const s = withServers(Object.fromEntries(names.map((n) => [n, home(n)])), `[mcp]\nconnect_timeout_s = 30\npreload = false\n${extra}`, stateDir);
+  opened.push(s);
+  await s.iris.init();
+  return s;
+}
+
+const running = (s: McpSetup) => s.iris.mcp.servers.status().filter((x) => x.pid !== undefined).map((x) => x.name);
+
+async function start(names: string[], tools: Record<string, number> = {}): Promise<Setup> {
+  const servers = Object.fromEntries(names.map((n) => [n, home(n)]));
+  setup = await withDouble({ tools, mcp: { connect_timeout_s: 30, preload: false } }, { extraToml: serversToml(servers) });
+  await setup.iris.init();
+  await setup.iris.mcp.servers.startAll(); // their tool lists known (cached in the state dir after this)
+  return setup;
+}
+
+async function say(conversation: Conversation, text: string): Promise<string[]> {
+  const turn = conversation.turn(text);
+  const said: string[] = [];
+  for await (const sentence of turn.sentences) said.push(sentence);
+  await turn.result;
+  return said;
+}
+
+const offered = (s: Setup, chat: number) => s.double.chats[chat]?.tools?.map((t) => t.function.name) ?? [];
+
+describe('ranking remote tools against the words', () => {
+  const index = new ToolIndex(HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools })));
+
+  it('finds the tool a request is about among 1,000, best first, with scores', () => {
+    expect(index.size).toBe(1000);
+    const ranked = index.rank('dim the bedroom lights to thirty percent', 5);
+    expect(ranked[0]?.path).toBe('lights.set_brightness');
+    expect(ranked.map((r) => r.score)).toEqual([...ranked.map((r) => r.score)].sort((a, b) => b - a));
+    expect(index.rank('is the front door locked', 8).map((r) => r.path)).toContain('locks.get_lock_state');
+    expect(index.rank('who is on the wifi right now', 8).map((r) => r.path)).toContain('network.get_connected_devices'); // "Wi-Fi" is "wifi"
+  });
+
+  it('finds nothing for words no tool has, and nothing for no words', () => {
+    expect(index.rank('the of and', 8)).toEqual([]);
+    expect(index.rank('', 8)).toEqual([]);
+    expect(index.rank('lights', 0)).toEqual([]);
+  });
+});
+
+describe('the likeliest remote tools in the first request', () => {
+  it('shows the matching tool in full beside the meta-tools; the model calls it at once: two rounds', async () => {
+    const s = await start(['lights', 'climate', 'music']);
+    s.double.script(
+      (request) => (request.tools?.some((t) => t.function.name === 'lights.set_brightness')
+        ? { tool_calls: [{ name: 'lights.set_brightness', arguments: { room: 'bedroom', brightness: 30 } }] }
+        : { tool_calls: [{ name: 'get_tools_in_category', arguments: { path: '' } }] }),
+      { content: ['The bedroom lights are at thirty percent.'] },
+    );
+    const said = await say(s.iris.conversation(), 'dim the bedroom lights to thirty percent');
+    expect(said).toEqual(['The bedroom lights are at thirty percent.']);
+    expect(s.double.chats).toHaveLength(2);
+    const first = s.double.chats[0];
+    expect(offered(s, 0)).toEqual(expect.arrayContaining(['get_tools_in_category', 'execute_tool', 'get_current_time', 'lights.set_brightness']));
+    const shown = first?.tools?.find((t) => t.function.name === 'lights.set_brightness');
+    expect(shown?.function.parameters).toMatchObject({ properties: { room: { type: 'string' }, brightness: { type: 'integer' } }, required: ['room', 'brightness'] });
+    // Every definition sent stays inside [budget] tool_tokens.
+    const tokenizer = await loadTokenizer();
+    expect(toolsTokens(first?.tools as never, (t) => tokenizer.count(t))).toBeLessThanOrEqual(1500);
+    expect(s.double.chats[1]?.messages.at(-1)).toMatchObject({ role: 'tool', content: 'lights.set_brightness done: {"room":"bedroom","brightness":30}' });
+  });
+
+  it('shows again, in a follow-up, the remote tool the previous round called', async () => {
+    const s = await start(['lights', 'climate', 'music']);
+    const conversation = s.iris.conversation();
+    s.double.script(
+      { tool_calls: [{ name: 'lights.set_brightness', arguments: { room: 'bedroom', brightness: 30 } }] },
+      { content: ['Done.'] },
+      (request) => (request.tools?.some((t) => t.function.name === 'lights.set_brightness')
+        ? { tool_calls: [{ name: 'lights.set_brightness', arguments: { room: 'hall', brightness: 30 } }] }
+        : { content: ['Which tool?'] }),
+      { content: ['The hall too.'] },
+    );
+    await say(conversation, 'dim the bedroom lights to thirty percent');
+    expect(await say(conversation, 'the same for the hall please')).toEqual(['The hall too.']); // words no tool has
+    expect(s.double.chats).toHaveLength(4);
+    expect(s.double.chats[3]?.messages.at(-1)?.content).toBe('lights.set_brightness done: {"room":"hall","brightness":30}');
+  });
+
+  it('runs a shown tool the model calls by its bare name, counted as a repair', async () => {
+    const s = await start(['lights']);
+    s.double.script(
+      { tool_calls: [{ name: 'set_brightness', arguments: { room: 'bedroom', brightness: 30 } }] },
+      { content: ['Done.'] },
+    );
+    const turn = s.iris.conversation().turn('dim the bedroom lights to thirty percent');
+    for await (const _ of turn.sentences) { /* drained */ }
+    const result = await turn.result;
+    expect(result.repairs).toEqual({ tool_name: 1 });
+    expect(result.tool_calls[0]).toMatchObject({ name: 'lights.set_brightness', result: { content: [{ type: 'text', text: 'lights.set_brightness done: {"room":"bedroom","brightness":30}' }] } });
+  });
+
+  it('runs a shown tool through the same checks as execute_tool: bad arguments get the repair hint', async () => {
+    const s = await start(['lights']);
+    s.double.script(
+      { tool_calls: [{ name: 'lights.set_brightness', arguments: { room: 'bedroom', level: 30 } }] },
+      { content: ['Sorry.'] },
+    );
+    await say(s.iris.conversation(), 'dim the bedroom lights');
+    expect(s.double.chats[1]?.messages.at(-1)?.content).toMatch(/^Invalid arguments for lights\.set_brightness: "brightness" is required/);
+  });
+
+  it('[tools] expose_max = 0 shows only the meta-tools', async () => {
+    const s = await start(['lights'], { expose_max: 0 });
+    s.double.script({ content: ['Which room?'] });
+    await say(s.iris.conversation(), 'dim the bedroom lights to thirty percent');
+    expect(offered(s, 0)).toContain('execute_tool');
+    expect(offered(s, 0).filter((n) => n.includes('.'))).toEqual([]);
+  });
+
+  it('shows at most expose_max, and only as many as fit in [budget] tool_tokens', async () => {
+    const s = await start(['lights', 'climate'], { expose_max: 2 });
+    s.double.script({ content: ['OK.'] }, { content: ['OK.'] });
+    await say(s.iris.conversation(), 'turn the lights in the bedroom on and set the temperature');
+    expect(offered(s, 0).filter((n) => n.includes('.'))).toHaveLength(2);
+    const tight = await withDouble({ budget: { tool_tokens: 700 }, mcp: { preload: false } }, { extraToml: serversToml({ lights: home('lights') }) });
+    try {
+      await tight.iris.init();
+      await tight.iris.mcp.servers.startAll();
+      tight.double.script({ content: ['OK.'] });
+      await say(tight.iris.conversation(), 'dim the bedroom lights');
+      const tokenizer = await loadTokenizer();
+      const tools = tight.double.chats[0]?.tools ?? [];
+      expect(toolsTokens(tools as never, (t) => tokenizer.count(t))).toBeLessThanOrEqual(700);
+      expect(tools.map((t) => t.function.name)).toContain('execute_tool');
+    } finally {
+      await tight.iris.stop();
+      await tight.double.close();
+    }
+  });
+});
+
+describe('get_tools_in_category with a query', () => {
+  it('returns the best-matching tools across every category, one line each', async () => {
+    const s = await start(['lights', 'climate', 'music']);
+    const found = JSON.parse(resultText(await s.iris.host.call('get_tools_in_category', { query: 'set the heating temperature' }))) as { tools: Record<string, string>; categories: string[] };
+    expect(found.categories).toEqual(['lights', 'climate', 'music']); // a miss opens its category next, not the root
+    expect(Object.keys(found.tools)[0]).toBe('climate.set_temperature');
+    expect(found.tools['climate.set_temperature']).toBe('Set the target temperature of the heating or air conditioning in a room.');
+    expect(Object.keys(found.tools).length).toBeLessThanOrEqual(8);
+    // path still browses as before
+    expect(JSON.parse(resultText(await s.iris.host.call('get_tools_in_category', { path: '' })))).toMatchObject({ categories: { lights: { tools: 20 } } });
+  });
+
+  it('keeps the two meta-tools at or under 250 tokens with 50 servers configured', async () => {
+    const servers = Object.fromEntries(HOME_SERVERS.map((h) => [h.name, home(h.name)]));
+    setup = await withDouble({ mcp: { preload: false } }, { extraToml: serversToml(servers) });
+    await setup.iris.init();
+    const tokenizer = await loadTokenizer();
+    const meta = setup.iris.host.definitions().filter((d) => d.name === 'get_tools_in_category' || d.name === 'execute_tool');
+    const tokens = meta.reduce((sum, d) => sum + tokenizer.count(JSON.stringify({ type: 'function', function: { name: d.name, description: d.description, parameters: d.inputSchema } })), 0);
+    expect(meta).toHaveLength(2);
+    expect(tokens).toBeLessThanOrEqual(250);
+    expect(setup.iris.mcp.servers.status().filter((x) => x.pid !== undefined)).toEqual([]); // none started
+  });
+});
+
+describe('at home-server scale: cached tool lists, servers started when used', () => {
+  it('ranks from the cached tool lists without starting a server; a call starts only its own', async () => {
+    const stateDir = tempDir();
+    const first = await servers(['lights', 'climate', 'music'], '', stateDir);
+    await first.iris.mcp.servers.startAll();
+    await first.iris.stop();
+    const again = await servers(['lights', 'climate', 'music'], '', stateDir);
+    expect(again.iris.mcp.proxy.rank('dim the bedroom lights', 8)[0]?.path).toBe('lights.set_brightness');
+    expect(running(again)).toEqual([]);
+    const result = await again.iris.host.call('execute_tool', { tool_path: 'lights.set_brightness', arguments: { room: 'hall', brightness: 5 } });
+    expect(resultText(result)).toBe('lights.set_brightness done: {"room":"hall","brightness":5}');
+    expect(running(again)).toEqual(['lights']);
+  });
+
+  it('without pre-warm, the daemon learns the tool lists not cached yet in the background and stops those servers again', async () => {
+    const s = await servers(['lights', 'climate', 'tv', 'mail']);
+    expect(s.iris.mcp.proxy.rank('dim the bedroom lights', 8)).toEqual([]); // nothing known yet
+    await s.iris.start();
+    await vi.waitFor(() => expect(s.iris.mcp.servers.status().map((x) => [x.name, x.state, x.tools])).toEqual([
+      ['lights', 'stopped', 20], ['climate', 'stopped', 20], ['tv', 'stopped', 20], ['mail', 'stopped', 20],
+    ]), { timeout: 60_000, interval: 100 });
+    expect(running(s)).toEqual([]);
+    expect(s.iris.mcp.proxy.rank('dim the bedroom lights', 8)[0]?.path).toBe('lights.set_brightness');
+    expect(s.logs.some((l) => l.includes('lights: 20 tools learnt; stopped until used'))).toBe(true);
+  }, 90_000);
+
+  it('stops a server idle for [mcp] idle_stop_s; its next call starts it again', async () => {
+    const s = await servers(['lights'], 'idle_stop_s = 0.3');
+    const call = () => s.iris.host.call('execute_tool', { tool_path: 'lights.turn_off_light', arguments: { room: 'hall' } });
+    expect(resultText(await call())).toBe('lights.turn_off_light done: {"room":"hall"}');
+    expect(running(s)).toEqual(['lights']);
+    await vi.waitFor(() => expect(running(s)).toEqual([]), { timeout: 10_000, interval: 50 });
+    expect(s.iris.mcp.servers.status()[0]).toMatchObject({ state: 'stopped', health: { state: 'healthy' } }); // resting, not failing
+    expect(resultText(await call())).toBe('lights.turn_off_light done: {"room":"hall"}');
+  });
+
+  it("follows a server's list_changed: the new tool is ranked and cached", async () => {
+    const stateDir = tempDir();
+    const s = withServers({ garden: home('garden', '--grow') }, '[mcp]\nconnect_timeout_s = 30\npreload = false\n', stateDir);
+    opened.push(s);
+    await s.iris.init();
+    await s.iris.mcp.servers.ensureTools('garden');
+    expect(s.iris.mcp.proxy.rank('polish the gadget', 3)).toEqual([]); // the index is built
+    await s.iris.host.call('execute_tool', { tool_path: 'garden.stop_watering', arguments: {} });
+    const cached = () => (JSON.parse(readFileSync(join(stateDir, 'mcp-tools.json'), 'utf8')) as { servers: Record<string, { tools: { name: string }[] }> }).servers.garden?.tools.map((t) => t.name);
+    await vi.waitFor(() => expect(cached()).toContain('garden_extra_20'), { timeout: 10_000, interval: 50 });
+    expect(s.iris.mcp.proxy.rank('polish the gadget', 3)[0]?.path).toBe('garden.garden_extra_20');
+  });
+});
+
+describe('iris tools search', () => {
+  it('shows what the first request would show for the words, with scores, and what the budget leaves out', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'config'), `[assistant]\ntimezone = "UTC"\n[mcp]\nconnect_timeout_s = 30\npreload = false\n${serversToml({ lights: home('lights'), climate: home('climate') })}`);
+    const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };
+    const json = await iris(['tools', 'search', '--json', 'dim', 'the', 'bedroom', 'lights'], vars);
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout) as { query: string; exposed: { name: string; score: number }[]; tokens: number; budget: number; left_out: unknown[] };
+    expect(report).toMatchObject({ query: 'dim the bedroom lights', budget: 1500, remote_tools: 40 });
+    expect(report.exposed[0]).toEqual({ name: 'lights.set_brightness', score: expect.any(Number) });
+    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(8);
+    expect(report.tokens).toBeGreaterThan(0);
+    expect(report.tokens).toBeLessThan(1500);
+    const people = await iris(['tools', 'search', 'dim the bedroom lights'], vars);
+    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools in full \(\d+ tokens\):\n +\d+\.\d\d  lights\.set_brightness +Dim or brighten/);
+    expect((await iris(['tools', 'search', 'zzzz'], vars)).stdout).toBe('no remote tool matches "zzzz": the model gets only the meta-tools (of 40 remote tools)\n');
+  }, 60_000);
+});
