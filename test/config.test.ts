@@ -72,6 +72,7 @@ describe('config', () => {
       ['audio', 'announce_every_s', 600],
       ['mcp', 'connect_timeout_s', 600],
       ['mcp', 'health_interval_s', 86_400],
+      ['mcp', 'idle_stop_s', 86_400],
       ['mcp.servers.files', 'timeout_s', 3600],
     ];
     const server = (section: string) => (section === 'mcp.servers.files' ? 'command = "true"\n' : '');

@@ -31,6 +31,7 @@ import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
+import { authStore, signInSentence } from '../toolhost/mcp/oauth.js';
 import type { RoomStatus } from '../daemon/rooms.js';
 import { doctor } from './doctor.js';
 import { login, logout } from './login.js';
@@ -131,6 +132,20 @@ async function callTool(g: Globals, name: string, args: unknown): Promise<CallTo
   } finally {
     lines.close();
   }
+}
+
+/**
+ * Without a daemon `mcp list` connects to nothing, so a lapsed sign-in is read from the token
+ * store: a stopped server whose stored sign-in has no tokens (revoked, or a refresh refused)
+ * needs sign-in, as a connection would have found.
+ */
+async function withStoredSignIns(servers: ServerStatus[], g: Globals): Promise<ServerStatus[]> {
+  const log = createLogger('iris', { level: g.logLevel });
+  return Promise.all(servers.map(async (s) => {
+    if (s.state !== 'stopped') return s;
+    const doc = await authStore(stateDir(), s.name, log).read().catch(() => undefined);
+    return doc !== undefined && doc.tokens === undefined ? { ...s, state: 'needs-sign-in' as const, reason: signInSentence(s.name) } : s;
+  }));
 }
 
 /** A server's state for people: "needs sign-in", not the JSON's "needs-sign-in". */
@@ -306,7 +321,7 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       // Quick with 50 servers: the daemon's view, else the config and cache; nothing is started.
-      const servers = (await daemon(g, { cmd: 'status' }))?.mcp ?? (await open(g)).iris.mcp.servers.status();
+      const servers = (await daemon(g, { cmd: 'status' }))?.mcp ?? await withStoredSignIns((await open(g)).iris.mcp.servers.status(), g);
       if (g.json === true) return printJson(servers.map(({ health: _health, ...rest }) => rest));
       if (servers.length === 0) print('no MCP servers configured ([mcp.servers.NAME] or [mcp] servers_file)');
       for (const s of servers) print(serverLine(s));
