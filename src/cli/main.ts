@@ -493,16 +493,17 @@ export function buildProgram(): Command {
     .description('the voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out (or part of it: --start, --end)')
     .requiredOption('--file <wav>', 'the recording: a WAV of 8- to 32-bit integer or 32/64-bit float samples (or A-law, µ-law), any rate and channels; converted to 16 kHz mono')
     .option('--out <wav>', 'write the spoken reply here')
+    .option('--playback <wav>', 'what IRIS\'s speaker played while the recording was made (from its first sample): echo cancellation and the stop word run as in the daemon')
     .option('--json', 'print one JSON document')
     .addOption(new Option('--start <stage>', 'where the run starts: at the wake word, or at stt (the recording is the command)').choices(['wake', 'stt']).default('wake'))
     .addOption(new Option('--end <stage>', 'where it ends: wake (the detection), stt (the words), conversation (the answer, unspoken) or tts').choices([...STAGES]).default('tts'))
-    .action(async (opts: { file: string; out?: string } & ListenStages, cmd: Command) => {
+    .action(async (opts: { file: string; out?: string; playback?: string } & ListenStages, cmd: Command) => {
       const g = globals(cmd);
       if (opts.start === 'stt' && opts.end === 'wake') throw new Exit(EXIT.usage, 'a run that starts at stt cannot end at the wake word');
       const { config, iris, log } = await open(g);
       let report: ListenReport;
       try {
-        report = await listen(config, iris.conversation(), log, opts.file, opts.out, { start: opts.start, end: opts.end });
+        report = await listen(config, iris.conversation(), log, opts.file, opts.out, { start: opts.start, end: opts.end }, opts.playback);
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }

@@ -1,14 +1,19 @@
 /**
  * Audio sinks. `aplay` is the speaker: one process per WAV (the header carries the format),
  * spawned with an argument vector, killed at once when the turn is cancelled — barge-in must
- * stop the sound within 200 ms. The collecting sink writes what would have been played into
- * one WAV, for `iris listen --out` and tests. The earcon is a short two-tone chime.
+ * stop the sound within 200 ms. `Speaker` is the one way out to it: everything IRIS plays
+ * (replies, the earcon, announcements, ringing timers, `iris say`) goes through it, and it keeps
+ * what it played, sample-timed, as the echo canceller's reference; it knows whether something
+ * is playing (the stop word is armed only then) and can stop it all. The collecting sink writes
+ * what would have been played into one WAV, for `iris listen --out` and tests. The earcon is a
+ * short two-tone chime.
  */
 import { spawn } from 'node:child_process';
 import { AudioError } from './capture.js';
 import { stopChild } from './child.js';
 import type { AudioSink } from './audio.js';
-import { encodeWav, wavInfo } from './wav.js';
+import { EchoReference } from './echo.js';
+import { decodeWav, encodeWav, wavInfo } from './wav.js';
 
 export interface AplayOptions {
   /** ALSA playback device. */
@@ -43,6 +48,58 @@ export function aplaySink(options: AplayOptions): AudioSink {
       });
     },
   };
+}
+
+/**
+ * The one way out to the speaker: plays through `out` and writes each clip, as 16 kHz mono,
+ * into `reference` at the clock sample it was handed to the player (EchoReference.nowSamples);
+ * a clip stopped early is cut from the reference where it stopped.
+ */
+export class Speaker implements AudioSink {
+  readonly reference: EchoReference;
+  readonly #out: AudioSink;
+  readonly #playing = new Set<AbortController>();
+  readonly #clock: () => number;
+
+  /** `clock`: the sample clock (default the live one; tests pass their own). */
+  constructor(out: AudioSink, reference = new EchoReference(), clock: () => number = EchoReference.nowSamples) {
+    this.#out = out;
+    this.reference = reference;
+    this.#clock = clock;
+  }
+
+  /** Something is being played now. */
+  get playing(): boolean {
+    return this.#playing.size > 0;
+  }
+
+  async play(wav: Buffer, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    const controller = new AbortController();
+    const both = AbortSignal.any([signal, controller.signal]);
+    const at = this.#clock();
+    let samples: Int16Array | undefined;
+    try {
+      samples = decodeWav(wav, 'reply audio');
+    } catch {
+      samples = undefined; // the player reports a WAV it cannot play; the reference just lacks it
+    }
+    if (samples) this.reference.write(samples, at);
+    this.#playing.add(controller);
+    try {
+      await this.#out.play(wav, both);
+    } finally {
+      this.#playing.delete(controller);
+      if (both.aborted) this.reference.truncate(this.#clock());
+    }
+  }
+
+  /** Stop everything playing now (the stop word). Returns whether anything was. */
+  stop(): boolean {
+    const any = this.#playing.size > 0;
+    for (const controller of this.#playing) controller.abort(new DOMException('stopped', 'AbortError'));
+    return any;
+  }
 }
 
 /** A sink that keeps everything "played", as one WAV in the first clip's format. */
