@@ -23,7 +23,7 @@ import { fetchModel, KNOWN_MODELS } from '../pipeline/models.js';
 import { fetchPiperVoice, PIPER_VOICES } from '../pipeline/voices.js';
 import { Engines } from '../pipeline/engines.js';
 import { runPipeline, STAGES } from '../pipeline/pipeline.js';
-import { CollectingSink } from '../pipeline/playback.js';
+import { CollectingSink, Speaker, aplaySink } from '../pipeline/playback.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
@@ -448,6 +448,8 @@ export function buildProgram(): Command {
       print(`timers and reminders: ${status.timers}`);
       for (const s of status.mcp) print(`MCP ${serverLine(s)}`);
       print(`voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`);
+      const echo = status.voice.echo;
+      if (echo) print(`echo canceller: ${echo.canceller}${echo.delay_ms === undefined ? ' (delay not measured yet: IRIS has not talked)' : `, speaker-to-microphone delay ${echo.delay_ms} ms`}`);
       for (const room of status.rooms ?? []) print(`room ${roomLine(room)}`);
     });
 
@@ -469,23 +471,34 @@ export function buildProgram(): Command {
 
   program
     .command('say')
-    .description('text to speech only: write TEXT as a WAV file')
+    .description('text to speech only: say TEXT on the speaker ([audio] output), or write it as a WAV file with --out')
     .argument('<text...>', 'what to say')
-    .requiredOption('--out <wav>', 'the WAV file to write')
-    .action(async (words: string[], opts: { out: string }, cmd: Command) => {
+    .option('--out <wav>', 'write a WAV file instead of playing it')
+    .action(async (words: string[], opts: { out?: string }, cmd: Command) => {
       const g = globals(cmd);
       const config = await readConfig(g);
       const tts = new Engines(() => config, createLogger('iris', { level: g.logLevel })).tts();
-      const sink = new CollectingSink();
+      const file = new CollectingSink();
+      // The daemon's one way out to the speaker, or a file.
+      const sink = opts.out === undefined ? new Speaker(aplaySink({ device: config.audio.output })) : file;
+      const controller = new AbortController();
+      const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
+      process.once('SIGINT', interrupt);
+      let spoken = 0;
       try {
-        // A run of the pipeline from speech to speech, into a file.
-        await runPipeline({ text: speakable(words.join(' ')) }, { start: 'tts', end: 'tts', tts, sink, signal: new AbortController().signal });
-        if (sink.clips === 0) throw new Error('nothing to say: the text has no words to speak');
-        await writeFile(opts.out, sink.wav());
+        // A run of the pipeline from speech to speech.
+        await runPipeline({ text: speakable(words.join(' ')) }, {
+          start: 'tts', end: 'tts', tts, signal: controller.signal,
+          sink: { play: (wav, signal) => (spoken++, sink.play(wav, signal)) },
+        });
+        if (spoken === 0) throw new Error('nothing to say: the text has no words to speak');
+        if (opts.out !== undefined) await writeFile(opts.out, file.wav());
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
+      } finally {
+        process.off('SIGINT', interrupt);
       }
-      print(`${opts.out}: ${(await tts.describe?.()) ?? config.tts.voice}`);
+      print(`${opts.out ?? `speaker ${config.audio.output}`}: ${(await tts.describe?.()) ?? config.tts.voice}`);
     });
 
   program

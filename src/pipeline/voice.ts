@@ -153,6 +153,17 @@ export class VoiceLoop<R> {
   }
 
   /**
+   * The stop word was heard (at `atS` in the audio): a reply being spoken stops, without
+   * taking a command; back to the wake word. Returns whether a reply was stopped.
+   */
+  hush(atS: number): boolean {
+    if (this.#state !== 'replying' || !this.#turn) return false;
+    this.#emit(this.#turn.run, 'stop-word', { atS });
+    this.#turn.controller.abort(new DOMException('stop word', 'AbortError'));
+    return true;
+  }
+
+  /**
    * Read `source` until it ends or `signal` aborts. With `once`, stop after the first run
    * (also when no wake word was heard) and return it.
    */
