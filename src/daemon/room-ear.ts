@@ -13,6 +13,8 @@ import { frontEnd } from '../pipeline/frontend.js';
 import type { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
 
+const OWN_LEAD = SPEECH_FORMAT.rate / 5;
+
 export interface RoomStats {
   /** The canceller in use ("speexdsp"), or why there is none. */
   canceller: string;
@@ -67,6 +69,8 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
     ...(canceller ? { canceller } : {}),
     ...(stopWord ? { stopWord } : {}),
     clockOf: speaker ? liveClock() : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
+    // IRIS's own audio, 0.2 s ahead of its echo: its spotter hears a "stop" IRIS says first.
+    own: (at, length) => (canceller ? canceller.played(at, length, OWN_LEAD) : reference.read(at + OWN_LEAD, length)),
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     onStop: (atS) => {
       stopAtS = atS;

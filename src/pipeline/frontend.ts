@@ -18,13 +18,12 @@ export interface FrontEndOptions {
   armed?: (at: number, length: number) => boolean;
   /** The person said the stop word; `atS` is where it ended (stream seconds). */
   onStop?: (atS: number) => void;
-  /** IRIS's audio is fed to the stop word's own-voice spotter this far ahead of its echo (seconds); default 0.2. */
-  ownLeadS?: number;
+  /** What IRIS played, for mic samples from clock sample `at`, a little ahead of its echo (the stop word's own-voice check); default silence. */
+  own?: (at: number, length: number) => Int16Array;
 }
 
 export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSource {
   const { canceller, clockOf, stopWord } = options;
-  const lead = Math.round((options.ownLeadS ?? 0.2) * SPEECH_FORMAT.rate);
   return {
     async *frames(signal) {
       let wasArmed = false;
@@ -37,7 +36,7 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         const samples = canceller ? canceller.process(chunk.samples, at) : chunk.samples;
         const armed = stopWord !== undefined && (options.armed?.(at, samples.length) ?? false);
         if (armed && stopWord) {
-          const own = canceller ? canceller.played(at, samples.length, lead) : new Int16Array(samples.length);
+          const own = options.own?.(at, samples.length) ?? new Int16Array(samples.length);
           const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();

@@ -62,7 +62,7 @@ export class Speaker implements AudioSink {
   readonly #clock: () => number;
 
   /** `clock`: the sample clock (default the live one; tests pass their own). */
-  constructor(out: AudioSink, reference = new EchoReference(), clock: () => number = EchoReference.nowSamples) {
+  constructor(out: AudioSink, reference = new EchoReference(), clock: () => number = () => EchoReference.nowSamples()) {
     this.#out = out;
     this.reference = reference;
     this.#clock = clock;

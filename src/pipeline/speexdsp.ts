@@ -52,7 +52,7 @@ function load(): Promise<Api> {
       ppRun: lib.func('int speex_preprocess_run(void *st, _Inout_ int16_t *x)'),
       ppCtlInt: lib.func('speex_preprocess_ctl', 'int', ['void *', 'int', koffi.inout(koffi.pointer('int'))]),
       ppCtlPtr: lib.func('speex_preprocess_ctl', 'int', ['void *', 'int', 'void *']),
-    } as Api;
+    };
   });
   api.catch(() => (api = undefined)); // a later call may find it installed
   return api;
