@@ -208,6 +208,8 @@ export class EchoCanceller {
   #delay: number | undefined;
   #sinceEstimate = 0;
   #pending: { delay: number } | undefined;
+  /** Where the microphone's clock last jumped: the ring before it does not line up. */
+  #jumpAt = -Infinity;
   #micEnergy = 0;
   #outEnergy = 0;
   #processed = 0;
@@ -255,6 +257,15 @@ export class EchoCanceller {
 
   /** `samples` from clock sample `at`, with the echo removed (a new array, same length). */
   process(samples: Int16Array, at: number): Int16Array {
+    if (this.#processed > 0 && at !== this.#micEnd) {
+      // The live clock moved its anchor: the microphone is now `jump` samples later against
+      // the reference than it was, so the echo's delay changes by exactly that. What the ring
+      // held before is misplaced: no estimate until a whole window lies after the jump.
+      const jump = at - this.#micEnd;
+      if (this.#delay !== undefined) this.#delay = Math.min(this.#maxLag, Math.max(0, this.#delay + jump));
+      this.#pending = undefined;
+      this.#jumpAt = at;
+    }
     this.#remember(samples, at);
     const out = new Int16Array(samples.length);
     for (let offset = 0; offset + FRAME <= samples.length; offset += FRAME) {
@@ -297,8 +308,9 @@ export class EchoCanceller {
   /** Re-estimate the delay over the last window; a change is taken when two estimates agree. */
   #track(end: number): void {
     if (this.#micEnd - end < 0 || end - this.#window - this.#maxLag < this.#micEnd - this.#micRing.length) return;
-    this.#sinceEstimate = 0;
     const from = end - this.#window - this.#maxLag;
+    if (from < this.#jumpAt) return;
+    this.#sinceEstimate = 0;
     const ref = this.#reference.read(from, this.#window + this.#maxLag);
     if (energy(ref, this.#maxLag) === 0) return;
     const mic = new Int16Array(this.#window + this.#maxLag);
@@ -321,15 +333,22 @@ export class EchoCanceller {
 }
 
 /**
- * A live microphone's clock: the first chunk is anchored to the time it arrived, later ones
- * count samples from it (the capture card's clock; drift against the player's shows up as a
- * slowly moving delay, which the canceller tracks).
+ * A live microphone's clock: a chunk's position in the stream plus an anchor, the clock sample
+ * the stream started at. A chunk is read at or after it was captured (a busy loop reads late,
+ * and at start the models load while audio queues), so the anchor is the earliest any chunk
+ * implies: the least-delayed reading. It never creeps (each step would shift the reference by
+ * a sample, and the adaptive filter would lose what it learned): two cards' drift shows up as
+ * a slowly moving delay instead, which the canceller tracks.
  */
-export function liveClock(): (chunk: AudioChunk) => number {
-  let anchor: number | undefined;
+/** 10 ms: the live anchor moves only for a gain bigger than this; each move costs the filter some of what it learned. */
+const JITTER_SAMPLES = 160;
+
+export function liveClock(now: () => number = () => EchoReference.nowSamples()): (chunk: AudioChunk) => number {
+  let anchor = Infinity;
   return (chunk) => {
     const position = Math.round(chunk.atS * RATE);
-    anchor ??= EchoReference.nowSamples() - position - chunk.samples.length;
-    return anchor + position;
+    const implied = now() - position - chunk.samples.length;
+    if (implied < anchor - JITTER_SAMPLES) anchor = implied; // smaller gains: jitter the delay estimate absorbs
+    return Math.round(anchor) + position;
   };
 }
