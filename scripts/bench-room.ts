@@ -17,7 +17,12 @@
  * the latency it adds (it holds no audio back: its per-chunk processing time) and its memory.
  * Not measured here: false wakes over an hour of continuous speech, and webrtc-audio-processing.
  *
- * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick]`; writes scripts/results/room.json.
+ * The daemon stops talking when it hears the wake word, so a command is mostly spoken over
+ * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
+ * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
+ *
+ * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick] [--no-barge-in]` (IRIS_BENCH_ONLY
+ * names conditions, IRIS_BENCH_NAME the results file); writes scripts/results/room.json.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -45,6 +50,10 @@ import { round, writeResults } from './lib/bench.js';
 import { makeClip, synthesize, type Voice } from './lib/speech-set.js';
 
 const quick = process.argv.includes('--quick');
+/** Model the daemon's barge-in: IRIS stops playing 0.2 s after the wake word is heard (`--no-barge-in`: it talks on, as a plain recording). */
+const bargeIn = !process.argv.includes('--no-barge-in');
+/** Only the conditions named (comma-separated), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
+const only = process.env.IRIS_BENCH_ONLY?.split(',');
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -192,21 +201,29 @@ interface Room {
   delayMs: number;
 }
 
-/** One recording: IRIS's earlier and current reply, the person over the current one. */
-function room(condition: Condition, part: Part, person: Int16Array | undefined, rand: () => number): Room {
+interface Draws { pick: number; personOffsetS: number; delayMs: number; babbleOffset: number }
+
+const drawsOf = (rand: () => number): Draws => ({ pick: Math.floor(rand() * REPLIES.length), personOffsetS: 0.8 + rand(), delayMs: Math.round(40 + rand() * 160), babbleOffset: Math.floor(rand() * 200_000) });
+
+/**
+ * One recording: IRIS's earlier and current reply, the person over the current one. With
+ * `cutS`, IRIS stops playing there, as the daemon's barge-in stops it when the wake word is heard.
+ */
+function room(condition: Condition, part: Part, person: Int16Array | undefined, draws: Draws, cutS?: number): Room {
   const voice = IRIS_VOICE[part];
-  const pick = Math.floor(rand() * REPLIES.length);
+  const { pick } = draws;
   const earlier = espeak(REPLIES[pick] ?? '', voice);
   const current = espeak(condition.says === 'nothing' ? SELF : (REPLIES[(pick + 1) % REPLIES.length] ?? ''), voice);
   const gap = Math.round(0.4 * RATE);
-  const personAt = earlier.length + gap + Math.round((0.8 + rand()) * RATE);
+  const personAt = earlier.length + gap + Math.round(draws.personOffsetS * RATE);
   const length = Math.max(earlier.length + gap + current.length, personAt + (person?.length ?? 0)) + Math.round(1.5 * RATE);
   const played = new Int16Array(length);
   if (condition.esrDb !== undefined) {
     played.set(earlier, 0);
     played.set(current, earlier.length + gap);
+    if (cutS !== undefined) played.fill(0, Math.round(cutS * RATE));
   }
-  const delayMs = Math.round(40 + rand() * 160);
+  const { delayMs } = draws;
   const mix = new Float64Array(length);
   const reverb = ['reverb', String(condition.reverb), '50', '60'];
   const personPower = person ? speechPower(person) : speechPower(current);
@@ -219,11 +236,15 @@ function room(condition: Condition, part: Part, person: Int16Array | undefined, 
     addInto(mix, echo, Math.round((delayMs * RATE) / 1000), gain);
   }
   if (condition.babbleDb !== undefined) {
-    const b = babble(length, Math.floor(rand() * 200_000));
+    const b = babble(length, draws.babbleOffset);
     addInto(mix, b, 0, Math.sqrt((personPower / 10 ** (condition.babbleDb / 10)) / speechPower(b)));
   }
   const noise = pink(length);
   addInto(mix, noise, 0, Math.sqrt((personPower / 10 ** (35 / 10)) / speechPower(noise))); // a quiet room's floor, 35 dB down
+  // The microphone's gain set so the loudest moment does not clip its converter: louder echo
+  // means a quieter person, not a clipped recording (the clipping speaker is the clipping here).
+  const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  if (peak > 29_000) for (let i = 0; i < mix.length; i++) mix[i] = (mix[i] ?? 0) * (29_000 / peak);
   return {
     mic: toInt16(mix), played,
     ...(person ? { personS: [personAt / RATE, (personAt + person.length) / RATE] as [number, number] } : {}),
@@ -292,21 +313,21 @@ async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
 }
 
-async function runLoop(samples: Int16Array): Promise<{ wake: boolean; made: string; confidence: number; transcript: string }> {
+async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation'): Promise<{ wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string }> {
   const conversation = new Conversation({
     config, host, log: silentLogger,
     backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
     tokenizer: () => Promise.reject(new Error('no model')),
   });
   const loop = new VoiceLoop<TurnResult>({
-    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end: 'conversation',
+    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
   });
   wake.reset();
   const [run] = await loop.run(samplesSource(samples), new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
   const call = run?.result?.route === 'local' ? run.result.tool_calls[0] : undefined;
-  return { wake: run?.wake !== undefined, made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '' };
+  return { wake: run?.wake !== undefined, ...(run?.wake ? { wakeAtS: run.wake.atS } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '' };
 }
 
 interface Row {
@@ -324,7 +345,7 @@ for (const part of ['dev', 'heldout'] as Part[]) {
   const rand = random(part === 'dev' ? 24 : 2024);
   const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
   const commands = quick ? COMMANDS[part].slice(0, 2) : COMMANDS[part];
-  for (const condition of CONDITIONS) {
+  for (const condition of CONDITIONS.filter((c) => only === undefined || only.includes(c.name))) {
     for (const voice of people) {
       const spoken = condition.says === 'command' ? commands : condition.says === 'stop' ? ['stop'] : [''];
       for (const command of spoken) {
@@ -335,8 +356,18 @@ for (const part of ['dev', 'heldout'] as Part[]) {
           synthesize('stop', voice, file);
           person = decodeWav(readFileSync(file));
         }
-        const r = room(condition, part, person, rand);
-        const front = await throughFrontEnd(r);
+        const draws = drawsOf(rand);
+        let r = room(condition, part, person, draws);
+        let front = await throughFrontEnd(r);
+        if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
+          // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
+          // the recording it would make is the same room with IRIS cut there.
+          const heard = await runLoop(front.samples, 'wake');
+          if (heard.wakeAtS !== undefined) {
+            r = room(condition, part, person, draws, heard.wakeAtS + 0.2);
+            front = await throughFrontEnd(r);
+          }
+        }
         const expected = condition.says === 'command' ? await expectedCall(command) : '';
         const judge = (result: { wake: boolean; made: string; confidence: number }) => ({
           wake: result.wake,
@@ -405,4 +436,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults('room', { quick, min_confidence: minConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', min_confidence: minConfidence, summary, table, rows });
