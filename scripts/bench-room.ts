@@ -54,6 +54,8 @@ const quick = process.argv.includes('--quick');
 const bargeIn = !process.argv.includes('--no-barge-in');
 /** Only the conditions named (comma-separated), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
 const only = process.env.IRIS_BENCH_ONLY?.split(',');
+/** Residual-echo suppression to try instead of the default (dB, 0 = off), e.g. IRIS_BENCH_SUPPRESS_DB=0. */
+const suppressDb = process.env.IRIS_BENCH_SUPPRESS_DB === undefined ? undefined : Number(process.env.IRIS_BENCH_SUPPRESS_DB);
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -284,7 +286,7 @@ interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; c
 async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   const reference = new EchoReference(r.played.length / RATE + 2);
   reference.write(r.played, 0);
-  const canceller = await EchoCanceller.create(reference);
+  const canceller = await EchoCanceller.create(reference, suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) });
   const stopWord = await StopWord.create();
   const stops: number[] = [];
   const source = frontEnd(samplesSource(r.mic), {
@@ -436,4 +438,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', min_confidence: minConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', min_confidence: minConfidence, summary, table, rows });
