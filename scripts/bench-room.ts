@@ -54,6 +54,9 @@ const quick = process.argv.includes('--quick');
 const bargeIn = !process.argv.includes('--no-barge-in');
 /** Only the conditions named (comma-separated), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
 const only = process.env.IRIS_BENCH_ONLY?.split(',');
+/** The loop's pre-roll to try (seconds; the audio before the detection the recogniser gets), e.g. IRIS_BENCH_PREROLL_S=0.1. */
+const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_PREROLL_S);
+const overSpeechOn = process.env.IRIS_BENCH_OVER_SPEECH === '1';
 /** Residual-echo suppression to try instead of the default (dB, 0 = off), e.g. IRIS_BENCH_SUPPRESS_DB=0. */
 const suppressDb = process.env.IRIS_BENCH_SUPPRESS_DB === undefined ? undefined : Number(process.env.IRIS_BENCH_SUPPRESS_DB);
 const RATE = 16_000;
@@ -315,14 +318,14 @@ async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
 }
 
-async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation'): Promise<{ wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string }> {
+async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false): Promise<{ wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string }> {
   const conversation = new Conversation({
     config, host, log: silentLogger,
     backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
     tokenizer: () => Promise.reject(new Error('no model')),
   });
   const loop = new VoiceLoop<TurnResult>({
-    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end,
+    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), overSpeech: () => overSpeech,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
   });
@@ -376,8 +379,10 @@ for (const part of ['dev', 'heldout'] as Part[]) {
           right: expected !== '' && result.made === expected && result.confidence >= minConfidence,
           wrong: result.made !== '' && result.made !== expected && result.confidence >= minConfidence,
         });
-        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples) : { wake: false, made: '', confidence: 0, transcript: '' };
-        const without = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(r.mic) : { wake: false, made: '', confidence: 0, transcript: '' };
+        // IRIS was talking when the person began: the loop's `overSpeech`, tried with IRIS_BENCH_OVER_SPEECH=1 (the daemon does not use it yet).
+        const over = overSpeechOn && condition.esrDb !== undefined;
+        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : { wake: false, made: '', confidence: 0, transcript: '' };
+        const without = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(r.mic, 'conversation', over) : { wake: false, made: '', confidence: 0, transcript: '' };
         const [from, to] = r.personS ?? [Infinity, Infinity];
         const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);
         const selfStops = front.stops.filter((s) => !(s >= from && s <= to + 0.3)).length;
@@ -438,4 +443,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', min_confidence: minConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, summary, table, rows });

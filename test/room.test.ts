@@ -17,6 +17,12 @@ import { EchoCanceller, EchoReference, estimateDelay } from '../src/pipeline/ech
 import { frontEnd } from '../src/pipeline/frontend.js';
 import { Speaker, referenceSamples } from '../src/pipeline/playback.js';
 import { StopWord } from '../src/pipeline/stopword.js';
+import type { SpeechToText } from '../src/pipeline/stt.js';
+import { createSileroVad } from '../src/pipeline/vad.js';
+import { VoiceLoop } from '../src/pipeline/voice.js';
+import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
+import { createEspeak } from '../src/pipeline/espeak.js';
+import { CollectingSink } from '../src/pipeline/playback.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { iris } from './helpers/cli.js';
 import { commandSamples, speechSamples } from './helpers/speech.js';
@@ -305,5 +311,33 @@ describe('the daemon in a room (real time)', () => {
     expect(asked[0]).toBe('what time is it');
     expect(stopped).toBe(true);
     expect(lines.some((line) => /turn 2: .*wake \d/.test(line))).toBe(true);
+  }, 60_000);
+});
+
+describe('a wake word heard over IRIS', () => {
+  /** How much audio the recogniser is primed with after "hey jarvis, what time is it". */
+  async function primed(overSpeech: boolean): Promise<number> {
+    const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+    let prime = -1;
+    const stt: SpeechToText = {
+      name: 'recording',
+      transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
+      stream: (audio) => {
+        prime = audio?.length ?? 0;
+        return Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: '', confidence: 0 }), cancel: () => undefined });
+      },
+    };
+    const loop = new VoiceLoop({
+      wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'stt',
+      respond: () => { throw new Error('not reached'); },
+      overSpeech: () => overSpeech,
+    });
+    await loop.run(samplesSource(commandSamples('hey jarvis, what time is it')), new AbortController().signal, true);
+    return prime;
+  }
+
+  it('does not prime the recogniser with the wake phrase spoken over IRIS\'s voice, only the last 160 ms', async () => {
+    expect(await primed(false)).toBeGreaterThan(RATE * 0.5); // the wake phrase, to adapt to the voice
+    expect(await primed(true)).toBeLessThanOrEqual(2 * 1280);
   }, 60_000);
 });
