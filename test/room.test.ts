@@ -295,7 +295,8 @@ describe('the daemon in a room (real time)', () => {
       await until(() => room.playing > 0, 15_000);
       await new Promise((r) => setTimeout(r, 5_000)); // IRIS has talked a while: the canceller has converged
       room.say(commandSamples('hey jarvis, cancel all timers', { padS: [0, 0.3] }));
-      await until(() => lines.some((line) => /turn 2: .*wake/.test(line)), 15_000);
+      // Taken: asked (understood), or its turn ended (not understood). Real time: a starved loop lags.
+      await until(() => asked.length >= 2 || lines.some((line) => /turn 2: .*wake/.test(line)), 40_000);
       return { asked, lines, stopped: room.stoppedAtMs !== undefined };
     } finally {
       room.close();
@@ -310,8 +311,8 @@ describe('the daemon in a room (real time)', () => {
     const { asked, lines, stopped } = await bargeIn(true);
     expect(asked[0]).toBe('what time is it');
     expect(stopped).toBe(true);
-    expect(lines.some((line) => /turn 2: .*wake \d/.test(line))).toBe(true);
-  }, 60_000);
+    expect(asked.length >= 2 || lines.some((line) => /turn 2: .*wake \d/.test(line))).toBe(true);
+  }, 90_000);
 });
 
 describe('a wake word heard over IRIS', () => {
