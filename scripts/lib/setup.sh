@@ -60,13 +60,14 @@ apt_pinned() {
 
 # What the voice path runs: espeak-ng speaks, sox makes fixtures, arecord/aplay are the
 # microphone and speaker, pocketsphinx (with its English model) is the speech to text that
-# needs no download.
+# needs no download, speexdsp cancels IRIS's echo on the microphone.
 IRIS_VOICE_NEEDS="espeak-ng espeak-ng
 sox sox
 arecord alsa-utils
 pocketsphinx_continuous pocketsphinx
 /usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict pocketsphinx-en-us
-/usr/share/pocketsphinx/test/data/goforward.raw pocketsphinx-testdata"
+/usr/share/pocketsphinx/test/data/goforward.raw pocketsphinx-testdata
+/usr/share/doc/libspeexdsp1/copyright libspeexdsp1"
 
 # onnxruntime-node's install script would fetch CUDA binaries from the web and fail offline;
 # the CPU binaries ship in the package.

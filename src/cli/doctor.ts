@@ -12,7 +12,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { chooseStt, Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
-import { earcon } from '../pipeline/playback.js';
+import { EchoCanceller, EchoReference } from '../pipeline/echo.js';
+import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
+import { StopWord } from '../pipeline/stopword.js';
 import { arecordArgs } from '../pipeline/capture.js';
 import { BlockList, isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
@@ -34,6 +36,7 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
   checks.push(await speechOutCheck(config, engines));
   checks.push(...(await audioChecks(config)));
   checks.push(await wakeWordCheck(config, engines));
+  checks.push(await echoCheck(config));
   checks.push(speechToTextCheck(config, log));
   checks.push(...(await satelliteChecks(config)));
   await iris.mcp.servers.startAll(); // a real start, not the cached tool lists
@@ -113,15 +116,35 @@ async function audioChecks(config: Config): Promise<Check[]> {
     }
   }
   try {
-    const child = run('aplay', ['-q', '-D', output, '-'], { timeout: 5_000 });
-    child.child.stdin?.on('error', () => undefined); // aplay failing to open the device exits before reading
-    child.child.stdin?.end(earcon());
-    await child;
+    // The daemon's one way out to the speaker; 5 s is ample for a 0.2 s chime.
+    const signal = AbortSignal.timeout(5_000);
+    await new Speaker(aplaySink({ device: output })).play(earcon(), signal);
+    if (signal.aborted) throw new Error('aplay did not finish a 0.2 s chime in 5 s');
     checks.push({ ok: true, what: 'speaker', detail: `ALSA device "${output}" plays (you heard a chime)` });
   } catch (error) {
     checks.push({ ok: false, what: 'speaker', detail: `ALSA device "${output}": ${lastLine(error)} (aplay -L lists devices; set [audio] output)` });
   }
   return checks;
+}
+
+/** The echo canceller and the stop word load (the daemon measures the delay while it talks: `iris status`). */
+async function echoCheck(config: Config): Promise<Check> {
+  if (!config.audio.echo_cancel) return { ok: true, what: 'echo canceller', detail: 'off ([audio] echo_cancel = false): IRIS cannot hear a person over its own voice' };
+  try {
+    (await EchoCanceller.create(new EchoReference(1))).destroy();
+  } catch (error) {
+    return { ok: false, what: 'echo canceller', detail: messageOf(error) };
+  }
+  let stop = 'off';
+  if (config.audio.stop_word) {
+    try {
+      (await StopWord.create()).free();
+      stop = 'on';
+    } catch (error) {
+      stop = `off: ${messageOf(error)}`;
+    }
+  }
+  return { ok: true, what: 'echo canceller', detail: `speexdsp; the speaker-to-microphone delay is measured while IRIS talks (iris status shows it); stop word ${stop}` };
 }
 
 async function wakeWordCheck(config: Config, engines: Engines): Promise<Check> {

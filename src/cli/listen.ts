@@ -1,9 +1,12 @@
 /**
- * `iris listen --file WAV [--out WAV] [--json] [--start STAGE] [--end STAGE]`: the daemon's
- * voice pipeline, with a recording as the microphone and a WAV file as the speaker. One run:
- * wake word → end of speech → speech to text → conversation → speech out, or part of it: from
- * `stt` the recording is the command (no wake word); ending at `stt` gives the words only, at
- * `conversation` the answer unspoken, at `wake` the detection only.
+ * `iris listen --file WAV [--playback REF] [--out WAV] [--json] [--start STAGE] [--end STAGE]`:
+ * the daemon's voice pipeline, with a recording as the microphone and a WAV file as the
+ * speaker. One run: wake word → end of speech → speech to text → conversation → speech out, or
+ * part of it: from `stt` the recording is the command (no wake word); ending at `stt` gives the
+ * words only, at `conversation` the answer unspoken, at `wake` the detection only. With
+ * `--playback`, REF is what IRIS's speaker played while WAV was recorded (from WAV's first
+ * sample): the microphone goes through the daemon's front end (echo cancellation with REF as
+ * the reference, the stop word armed while REF sounds) before the wake word.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
@@ -12,6 +15,7 @@ import { createVoiceParts, loopOptions } from '../daemon/voice.js';
 import { Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
 import { samplesSource } from '../pipeline/capture.js';
+import { createFrontEnd, type FrontEnd } from '../daemon/room-ear.js';
 import { CollectingSink } from '../pipeline/playback.js';
 import type { PipelineStage } from '../pipeline/pipeline.js';
 import { VoiceLoop, type VoiceRun } from '../pipeline/voice.js';
@@ -27,6 +31,10 @@ export interface ListenReport extends Partial<TurnResult> {
   outcome: VoiceRun<TurnResult>['outcome'];
   timings_ms: VoiceRun<TurnResult>['timings'];
   stt_engine: string;
+  /** With --playback: the delay measured between REF and the microphone (ms), and the echo removed while REF sounded (dB). */
+  echo?: { delay_ms: number | null; erle_db: number | null };
+  /** With --playback: the stop word heard while REF sounded, and where (seconds into WAV). */
+  stop?: { detected: boolean; at_s?: number };
 }
 
 /** Where a run of `iris listen` starts (a recording is audio: wake or stt) and ends. */
@@ -35,8 +43,9 @@ export interface ListenStages {
   end: PipelineStage;
 }
 
-export async function listen(config: Config, conversation: Conversation, log: Logger, file: string, out?: string, stages: ListenStages = { start: 'wake', end: 'tts' }): Promise<ListenReport> {
+export async function listen(config: Config, conversation: Conversation, log: Logger, file: string, out?: string, stages: ListenStages = { start: 'wake', end: 'tts' }, playback?: string): Promise<ListenReport> {
   const samples = decodeWav(await readFile(file), file);
+  const played = playback === undefined ? undefined : decodeWav(await readFile(playback), playback);
   const engines = new Engines(() => config, log);
   const parts = await createVoiceParts(engines, stages.start === 'wake');
   const sink = new CollectingSink();
@@ -48,7 +57,14 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
     const options = loopOptions(config, parts, sink, (text, signal, heard) => conversation.turn(text, signal, heard));
     const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0, end: stages.end });
     if (stages.start === 'stt') loop.trigger(); // the recording is the command
-    const [run] = await loop.run(samplesSource(samples), controller.signal, true);
+    let source = samplesSource(samples);
+    let room: FrontEnd | undefined;
+    if (played) {
+      room = await createFrontEnd(config, log, { source, played });
+      source = room.source;
+    }
+    const [run] = await loop.run(source, controller.signal, true).finally(() => room?.stop());
+    const roomStats = room?.stats();
     if (!run) throw new Error('the pipeline ended without a result');
     if (out !== undefined && sink.clips > 0) await writeFile(out, sink.wav());
     const answers = stages.end === 'conversation' || stages.end === 'tts';
@@ -72,6 +88,10 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
       ...(run.error === undefined ? {} : { error: { code: 'voice_failed', message: run.error } }),
       timings_ms: run.timings,
       stt_engine: parts.sttReason,
+      ...(roomStats ? {
+        echo: { delay_ms: roomStats.delayMs === undefined ? null : round(roomStats.delayMs, 1), erle_db: roomStats.erleDb === undefined ? null : round(roomStats.erleDb, 1) },
+        stop: roomStats.stopAtS === undefined ? { detected: false } : { detected: true, at_s: round(roomStats.stopAtS, 2) },
+      } : {}),
     };
   } finally {
     process.off('SIGINT', interrupt);
@@ -93,6 +113,8 @@ export function describe(report: ListenReport): string[] {
     const sure = report.confidence === undefined ? '' : ` (confidence ${report.confidence})`;
     lines.push(`heard: ${report.transcript || '(nothing understood)'}${sure}`);
   }
+  if (report.echo) lines.push(`echo: delay ${report.echo.delay_ms ?? '?'} ms, reduced by ${report.echo.erle_db ?? '?'} dB`);
+  if (report.stop) lines.push(report.stop.detected ? `stop: heard at ${report.stop.at_s} s` : 'stop: not heard');
   if (report.reply !== undefined && report.reply !== '') lines.push(`reply: ${report.reply}`);
   if (report.out !== undefined) lines.push(`spoken reply: ${report.out}`);
   if (report.wake.detected || report.wake.skipped === true) {

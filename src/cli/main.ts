@@ -26,7 +26,7 @@ import { PIPER_VOICES } from '../pipeline/voices.js';
 import { modelsFetch, StoppedError, untilStopped, UsageError, type ModelsFetchOptions } from './models.js';
 import { Engines } from '../pipeline/engines.js';
 import { runPipeline, STAGES } from '../pipeline/pipeline.js';
-import { CollectingSink } from '../pipeline/playback.js';
+import { CollectingSink, Speaker, aplaySink } from '../pipeline/playback.js';
 import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
@@ -566,6 +566,8 @@ export function buildProgram(): Command {
       print(`timers and reminders: ${status.timers}`);
       for (const s of status.mcp) print(`MCP ${serverLine(s)}`);
       print(`voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`);
+      const echo = status.voice.echo;
+      if (echo) print(`echo canceller: ${echo.canceller}${echo.delay_ms === undefined ? ' (delay not measured yet: IRIS has not talked)' : `, speaker-to-microphone delay ${echo.delay_ms} ms`}`);
       for (const room of status.rooms ?? []) print(`room ${roomLine(room)}`);
     });
 
@@ -587,23 +589,34 @@ export function buildProgram(): Command {
 
   program
     .command('say')
-    .description('text to speech only: write TEXT as a WAV file')
+    .description('text to speech only: say TEXT on the speaker ([audio] output), or write it as a WAV file with --out')
     .argument('<text...>', 'what to say')
-    .requiredOption('--out <wav>', 'the WAV file to write')
-    .action(async (words: string[], opts: { out: string }, cmd: Command) => {
+    .option('--out <wav>', 'write a WAV file instead of playing it')
+    .action(async (words: string[], opts: { out?: string }, cmd: Command) => {
       const g = globals(cmd);
       const config = await readConfig(g);
       const tts = new Engines(() => config, createLogger('iris', { level: g.logLevel })).tts();
-      const sink = new CollectingSink();
+      const file = new CollectingSink();
+      // The daemon's one way out to the speaker, or a file.
+      const sink = opts.out === undefined ? new Speaker(aplaySink({ device: config.audio.output })) : file;
+      const controller = new AbortController();
+      const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
+      process.once('SIGINT', interrupt);
+      let spoken = 0;
       try {
-        // A run of the pipeline from speech to speech, into a file.
-        await runPipeline({ text: speakable(words.join(' ')) }, { start: 'tts', end: 'tts', tts, sink, signal: new AbortController().signal });
-        if (sink.clips === 0) throw new Error('nothing to say: the text has no words to speak');
-        await writeFile(opts.out, sink.wav());
+        // A run of the pipeline from speech to speech.
+        await runPipeline({ text: speakable(words.join(' ')) }, {
+          start: 'tts', end: 'tts', tts, signal: controller.signal,
+          sink: { play: (wav, signal) => (spoken++, sink.play(wav, signal)) },
+        });
+        if (spoken === 0) throw new Error('nothing to say: the text has no words to speak');
+        if (opts.out !== undefined) await writeFile(opts.out, file.wav());
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
+      } finally {
+        process.off('SIGINT', interrupt);
       }
-      print(`${opts.out}: ${(await tts.describe?.()) ?? config.tts.voice}`);
+      print(`${opts.out ?? `speaker ${config.audio.output}`}: ${(await tts.describe?.()) ?? config.tts.voice}`);
     });
 
   program
@@ -611,11 +624,12 @@ export function buildProgram(): Command {
     .description('the voice pipeline over a recording: wake word, end of speech, speech to text, conversation, reply to --out (or part of it: --start, --end). It carries out what it hears, as the daemon would: timers and reminders are set and tools called (with this config and state dir); --dry-run does not')
     .requiredOption('--file <wav>', 'the recording: a WAV of 8- to 32-bit integer or 32/64-bit float samples (or A-law, µ-law), any rate and channels; converted to 16 kHz mono')
     .option('--out <wav>', 'write the spoken reply here (checked before the run)')
+    .option('--playback <wav>', 'what IRIS\'s speaker played while the recording was made (from its first sample): echo cancellation and the stop word run as in the daemon')
     .option('--dry-run', 'call only tools that change nothing (the time, a sum, a listing); say what would have been done instead of setting timers or calling other tools')
     .option('--json', 'print one JSON document')
     .addOption(new Option('--start <stage>', 'where the run starts: at the wake word, or at stt (the recording is the command)').choices(['wake', 'stt']).default('wake'))
     .addOption(new Option('--end <stage>', 'where it ends: wake (the detection), stt (the words), conversation (the answer, unspoken) or tts').choices([...STAGES]).default('tts'))
-    .action(async (opts: { file: string; out?: string; dryRun?: boolean } & ListenStages, cmd: Command) => {
+    .action(async (opts: { file: string; out?: string; playback?: string; dryRun?: boolean } & ListenStages, cmd: Command) => {
       const g = globals(cmd);
       if (opts.start === 'stt' && opts.end === 'wake') throw new Exit(EXIT.usage, 'a run that starts at stt cannot end at the wake word');
       if (opts.out !== undefined) await checkWritable(opts.out);
@@ -623,7 +637,7 @@ export function buildProgram(): Command {
       if (opts.dryRun === true) iris.host.dryRun();
       let report: ListenReport;
       try {
-        report = await listen(config, iris.conversation(), log, opts.file, opts.out, { start: opts.start, end: opts.end });
+        report = await listen(config, iris.conversation(), log, opts.file, opts.out, { start: opts.start, end: opts.end }, opts.playback);
       } catch (error) {
         throw new Exit(EXIT.failed, messageOf(error));
       }

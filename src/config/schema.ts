@@ -302,6 +302,16 @@ export const configSchema = {
         max_command_s: { type: 'number', minimum: 1, maximum: 60, default: 15, description: 'Longest command (seconds).' },
         no_speech_s: { type: 'number', minimum: 1, maximum: 60, default: 5, description: 'Give up when no command starts this long after the wake word (seconds).' },
         earcon: { type: 'boolean', default: true, description: 'Play a short chime when IRIS starts listening.' },
+        echo_cancel: {
+          type: 'boolean',
+          default: true,
+          description: 'Remove what IRIS plays from the microphone (speexdsp; apt install libspeexdsp1) before the wake word, VAD and recogniser, so a person is heard over IRIS and the wake word interrupts it; the delay between speaker and microphone is measured and tracked.',
+        },
+        stop_word: {
+          type: 'boolean',
+          default: true,
+          description: 'While IRIS plays a reply, an announcement or a ringing timer, "stop" (no wake word) silences it and acknowledges the timer (pocketsphinx keyword spotting on the echo-cancelled microphone).',
+        },
         announce_repeats: { type: 'integer', minimum: 1, maximum: 20, default: 3, description: 'Say a due timer or reminder this many times unless the wake word acknowledges it.' },
         announce_every_s: { type: 'number', minimum: 2, maximum: 600, default: 15, description: 'Pause between repeats of an announcement (seconds).' },
       },

@@ -10,7 +10,8 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
-import { aplaySink, earcon } from '../pipeline/playback.js';
+import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
+import { createFrontEnd, type FrontEnd } from './room-ear.js';
 import { prefixState } from '../intents/prefix.js';
 import { Engines } from '../pipeline/engines.js';
 import type { SpeechToText } from '../pipeline/stt.js';
@@ -78,6 +79,8 @@ export interface VoiceStatus {
   detail: string;
   stt?: string;
   wake_word?: string;
+  /** The echo canceller in use (or why none) and the delay it measured between speaker and microphone (ms). */
+  echo?: { canceller: string; delay_ms?: number };
 }
 
 const MAX_RETRY_MS = 60_000;
@@ -92,6 +95,7 @@ export class VoiceService<R> {
   #parts: VoiceParts | undefined;
   #loop: VoiceLoop<R> | undefined;
   #announcer: Announcer | undefined;
+  #ear: FrontEnd | undefined;
   #status: VoiceStatus = { state: 'off', detail: 'not started' };
 
   constructor(options: VoiceServiceOptions<R>) {
@@ -101,13 +105,17 @@ export class VoiceService<R> {
   }
 
   get status(): VoiceStatus {
-    return this.#status;
+    const room = this.#ear?.stats();
+    if (!room) return this.#status;
+    return { ...this.#status, echo: { canceller: room.canceller, ...(room.delayMs === undefined ? {} : { delay_ms: Math.round(room.delayMs) }) } };
   }
 
   /** Load the models and start listening in the background; never throws. */
   async start(): Promise<void> {
     const config = this.#o.config();
-    const sink = this.#o.sink ?? aplaySink({ device: config.audio.output });
+    // The one way out to the speaker: replies, the earcon and announcements all play through
+    // it, and what it played is the echo canceller's reference.
+    const sink = new Speaker(this.#o.sink ?? aplaySink({ device: config.audio.output }));
     this.#status = { state: 'starting', detail: 'loading models' };
     try {
       this.#parts = await createVoiceParts(this.#engines);
@@ -139,8 +147,19 @@ export class VoiceService<R> {
       this.#log.info('voice input off: [audio] input is empty');
       return;
     }
-    const source = this.#o.source ?? arecordSource({ device: input });
-    this.#running = this.#listen(loop, source);
+    const microphone = this.#o.source ?? arecordSource({ device: input });
+    const ear = await createFrontEnd(config, this.#log, {
+      source: microphone,
+      speaker: sink,
+      onStop: (atS) => {
+        // "stop" while IRIS plays: the sound stops at once, a reply ends, a ringing timer is heard.
+        sink.stop();
+        loop.hush(atS);
+        this.#announcer?.acknowledge();
+      },
+    });
+    this.#ear = ear;
+    this.#running = this.#listen(loop, ear.source);
   }
 
   /** Say a due timer or reminder (repeated until the wake word acknowledges it). */
@@ -153,6 +172,8 @@ export class VoiceService<R> {
     this.#controller.abort(new DOMException('stopping', 'AbortError'));
     const unsaid = this.#announcer?.stop() ?? [];
     await this.#running;
+    this.#ear?.stop();
+    this.#ear = undefined;
     if (this.#o.engines === undefined) await this.#engines.stop(); // shared engines are their owner's to stop
     return unsaid;
   }

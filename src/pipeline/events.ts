@@ -16,6 +16,8 @@ export type VoiceEventType =
   /** The command's speech began (the endpointer heard voice). */
   | 'speech-start'
   | 'barge-in'
+  /** The stop word stopped the reply (`atS`: where in the audio it was heard). */
+  | 'stop-word'
   /** Scoring the words at a pause (`atS`: where in the audio), done, or voided by more speech. */
   | 'settle-start'
   | 'settle-end'

@@ -1,14 +1,22 @@
 /**
  * Audio sinks. `aplay` is the speaker: one process per WAV (the header carries the format),
  * spawned with an argument vector, killed at once when the turn is cancelled — barge-in must
- * stop the sound within 200 ms. The collecting sink writes what would have been played into
- * one WAV, for `iris listen --out` and tests. The earcon is a short two-tone chime.
+ * stop the sound within 200 ms. `Speaker` is the one way out to it: everything IRIS plays
+ * (replies, the earcon, announcements, ringing timers, `iris say`) goes through it, and it keeps
+ * what it played, sample-timed, as the echo canceller's reference; it knows whether something
+ * is playing (the stop word is armed only then) and can stop it all. The collecting sink writes
+ * what would have been played into one WAV, for `iris listen --out` and tests. The earcon is a
+ * short two-tone chime.
  */
 import { spawn } from 'node:child_process';
 import { AudioError } from './capture.js';
 import { stopChild } from './child.js';
 import type { AudioSink } from './audio.js';
+import { EchoReference } from './echo.js';
+import { SPEECH_FORMAT } from './audio.js';
 import { encodeWav, wavInfo } from './wav.js';
+
+const RATE = SPEECH_FORMAT.rate;
 
 export interface AplayOptions {
   /** ALSA playback device. */
@@ -43,6 +51,90 @@ export function aplaySink(options: AplayOptions): AudioSink {
       });
     },
   };
+}
+
+/**
+ * The one way out to the speaker: plays through `out` and writes each clip, as 16 kHz mono,
+ * into `reference` at the clock sample it was handed to the player (EchoReference.nowSamples);
+ * a clip stopped early is cut from the reference where it stopped.
+ */
+export class Speaker implements AudioSink {
+  readonly reference: EchoReference;
+  readonly #out: AudioSink;
+  readonly #playing = new Set<AbortController>();
+  readonly #clock: () => number;
+
+  /** `clock`: the sample clock (default the live one; tests pass their own). */
+  constructor(out: AudioSink, reference = new EchoReference(), clock: () => number = () => EchoReference.nowSamples()) {
+    this.#out = out;
+    this.reference = reference;
+    this.#clock = clock;
+  }
+
+  /** Something is being played now. */
+  get playing(): boolean {
+    return this.#playing.size > 0;
+  }
+
+  async play(wav: Buffer, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    const controller = new AbortController();
+    const both = AbortSignal.any([signal, controller.signal]);
+    this.#playing.add(controller);
+    // Handed to the player first (the sound must not wait), stamped with that moment.
+    const at = this.#clock();
+    const playing = this.#out.play(wav, both);
+    const samples = referenceSamples(wav);
+    if (samples) this.reference.write(samples, at);
+    try {
+      await playing;
+    } finally {
+      this.#playing.delete(controller);
+      if (both.aborted) this.reference.truncate(this.#clock());
+    }
+  }
+
+  /** Stop everything playing now (the stop word). Returns whether anything was. */
+  stop(): boolean {
+    const any = this.#playing.size > 0;
+    for (const controller of this.#playing) controller.abort(new DOMException('stopped', 'AbortError'));
+    return any;
+  }
+}
+
+/**
+ * A clip as 16 kHz mono for the echo reference, quickly: it is made while the clip plays.
+ * wavefile's sinc resampler (decodeWav) takes 0.6 s for 7 s of espeak-ng's 22,050 Hz; a
+ * two-tap low-pass and linear interpolation take a few ms, and the canceller's adaptive filter
+ * absorbs the small difference. Undefined for a WAV that is not 16-bit PCM (the player reports it).
+ */
+export function referenceSamples(wav: Buffer): Int16Array | undefined {
+  let info: ReturnType<typeof wavInfo>;
+  try {
+    info = wavInfo(wav);
+  } catch {
+    return undefined;
+  }
+  if (info.width !== 2) return undefined;
+  const frames = Math.floor(Math.min(info.dataBytes, wav.length - info.dataOffset) / (2 * info.channels));
+  const mono = new Float32Array(frames);
+  for (let i = 0; i < frames; i++) {
+    let sum = 0;
+    for (let c = 0; c < info.channels; c++) sum += wav.readInt16LE(info.dataOffset + (i * info.channels + c) * 2);
+    mono[i] = sum / info.channels;
+  }
+  if (info.rate === RATE) return Int16Array.from(mono, Math.round);
+  const step = info.rate / RATE;
+  const out = new Int16Array(Math.floor(frames / step));
+  for (let i = 0; i < out.length; i++) {
+    const x = i * step;
+    const k = Math.floor(x);
+    const a = x - k;
+    // Neighbours averaged first: a gentle low-pass against aliasing when going down in rate.
+    const at = (j: number): number => ((mono[j - 1] ?? mono[j] ?? 0) + 2 * (mono[j] ?? 0) + (mono[j + 1] ?? mono[j] ?? 0)) / 4;
+    out[i] = Math.round(at(k) * (1 - a) + at(k + 1) * a);
+  }
+  return out;
 }
 
 /** A sink that keeps everything "played", as one WAV in the first clip's format. */

@@ -34,7 +34,7 @@ export interface PocketsphinxOptions {
   rivals?: readonly (readonly string[])[];
 }
 
-const MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+export const MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 export const DEFAULT_DICTIONARY = `${MODEL_DIR}/cmudict-en-us.dict`;
 const MISSING = 'pocketsphinx is not installed (apt install libpocketsphinx3 pocketsphinx-en-us)';
 
@@ -171,7 +171,7 @@ export function confidenceOf(m: Measures, perturbations: number, p: ScoreParams 
 // ---------------------------------------------------------------------------------------------
 // The C library
 
-interface Library {
+export interface PocketsphinxLibrary {
   init(argv: string[]): unknown;
   free(decoder: unknown): void;
   setJsgf(decoder: unknown, name: string, jsgf: string): number;
@@ -187,7 +187,7 @@ interface Library {
   segments(decoder: unknown): Segment[];
 }
 
-async function loadLibrary(file: string): Promise<Library> {
+export async function loadLibrary(file: string): Promise<PocketsphinxLibrary> {
   const { libs: [ps, sb] } = await loadNative([file, file.replace('pocketsphinx', 'sphinxbase')], (message, cause) => new SttError('stt_missing', message, { cause }), MISSING);
   if (ps === undefined || sb === undefined) throw new SttError('stt_missing', MISSING);
   const parse = sb.func('void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)');
@@ -281,7 +281,7 @@ export class Stretch {
 
 export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
   const agree = options.agree ?? ((a: string, b: string) => a === b);
-  let ready: Promise<{ lib: Library; grammars: unknown[]; phones: unknown; rivals: (readonly string[])[] }> | undefined;
+  let ready: Promise<{ lib: PocketsphinxLibrary; grammars: unknown[]; phones: unknown; rivals: (readonly string[])[] }> | undefined;
   /** One decode at a time: the decoders hold one utterance each. */
   let queue: Promise<unknown> = Promise.resolve();
 
@@ -445,7 +445,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * word, against the transcript with that word replaced by any other of its set. "fifteen"
    * heard as "fifty" at full marks, "ten" as "two": the two decodes come out close.
    */
-  const rivalMargin = (lib: Library, decoder: unknown, text: string, heard: Int16Array[], rivals: (readonly string[])[]): number => {
+  const rivalMargin = (lib: PocketsphinxLibrary, decoder: unknown, text: string, heard: Int16Array[], rivals: (readonly string[])[]): number => {
     const words = text.split(' ');
     const positions = words.map((word) => rivals.find((set) => set.includes(word))).map((set, i) => ({ set, i })).filter((p) => p.set !== undefined);
     if (positions.length === 0) return Infinity;

@@ -80,6 +80,14 @@ export interface VoiceLoopOptions<R> {
    * no transcript, tool call or sound. Default: every run may.
    */
   mayAnswer?: (run: number, signal: AbortSignal) => Promise<boolean>;
+  /**
+   * Whether IRIS's own audio is playing. A wake word heard over it was spoken over it: the
+   * recogniser is then not primed with the wake phrase's audio (it adapts to what it is primed
+   * with), only with the last 160 ms before the detection. Default: never. Not wired into the
+   * daemon yet: on the room bench it turned right-but-unsure transcripts into 25 % understood
+   * at 0 dB, and one confident wrong answer at +6 dB (docs/room.md).
+   */
+  overSpeech?: () => boolean;
   /** Called when the wake word fires (the daemon warms the model then). */
   onWake?: () => void;
   /** Every stage event, as it happens. */
@@ -150,6 +158,17 @@ export class VoiceLoop<R> {
   drop(): void {
     if (this.#state === 'replying') this.#turn?.controller.abort(new DOMException('dropped', 'AbortError'));
     else this.#dropped = true;
+  }
+
+  /**
+   * The stop word was heard (at `atS` in the audio): a reply being spoken stops, without
+   * taking a command; back to the wake word. Returns whether a reply was stopped.
+   */
+  hush(atS: number): boolean {
+    if (this.#state !== 'replying' || !this.#turn) return false;
+    this.#emit(this.#turn.run, 'stop-word', { atS });
+    this.#turn.controller.abort(new DOMException('stop word', 'AbortError'));
+    return true;
   }
 
   /**
@@ -231,6 +250,7 @@ export class VoiceLoop<R> {
             while (preRoll.length > 1 && durationS(preRoll.length * chunk.samples.length) > preRollS + 0.08) preRoll.shift();
           }
           if (!detection && !triggered) continue;
+          const overSpeech = this.#o.overSpeech?.() ?? false;
           this.#o.wake?.reset();
           this.#o.onWake?.();
           if (this.#state === 'replying' && this.#turn) {
@@ -250,7 +270,8 @@ export class VoiceLoop<R> {
             this.#emit(this.#runs + 1, 'run-start');
             continue;
           }
-          await startCommand(++this.#runs, false, detection, triggered ? [] : preRoll.splice(0));
+          const before = triggered ? [] : preRoll.splice(0);
+          await startCommand(++this.#runs, false, detection, overSpeech ? before.slice(-2) : before);
           if (!triggered) continue; // this chunk is the pre-roll's last
           // Started at the speech stage: this chunk is the command's first.
         }

@@ -1,0 +1,354 @@
+/**
+ * Echo cancellation on the microphone stream, before the wake word, the VAD and the recogniser.
+ *
+ * What IRIS played is kept, sample-timed, in an `EchoReference` (the speaker path writes it;
+ * `iris listen --playback` fills it from a file). Both it and the microphone are placed on
+ * one sample clock: the live daemon stamps played audio with the time it was handed to the
+ * player and microphone audio with the time it arrived, a recording simply counts samples. The
+ * delay between the two (player and capture buffers, the air: 0–250 ms, and it moves) is found
+ * by cross-correlating them (`estimateDelay`) and tracked while IRIS talks; the reference is
+ * shifted by it and speexdsp's adaptive filter (speexdsp.ts) removes the echo that remains.
+ * The filter is kept from one reply to the next: in one room the echo path hardly changes,
+ * and a linear canceller takes seconds of IRIS's voice to converge.
+ */
+import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
+import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
+
+const RATE = SPEECH_FORMAT.rate;
+
+/**
+ * A ring of what the speaker played, indexed by a sample clock (16 kHz). Samples never
+ * written read as silence. Holds the last `capacityS` seconds.
+ */
+export class EchoReference {
+  readonly #ring: Int16Array;
+  readonly #mask: number;
+  /** One past the last sample written (clock samples). */
+  #end = 0;
+  /** The oldest sample still held. */
+  #start = 0;
+  /** Where sound was written, [from, to) in clock samples, oldest first (the last few). */
+  #spans: [number, number][] = [];
+
+  constructor(capacityS = 8) {
+    let size = 1;
+    while (size < capacityS * RATE) size <<= 1; // a power of two: the index is a mask
+    this.#ring = new Int16Array(size);
+    this.#mask = size - 1;
+  }
+
+  /** The live clock: samples since the process started (performance.now()). */
+  static nowSamples(): number {
+    return Math.round((performance.now() * RATE) / 1000);
+  }
+
+  /** Samples `samples` played from clock sample `at` on (later writes overwrite earlier ones). */
+  write(samples: Int16Array, at: number): void {
+    const from = Math.max(at, this.#end - this.#ring.length);
+    if (from > this.#end) this.#zero(this.#end, from);
+    for (let i = Math.max(0, from - at); i < samples.length; i++) this.#ring[(at + i) & this.#mask] = samples[i] ?? 0;
+    this.#end = Math.max(this.#end, at + samples.length);
+    this.#start = Math.max(this.#start, this.#end - this.#ring.length);
+    this.#spans.push([at, at + samples.length]);
+    if (this.#spans.length > 64) this.#spans.shift();
+  }
+
+  /** Playback stopped at clock sample `at`: what was queued after it was never heard. */
+  truncate(at: number): void {
+    if (at >= this.#end) return;
+    this.#zero(Math.max(at, this.#start), this.#end);
+    this.#spans = this.#spans.filter(([start]) => start < at).map(([start, end]) => [start, Math.min(end, at)]);
+  }
+
+  /** Whether anything was played between clock samples `from` and `to`. */
+  sounding(from: number, to: number): boolean {
+    return this.#spans.some(([start, end]) => start < to && end > from);
+  }
+
+  /** `length` samples from clock sample `from` (silence outside what is held). */
+  read(from: number, length: number, into = new Int16Array(length)): Int16Array {
+    for (let i = 0; i < length; i++) {
+      const at = from + i;
+      into[i] = at >= this.#start && at < this.#end ? (this.#ring[at & this.#mask] ?? 0) : 0;
+    }
+    return into;
+  }
+
+  #zero(from: number, to: number): void {
+    for (let at = from; at < to; at++) this.#ring[at & this.#mask] = 0;
+  }
+}
+
+/** Sum of squares. */
+function energy(samples: ArrayLike<number>, from = 0, to = samples.length): number {
+  let sum = 0;
+  for (let i = from; i < to; i++) {
+    const v = samples[i] ?? 0;
+    sum += v * v;
+  }
+  return sum;
+}
+
+/** `samples` low-passed (box average) and decimated by `factor`. */
+function decimate(samples: Int16Array, factor: number): Float32Array {
+  const out = new Float32Array(Math.floor(samples.length / factor));
+  for (let i = 0; i < out.length; i++) {
+    let sum = 0;
+    for (let k = 0; k < factor; k++) sum += samples[i * factor + k] ?? 0;
+    out[i] = sum / factor;
+  }
+  return out;
+}
+
+/** Normalised cross-correlation of `mic[micFrom..+n]` with `ref` shifted by `lag` samples back. */
+function correlation(mic: ArrayLike<number>, ref: ArrayLike<number>, lag: number, n: number, maxLag: number): number {
+  let dot = 0;
+  let refEnergy = 0;
+  for (let i = 0; i < n; i++) {
+    const r = ref[maxLag + i - lag] ?? 0;
+    dot += (mic[maxLag + i] ?? 0) * r;
+    refEnergy += r * r;
+  }
+  return refEnergy > 0 ? dot / Math.sqrt(refEnergy) : 0;
+}
+
+export interface DelayEstimate {
+  /** Samples the echo arrives after the reference. */
+  delaySamples: number;
+  /** Normalised correlation at that delay, 0–1: how sure. */
+  strength: number;
+}
+
+/**
+ * The delay of `ref`'s echo in `mic`: `mic` and `ref` span the same clock samples, `ref`
+ * starting `maxLagSamples` earlier. Cross-correlation at 2 kHz first (every lag, cheap), then
+ * at 16 kHz around the best coarse lag. Undefined when the reference is silent.
+ */
+export function estimateDelay(mic: Int16Array, ref: Int16Array, maxLagSamples: number): DelayEstimate | undefined {
+  const n = mic.length - maxLagSamples;
+  if (n <= 0 || ref.length < mic.length) return undefined;
+  const factor = 8; // 2 kHz: speech's energy is below 1 kHz, and lags cost 64× less
+  const micLow = decimate(mic, factor);
+  const refLow = decimate(ref, factor);
+  const lowLag = Math.floor(maxLagSamples / factor);
+  const lowN = Math.floor(n / factor);
+  let best = 0;
+  let bestScore = -Infinity;
+  for (let lag = 0; lag <= lowLag; lag++) {
+    const score = Math.abs(correlation(micLow, refLow, lag, lowN, lowLag));
+    if (score > bestScore) {
+      bestScore = score;
+      best = lag;
+    }
+  }
+  if (!(bestScore > 0)) return undefined;
+  let fine = best * factor;
+  let fineScore = -Infinity;
+  for (let lag = Math.max(0, best * factor - factor); lag <= Math.min(maxLagSamples, best * factor + factor); lag++) {
+    const score = Math.abs(correlation(mic, ref, lag, n, maxLagSamples));
+    if (score > fineScore) {
+      fineScore = score;
+      fine = lag;
+    }
+  }
+  const micEnergy = energy(mic, maxLagSamples);
+  return { delaySamples: fine, strength: micEnergy > 0 ? fineScore / Math.sqrt(micEnergy) : 0 };
+}
+
+export interface EchoCancellerOptions {
+  /** The longest delay searched, in ms; default 500 (ALSA buffers plus air, 0–250 ms, plus the live clock's stamps). */
+  maxDelayMs?: number;
+  /** The adaptive filter's length in ms: the room's echo tail it models; default 128. */
+  filterMs?: number;
+  /** Audio correlated for each delay estimate, in seconds; default 1.5. */
+  windowS?: number;
+  /** How often the delay is re-estimated while the reference sounds, once known, in seconds; default 2 (0.5 until the first estimate). */
+  everyS?: number;
+  /** A delay estimate counts when its normalised correlation is at least this; default 0.2. */
+  minStrength?: number;
+  /** Residual-echo suppression in dB (negative; 0 = off); default -40. */
+  echoSuppressDb?: number;
+  /** Residual-echo suppression while the person talks too, in dB; default -15. */
+  echoSuppressActiveDb?: number;
+  /** Noise suppression in dB (negative; 0 = off, the default: openWakeWord was trained with noise). */
+  noiseSuppressDb?: number;
+}
+
+/** speexdsp's frame: 16 ms, a power of two (its FFT is fastest there); 1280-sample chunks are 5 of them. */
+const FRAME = 256;
+/** The reference is shifted this much less than the delay: the filter is causal, so an estimate a little long must still leave the echo inside it. */
+const MARGIN_SAMPLES = 160;
+
+export interface EchoStats {
+  /** The delay in use (ms), or undefined before the first estimate. */
+  delayMs: number | undefined;
+  /** Echo return loss enhancement over the audio with the reference sounding (dB): microphone energy over output energy. */
+  erleDb: number | undefined;
+  /** Seconds of audio processed, and of it with the reference sounding. */
+  processedS: number;
+  soundingS: number;
+}
+
+/**
+ * The microphone with the echo of what IRIS played removed. Fed 16 kHz frames with the clock
+ * sample each starts at; returns the cleaned frames. Only while the reference sounds (and the
+ * filter's tail after it) does the filter run: otherwise the microphone passes through untouched.
+ */
+export class EchoCanceller {
+  readonly #reference: EchoReference;
+  readonly #speex: SpeexEcho;
+  readonly #maxLag: number;
+  readonly #window: number;
+  readonly #every: number;
+  readonly #minStrength: number;
+  readonly #tail: number;
+  /** The microphone's recent samples and the clock sample after the last. */
+  readonly #micRing: Int16Array;
+  #micEnd = 0;
+  #delay: number | undefined;
+  #sinceEstimate = 0;
+  #pending: { delay: number } | undefined;
+  /** Where the microphone's clock last jumped: the ring before it does not line up. */
+  #jumpAt = -Infinity;
+  #micEnergy = 0;
+  #outEnergy = 0;
+  #processed = 0;
+  #sounding = 0;
+  readonly #refFrame = new Int16Array(FRAME);
+
+  private constructor(reference: EchoReference, speex: SpeexEcho, options: EchoCancellerOptions) {
+    this.#reference = reference;
+    this.#speex = speex;
+    this.#maxLag = Math.round(((options.maxDelayMs ?? 500) * RATE) / 1000);
+    this.#window = Math.round((options.windowS ?? 1.5) * RATE);
+    this.#every = Math.round((options.everyS ?? 2) * RATE);
+    this.#minStrength = options.minStrength ?? 0.2;
+    this.#tail = Math.round(((options.filterMs ?? 128) * RATE) / 1000);
+    this.#micRing = new Int16Array(this.#window + this.#maxLag + FRAME * 8);
+  }
+
+  static async create(reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> {
+    const filterSamples = Math.ceil(((options.filterMs ?? 128) * RATE) / 1000 / FRAME) * FRAME;
+    const speexOptions: SpeexEchoOptions = {
+      frameSamples: FRAME,
+      filterSamples,
+      rate: RATE,
+      echoSuppressDb: options.echoSuppressDb ?? -40,
+      echoSuppressActiveDb: options.echoSuppressActiveDb ?? -15,
+      noiseSuppressDb: options.noiseSuppressDb ?? 0,
+    };
+    return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), options);
+  }
+
+  get stats(): EchoStats {
+    return {
+      delayMs: this.#delay === undefined ? undefined : (this.#delay * 1000) / RATE,
+      erleDb: this.#outEnergy > 0 && this.#micEnergy > 0 ? 10 * Math.log10(this.#micEnergy / this.#outEnergy) : undefined,
+      processedS: this.#processed / RATE,
+      soundingS: this.#sounding / RATE,
+    };
+  }
+
+  /** Whether the reference sounds (its echo could be reaching the microphone) for mic samples from `at` on, `length` of them. */
+  echoing(at: number, length: number): boolean {
+    const delay = this.#delay ?? 0;
+    return this.#reference.sounding(at - this.#maxLag - this.#tail, at + length - delay);
+  }
+
+  /** `samples` from clock sample `at`, with the echo removed (a new array, same length). */
+  process(samples: Int16Array, at: number): Int16Array {
+    if (this.#processed > 0 && at !== this.#micEnd) {
+      // The live clock moved its anchor: the microphone is now `jump` samples later against
+      // the reference than it was, so the echo's delay changes by exactly that. What the ring
+      // held before is misplaced: no estimate until a whole window lies after the jump.
+      const jump = at - this.#micEnd;
+      if (this.#delay !== undefined) this.#delay = Math.min(this.#maxLag, Math.max(0, this.#delay + jump));
+      this.#pending = undefined;
+      this.#jumpAt = at;
+    }
+    this.#remember(samples, at);
+    const out = new Int16Array(samples.length);
+    for (let offset = 0; offset + FRAME <= samples.length; offset += FRAME) {
+      out.set(this.#frame(samples.subarray(offset, offset + FRAME), at + offset), offset);
+    }
+    const rest = samples.length % FRAME;
+    if (rest) out.set(samples.subarray(samples.length - rest), samples.length - rest); // not a whole frame: as it is
+    this.#processed += samples.length;
+    return out;
+  }
+
+  /**
+   * What IRIS played, as it will reach the microphone for mic samples from clock sample `at`
+   * (`length` of them), `leadSamples` early: the reference is known before its echo arrives.
+   */
+  played(at: number, length: number, leadSamples = 0): Int16Array {
+    return this.#reference.read(at - (this.#delay ?? 0) + leadSamples, length);
+  }
+
+  destroy(): void {
+    this.#speex.destroy();
+  }
+
+  #frame(mic: Int16Array, at: number): Int16Array {
+    const lookback = this.#delay ?? 0;
+    const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + FRAME);
+    if (!sounding) return mic;
+    this.#sounding += FRAME;
+    this.#sinceEstimate += FRAME;
+    if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + FRAME);
+    if (this.#delay === undefined) return mic; // not yet known: nothing to align
+    const shift = Math.max(0, this.#delay - MARGIN_SAMPLES);
+    const ref = this.#reference.read(at - shift, FRAME, this.#refFrame);
+    const out = this.#speex.process(mic, ref);
+    this.#micEnergy += energy(mic);
+    this.#outEnergy += energy(out);
+    return out;
+  }
+
+  /** Re-estimate the delay over the last window; a change is taken when two estimates agree. */
+  #track(end: number): void {
+    if (this.#micEnd - end < 0 || end - this.#window - this.#maxLag < this.#micEnd - this.#micRing.length) return;
+    const from = end - this.#window - this.#maxLag;
+    if (from < this.#jumpAt) return;
+    this.#sinceEstimate = 0;
+    const ref = this.#reference.read(from, this.#window + this.#maxLag);
+    if (energy(ref, this.#maxLag) === 0) return;
+    const mic = new Int16Array(this.#window + this.#maxLag);
+    for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
+    const estimate = estimateDelay(mic, ref, this.#maxLag);
+    if (!estimate || estimate.strength < this.#minStrength) return;
+    const known = this.#delay;
+    if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs
+    if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
+      this.#delay = estimate.delaySamples;
+      this.#pending = undefined;
+    } else this.#pending = { delay: estimate.delaySamples };
+  }
+
+  #remember(samples: Int16Array, at: number): void {
+    const size = this.#micRing.length;
+    for (let i = 0; i < samples.length; i++) this.#micRing[(((at + i) % size) + size) % size] = samples[i] ?? 0;
+    this.#micEnd = at + samples.length;
+  }
+}
+
+/**
+ * A live microphone's clock: a chunk's position in the stream plus an anchor, the clock sample
+ * the stream started at. A chunk is read at or after it was captured (a busy loop reads late,
+ * and at start the models load while audio queues), so the anchor is the earliest any chunk
+ * implies: the least-delayed reading. It never creeps (each step would shift the reference by
+ * a sample, and the adaptive filter would lose what it learned): two cards' drift shows up as
+ * a slowly moving delay instead, which the canceller tracks.
+ */
+/** 10 ms: the live anchor moves only for a gain bigger than this; each move costs the filter some of what it learned. */
+const JITTER_SAMPLES = 160;
+
+export function liveClock(now: () => number = () => EchoReference.nowSamples()): (chunk: AudioChunk) => number {
+  let anchor = Infinity;
+  return (chunk) => {
+    const position = Math.round(chunk.atS * RATE);
+    const implied = now() - position - chunk.samples.length;
+    if (implied < anchor - JITTER_SAMPLES) anchor = implied; // smaller gains: jitter the delay estimate absorbs
+    return Math.round(anchor) + position;
+  };
+}

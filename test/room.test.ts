@@ -1,0 +1,344 @@
+/**
+ * Hearing in a room: the echo canceller removes what IRIS played from the microphone, finds the
+ * delay between the two, and the stop word is heard over IRIS while it plays — never from
+ * IRIS's own voice, never while nothing plays. The room is simulated: IRIS's reply (espeak-ng)
+ * reaches the microphone late, through sox's reverb; the person is a flite voice.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config/load.js';
+import { VoiceService } from '../src/daemon/voice.js';
+import { createLogger } from '../src/log.js';
+import type { AudioSink } from '../src/pipeline/audio.js';
+import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
+import { EchoCanceller, EchoReference, estimateDelay } from '../src/pipeline/echo.js';
+import { frontEnd } from '../src/pipeline/frontend.js';
+import { Speaker, referenceSamples } from '../src/pipeline/playback.js';
+import { StopWord } from '../src/pipeline/stopword.js';
+import type { SpeechToText } from '../src/pipeline/stt.js';
+import { createSileroVad } from '../src/pipeline/vad.js';
+import { VoiceLoop } from '../src/pipeline/voice.js';
+import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
+import { createEspeak } from '../src/pipeline/espeak.js';
+import { CollectingSink } from '../src/pipeline/playback.js';
+import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
+import { iris } from './helpers/cli.js';
+import { commandSamples, speechSamples } from './helpers/speech.js';
+import { tempDir } from './helpers/tmp.js';
+
+const RATE = 16_000;
+
+/** IRIS's reply, as it reaches the microphone: `delayMs` late, through a small room's reverb (unless `reverb` is false), at `gain`. */
+function echoOf(played: Int16Array, delayMs: number, gain = 0.7, reverb = true): Int16Array {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'played.wav'), encodeWav(played));
+  execFileSync('sox', ['-D', join(dir, 'played.wav'), join(dir, 'echo.wav'), ...(reverb ? ['reverb', '40', '50', '30'] : []), 'vol', String(gain)]);
+  const echo = decodeWav(readFileSync(join(dir, 'echo.wav')));
+  const out = new Int16Array(played.length);
+  out.set(echo.subarray(0, played.length - Math.round((delayMs * RATE) / 1000)), Math.round((delayMs * RATE) / 1000));
+  return out;
+}
+
+/** `a` + `b` placed `atS` in (clipped to 16 bits). */
+function mix(a: Int16Array, b: Int16Array, atS = 0): Int16Array {
+  const out = Int16Array.from(a);
+  const at = Math.round(atS * RATE);
+  for (let i = 0; i < b.length && at + i < out.length; i++) out[at + i] = Math.max(-32768, Math.min(32767, (out[at + i] ?? 0) + (b[i] ?? 0)));
+  return out;
+}
+
+const energy = (samples: Int16Array): number => samples.reduce((sum, v) => sum + v * v, 0);
+
+/** IRIS's earlier reply and the current one, back to back (the canceller learns on the first). */
+const reply = (): Int16Array => {
+  const first = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds and a chance of rain.', { padS: [0.3, 0.2] });
+  const second = speechSamples('Your timer for ten minutes is set. I will let you know when it is done. Anything else I can help you with today?', { padS: [0.2, 0.5] });
+  const both = new Int16Array(first.length + second.length);
+  both.set(first);
+  both.set(second, first.length);
+  return both;
+};
+
+describe('echo cancellation', () => {
+  it('finds the delay of a known echo and removes it by at least 15 dB once converged', async () => {
+    const played = reply();
+    const mic = echoOf(played, 120);
+    const reference = new EchoReference(30);
+    reference.write(played, 0);
+    const canceller = await EchoCanceller.create(reference);
+    const out = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+    canceller.destroy();
+    expect(canceller.stats.delayMs).toBeGreaterThanOrEqual(110);
+    expect(canceller.stats.delayMs).toBeLessThanOrEqual(130);
+    // The second reply, after the first taught the filter the room.
+    const from = Math.round(mic.length / 2);
+    const removedDb = 10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)));
+    expect(removedDb).toBeGreaterThanOrEqual(15);
+  });
+
+  it('estimates a delay from the cross-correlation at 16 kHz resolution', () => {
+    const played = speechSamples('hello there, how are you doing today', { padS: [0.1, 0.1] });
+    const maxLag = 4000;
+    const ref = played.subarray(0, 20_000);
+    const mic = new Int16Array(ref.length);
+    mic.set(ref.subarray(0, ref.length - 1234), 1234); // 77.1 ms late
+    expect(estimateDelay(mic, ref, maxLag)?.delaySamples).toBe(1234);
+  });
+});
+
+describe('the speaker path', () => {
+  it('keeps what it played at the clock sample it was handed over, and cuts what a stop silenced', async () => {
+    let clock = 1000;
+    let release: () => void = () => undefined;
+    const out = { play: (_wav: Buffer, signal: AbortSignal) => new Promise<void>((resolve) => { release = resolve; signal.addEventListener('abort', () => resolve()); }) };
+    const speaker = new Speaker(out, new EchoReference(4), () => clock);
+    const tone = Int16Array.from({ length: 8000 }, (_, i) => Math.round(Math.sin(i / 5) * 10_000));
+    const playing = speaker.play(encodeWav(tone), new AbortController().signal);
+    expect(speaker.playing).toBe(true);
+    expect(Array.from(speaker.reference.read(1000, 4))).toEqual(Array.from(tone.subarray(0, 4)));
+    expect(speaker.reference.sounding(1000, 1100)).toBe(true);
+    clock = 5000;
+    expect(speaker.stop()).toBe(true);
+    await playing;
+    expect(speaker.playing).toBe(false);
+    expect(energy(speaker.reference.read(5000, 4000))).toBe(0); // never heard
+    expect(energy(speaker.reference.read(1000, 4000))).toBeGreaterThan(0);
+    release();
+  });
+});
+
+describe('iris listen --playback', () => {
+  it('reports the delay of the echo in the recording within 10 ms', async () => {
+    const dir = tempDir();
+    const played = reply();
+    const delayMs = 150;
+    writeFileSync(join(dir, 'ref.wav'), encodeWav(played));
+    writeFileSync(join(dir, 'mic.wav'), encodeWav(echoOf(played, delayMs)));
+    writeFileSync(join(dir, 'config'), '');
+    const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const run = await iris(['listen', '--file', join(dir, 'mic.wav'), '--playback', join(dir, 'ref.wav'), '--end', 'wake', '--json'], vars);
+    expect(run.stderr).toBe('');
+    const report = JSON.parse(run.stdout) as { echo: { delay_ms: number; erle_db: number }; stop: { detected: boolean } };
+    expect(Math.abs(report.echo.delay_ms - delayMs)).toBeLessThanOrEqual(10);
+    expect(report.echo.erle_db).toBeGreaterThan(6);
+    expect(report.stop).toEqual({ detected: false });
+  }, 60_000);
+});
+
+describe('the stop word', () => {
+  /** Run the front end over `mic` with `played` as what IRIS played; where "stop" was heard. */
+  async function stops(mic: Int16Array, played: Int16Array, cancel = true): Promise<number[]> {
+    const reference = new EchoReference(30);
+    reference.write(played, 0);
+    const canceller = cancel ? await EchoCanceller.create(reference) : undefined;
+    const stopWord = await StopWord.create();
+    const heard: number[] = [];
+    const source = frontEnd(samplesSource(mic), {
+      ...(canceller ? { canceller } : {}), stopWord,
+      own: (at, length) => reference.read(at + RATE / 5, length),
+      clockOf: (chunk) => Math.round(chunk.atS * RATE),
+      armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
+      onStop: (atS) => heard.push(atS),
+    });
+    for await (const _chunk of source.frames(new AbortController().signal)) { /* read through */ }
+    canceller?.destroy();
+    stopWord.free();
+    return heard;
+  }
+
+  const ownStop = (): Int16Array => {
+    const said = speechSamples('Please stop the music. I said stop. The bus stop is on the corner.', { padS: [0.3, 0.5] });
+    const both = new Int16Array(said.length + reply().length);
+    both.set(said);
+    both.set(reply(), said.length);
+    return both; // said first: before the canceller has converged
+  };
+
+  it('hears the person say "stop" over IRIS while it plays, within 300 ms of the word', async () => {
+    const played = reply();
+    const stop = commandSamples('stop', { padS: [0, 0] });
+    const atS = 9;
+    const mic = mix(echoOf(played, 100), stop, atS);
+    const heard = await stops(mic, played);
+    expect(heard.length).toBeGreaterThanOrEqual(1);
+    const wordEndS = atS + stop.length / RATE;
+    expect(heard[0]).toBeGreaterThan(atS);
+    expect((heard[0] ?? 0) - wordEndS).toBeLessThanOrEqual(0.3);
+  }, 60_000);
+
+  it('is not stopped by IRIS saying "stop" itself, nor armed when nothing plays', async () => {
+    const played = ownStop();
+    const mic = echoOf(played, 100, 1, false); // a dry room: the speaker beside the microphone
+    expect(await stops(mic, played)).toEqual([]);
+    // Not even with no canceller (speexdsp missing), where IRIS's "stop" reaches the spotter whole.
+    expect(await stops(mic, played, false)).toEqual([]);
+    // The person's "stop" with IRIS silent: not armed.
+    const silence = new Int16Array(RATE * 4);
+    expect(await stops(mix(silence, commandSamples('stop', { padS: [0, 0] }), 1), new Int16Array(0))).toEqual([]);
+  }, 60_000);
+});
+
+/**
+ * A room in real time: what the daemon's speaker plays reaches its microphone `delayMs` later
+ * at `gain`, with the person's words mixed in where they are said. The microphone is pushed
+ * every 80 ms, as arecord delivers it.
+ */
+class LiveRoom {
+  readonly microphone = new PushedAudio();
+  readonly #speaker = new Float64Array(RATE * 60);
+  readonly #person = new Float64Array(RATE * 60);
+  readonly #startMs = performance.now();
+  #pushed = 0;
+  readonly #timer: NodeJS.Timeout;
+  /** When playback was last cut short (performance.now()). */
+  stoppedAtMs: number | undefined;
+  playing = 0;
+
+  constructor(readonly delayMs: number, readonly gain: number) {
+    this.#timer = setInterval(() => this.#tick(), 80);
+  }
+
+  now(): number {
+    return Math.round(((performance.now() - this.#startMs) * RATE) / 1000);
+  }
+
+  /** The speaker: sounds for the clip's length, or until stopped. */
+  readonly sink: AudioSink = {
+    play: (wav, signal) => new Promise<void>((resolve) => {
+      const at = this.now();
+      const samples = referenceSamples(wav) ?? new Int16Array(0); // quick: decodeWav's sinc resampler would delay the sound
+      this.#speaker.set(Float64Array.from(samples), at);
+      this.playing += 1;
+      const done = (): void => {
+        clearTimeout(timer);
+        this.playing -= 1;
+        if (signal.aborted) {
+          this.stoppedAtMs = performance.now();
+          this.#speaker.fill(0, this.now(), at + samples.length); // the rest is never heard
+        }
+        resolve();
+      };
+      const timer = setTimeout(done, (samples.length * 1000) / RATE);
+      signal.addEventListener('abort', done, { once: true });
+    }),
+  };
+
+  /** The person says `samples` now; returns when the word ends (performance.now() ms). */
+  say(samples: Int16Array): number {
+    this.#person.set(Float64Array.from(samples), this.now() + 800); // just ahead of what was pushed
+    return performance.now() + 800 + (samples.length * 1000) / RATE;
+  }
+
+  #tick(): void {
+    const to = this.now();
+    const delay = Math.round((this.delayMs * RATE) / 1000);
+    const chunk = new Int16Array(to - this.#pushed);
+    for (let i = 0; i < chunk.length; i++) {
+      const t = this.#pushed + i;
+      chunk[i] = Math.max(-32768, Math.min(32767, Math.round((this.#speaker[t - delay] ?? 0) * this.gain + (this.#person[t] ?? 0))));
+    }
+    this.#pushed = to;
+    this.microphone.push(chunk);
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.microphone.end();
+  }
+}
+
+describe('the daemon in a room (real time)', () => {
+  const long = 'Here is a long answer. It goes on for a while, sentence after sentence, so that it is still playing when the person speaks again. The weather will be sunny, then cloudy, then sunny again, and the wind will come from the west at twenty kilometres an hour.';
+
+  /** The daemon's voice over `room`, replying `long` to everything; what it was asked. */
+  async function daemonIn(room: LiveRoom, echoCancel: boolean) {
+    const lines: string[] = [];
+    const asked: string[] = [];
+    const config = parseConfig(`[assistant]\nfollow_up_s = 0\n[audio]\nearcon = false\necho_cancel = ${echoCancel}\nannounce_every_s = 2\n`, 'test');
+    const voice = new VoiceService({
+      config: () => config,
+      log: createLogger('iris', { write: (line) => lines.push(line) }),
+      source: room.microphone,
+      sink: room.sink,
+      respond: (text, signal) => {
+        asked.push(text);
+        return {
+          sentences: (async function* () {
+            for (const sentence of [long, long, long].join(' ').split(/(?<=\.) /)) { // ~45 s: still playing however far a busy machine lags
+              await new Promise(setImmediate); // streamed, as a model writes
+              if (signal.aborted) return;
+              yield sentence;
+            }
+          })(),
+          result: Promise.resolve({ reply: long }),
+        };
+      },
+    });
+    await voice.start();
+    return { voice, asked, lines };
+  }
+
+  const until = async (check: () => boolean, timeoutMs: number): Promise<boolean> => {
+    const end = performance.now() + timeoutMs;
+    while (!check() && performance.now() < end) await new Promise((r) => setTimeout(r, 50));
+    return check();
+  };
+
+  async function bargeIn(echoCancel: boolean): Promise<{ asked: string[]; lines: string[]; stopped: boolean }> {
+    const room = new LiveRoom(90, 1.5); // IRIS louder at the microphone than the person
+    const { voice, asked, lines } = await daemonIn(room, echoCancel);
+    try {
+      room.say(commandSamples('hey jarvis, what time is it', { padS: [0, 0.3] }));
+      await until(() => room.playing > 0, 15_000);
+      await new Promise((r) => setTimeout(r, 5_000)); // IRIS has talked a while: the canceller has converged
+      room.say(commandSamples('hey jarvis, cancel all timers', { padS: [0, 0.3] }));
+      // Taken: asked (understood), or its turn ended (not understood). Real time: a starved loop lags.
+      await until(() => asked.length >= 2 || lines.some((line) => /turn 2: .*wake/.test(line)), 40_000);
+      return { asked, lines, stopped: room.stoppedAtMs !== undefined };
+    } finally {
+      room.close();
+      await voice.stop();
+    }
+  }
+
+  // The command after the wake word is taken; whether it is understood over the last of IRIS's
+  // words (the reply stops within 200 ms of the detection, later on a busy machine) is the
+  // benchmark's to measure (scripts/bench-room.ts), not a pass/fail here.
+  it('barge-in: the wake word over IRIS\'s own louder voice stops the reply and takes a new command', async () => {
+    const { asked, lines, stopped } = await bargeIn(true);
+    expect(asked[0]).toBe('what time is it');
+    expect(stopped).toBe(true);
+    expect(asked.length >= 2 || lines.some((line) => /turn 2: .*wake \d/.test(line))).toBe(true);
+  }, 90_000);
+});
+
+describe('a wake word heard over IRIS', () => {
+  /** How much audio the recogniser is primed with after "hey jarvis, what time is it". */
+  async function primed(overSpeech: boolean): Promise<number> {
+    const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+    let prime = -1;
+    const stt: SpeechToText = {
+      name: 'recording',
+      transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
+      stream: (audio) => {
+        prime = audio?.length ?? 0;
+        return Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: '', confidence: 0 }), cancel: () => undefined });
+      },
+    };
+    const loop = new VoiceLoop({
+      wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'stt',
+      respond: () => { throw new Error('not reached'); },
+      overSpeech: () => overSpeech,
+    });
+    await loop.run(samplesSource(commandSamples('hey jarvis, what time is it')), new AbortController().signal, true);
+    return prime;
+  }
+
+  it('does not prime the recogniser with the wake phrase spoken over IRIS\'s voice, only the last 160 ms', async () => {
+    expect(await primed(false)).toBeGreaterThan(RATE * 0.5); // the wake phrase, to adapt to the voice
+    expect(await primed(true)).toBeLessThanOrEqual(2 * 1280);
+  }, 60_000);
+});
