@@ -60,6 +60,11 @@ export class EventReader {
   #waiting: Buffer[] = [];
   #waitingBytes = 0;
 
+  /** Part of an event has arrived and the rest has not. */
+  get partial(): boolean {
+    return this.#pending !== undefined || this.#buffer.length > 0 || this.#waitingBytes > 0;
+  }
+
   push(chunk: Buffer): WyomingEvent[] {
     const pending = this.#pending;
     if (pending !== undefined && this.#buffer.length + this.#waitingBytes + chunk.length < pending.dataLength + pending.payloadLength) {
