@@ -17,7 +17,7 @@
  * and closed, nothing else is disturbed.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { concatSamples, SPEECH_FORMAT, type AudioSink } from '../pipeline/audio.js';
@@ -336,6 +336,8 @@ class Session {
           streaming.sentences.push(streaming.text.push(data.text.slice(at, at + MAX_SENTENCE_CHARS)));
           if (streaming.text.length > MAX_SENTENCE_CHARS) streaming.sentences.push(streaming.text.flush()); // no sentence end in sight
           await streaming.sentences.room(MAX_UNSPOKEN_CHARS);
+          await yieldToIo(); // with a voice that answers at once, the loop would otherwise never let a close be seen
+          if (streaming.sentences.closed) return; // the run or the connection ended: the rest is never said
         }
         return;
       }
@@ -472,6 +474,11 @@ class Unspoken implements AsyncIterable<string> {
   #chars = 0;
   #closed = false;
   #waiters: (() => void)[] = [];
+
+  /** Nothing more will be taken. */
+  get closed(): boolean {
+    return this.#closed;
+  }
 
   push(sentences: string[]): void {
     if (this.#closed) return;
