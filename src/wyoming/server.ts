@@ -224,13 +224,17 @@ class Session {
 
   /** Pause reading while too much waits, resume once it has drained; the event deadline runs only while reading. */
   #flow(): void {
-    const over = this.#waitingBytes + this.#handlingBytes > this.limits.maxWaitingBytes || this.#waiting.length >= this.limits.maxWaitingEvents;
+    // While events wait or one is handled, an event still arriving counts too (it waits next);
+    // otherwise it must be able to arrive whole, up to the largest allowed.
+    const busy = this.#handling || this.#waiting.length > 0;
+    const bytes = this.#waitingBytes + this.#handlingBytes + (busy ? this.#reader.bufferedBytes : 0);
+    const over = (busy && bytes > this.limits.maxWaitingBytes) || this.#waiting.length >= this.limits.maxWaitingEvents;
     if (over && !this.#paused && !this.socket.destroyed) {
       this.#paused = true;
       this.socket.pause();
       this.socket.setTimeout(0); // the peer is waiting for IRIS, not idle
       this.#clearDeadline();
-      this.log.debug(`wyoming: ${this.socket.remoteAddress ?? 'a peer'}: ${this.#waiting.length} events (${this.#waitingBytes} bytes) waiting; not reading until they are handled`);
+      this.log.debug(`wyoming: ${this.socket.remoteAddress ?? 'a peer'}: ${this.#waiting.length} events and ${bytes} bytes waiting; not reading until they are handled`);
     } else if (!over && this.#paused && !this.socket.destroyed) {
       this.#paused = false;
       this.socket.setTimeout(this.limits.idleMs);
@@ -269,6 +273,7 @@ class Session {
       }
     } finally {
       this.#handling = false;
+      this.#flow(); // an event still arriving may now arrive whole
     }
   }
 
