@@ -199,7 +199,7 @@ describe('trickling peers cannot hold IRIS', () => {
   it('at the cap, a newcomer replaces the connection quiet longest, never one working on a request', async () => {
     const asked = deferred();
     const answer = deferred();
-    const { port, logs } = await serve({ reply: async () => (asked.resolve(), await answer.promise, 'done') }, { maxConnections: 3 });
+    const { port, logs } = await serve({ reply: async () => (asked.resolve(), await answer.promise, 'done') }, { maxConnections: 3, replaceQuietMs: 0 });
     const working = await peer(port); // the oldest, but busy
     working.socket.write(encodeEvent('transcript', { text: 'what is slow' }));
     await asked.promise;
@@ -222,7 +222,7 @@ describe('trickling peers cannot hold IRIS', () => {
   it('refuses a newcomer when every connection is working on a request', async () => {
     const asked = deferred();
     const answer = deferred();
-    const { port } = await serve({ reply: async () => (asked.resolve(), await answer.promise, 'done') }, { maxConnections: 1 });
+    const { port } = await serve({ reply: async () => (asked.resolve(), await answer.promise, 'done') }, { maxConnections: 1, replaceQuietMs: 0 });
     const working = await peer(port);
     working.socket.write(encodeEvent('transcript', { text: 'what is slow' }));
     await asked.promise;
@@ -230,6 +230,21 @@ describe('trickling peers cannot hold IRIS', () => {
     expect((await late.next('error')).data).toMatchObject({ code: 'busy' });
     answer.resolve();
     expect((await working.next('handled')).data.text).toBe('done');
+  });
+
+  it('a burst of newcomers does not push out connections heard from within the last 2 s', async () => {
+    const { port } = await serve({}, { maxConnections: 2 });
+    const held = [await peer(port), await peer(port)];
+    for (const h of held) {
+      h.socket.write(encodeEvent('describe'));
+      await h.next('info');
+    }
+    const late = await peer(port);
+    expect((await late.next('error')).data).toMatchObject({ code: 'busy' });
+    for (const h of held) {
+      h.socket.write(encodeEvent('ping', { text: 'still here' }));
+      expect((await h.next('pong')).data).toEqual({ text: 'still here' });
+    }
   });
 
   it('audio sent at line speed is taken at 1.5 × real time after its burst', async () => {

@@ -48,8 +48,10 @@ export interface WyomingServices {
 }
 
 export interface WyomingOptions {
-  /** Connections served at once; default 32. A newcomer past it replaces the connection that has sent no whole event the longest and is not working on a request; when every one is, it gets `busy`. */
+  /** Connections served at once; default 32. A newcomer past it replaces the connection that has sent no whole event the longest (at least `replaceQuietMs`) and is not working on a request; when there is none, it gets `busy`. */
   maxConnections?: number;
+  /** A connection is replaced by a newcomer only after this long without a whole event (ms); default 2 s. */
+  replaceQuietMs?: number;
   /** Close a connection that sends nothing for this long (ms); default 60 s. */
   idleMs?: number;
   /** A peer with this much unread output has stopped reading and is dropped (bytes); default 8 MiB. */
@@ -72,8 +74,10 @@ export interface WyomingOptions {
  *   of 4 MiB behind a slow `transcript` took RSS from 222 to 854 MiB).
  * - 10 s for a whole event: its events are a few KiB, and even the largest allowed (5 MiB)
  *   arrives in 10 s at 4 Mbit/s; one byte every 20 s of a header held a connection forever.
+ * - 2 s quiet before a connection is replaced: Home Assistant sends its request as soon as it
+ *   has connected, so a burst of newcomers cannot push out requests just begun.
  */
-const DEFAULTS = { maxConnections: 32, idleMs: 60_000, maxUnreadBytes: 8 * 1024 * 1024, maxWaitingBytes: 1024 * 1024, maxWaitingEvents: 256, eventMs: 10_000, audioBurstS: AUDIO_BURST_S };
+const DEFAULTS = { maxConnections: 32, replaceQuietMs: 2_000, idleMs: 60_000, maxUnreadBytes: 8 * 1024 * 1024, maxWaitingBytes: 1024 * 1024, maxWaitingEvents: 256, eventMs: 10_000, audioBurstS: AUDIO_BURST_S };
 type Limits = typeof DEFAULTS;
 
 /** A connection ended with an `error` event is destroyed this long after at the latest (ms): the event is a few hundred bytes, written at once unless the peer stopped reading. */
@@ -99,7 +103,7 @@ export function parseListen(uri: string): { host: string; port: number } {
 export async function serveWyoming(listen: string, services: WyomingServices, log: Logger, options: WyomingOptions = {}): Promise<{ port: number; close: () => Promise<void> }> {
   const { host, port } = parseListen(listen);
   const limits: Limits = { ...DEFAULTS, ...options };
-  const { maxConnections } = limits;
+  const { maxConnections, replaceQuietMs } = limits;
   const stopping = new AbortController();
   const sessions = new Map<Socket, Session>();
   /**
@@ -111,7 +115,7 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
   const makeRoom = (): boolean => {
     let quietest: Session | undefined;
     for (const session of sessions.values()) if (!session.working && (quietest === undefined || session.lastEventMs < quietest.lastEventMs)) quietest = session;
-    if (quietest === undefined) return false;
+    if (quietest === undefined || performance.now() - quietest.lastEventMs < replaceQuietMs) return false;
     sessions.delete(quietest.socket);
     quietest.evict(`${maxConnections} connections and a new one`);
     return true;
@@ -119,7 +123,7 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
   const server: Server = createServer((socket) => {
     socket.on('error', (error) => log.debug(`wyoming peer ${socket.remoteAddress ?? ''}: ${messageOf(error)}`));
     if (sessions.size >= maxConnections && !makeRoom()) {
-      log.warn(`wyoming: refused ${socket.remoteAddress ?? 'a peer'}: ${maxConnections} connections already, each working on a request`);
+      log.warn(`wyoming: refused ${socket.remoteAddress ?? 'a peer'}: ${maxConnections} connections already, each working on a request or heard from in the last ${replaceQuietMs / 1000} s`);
       socket.end(encodeEvent('error', { text: `IRIS is serving ${maxConnections} connections already`, code: 'busy' }));
       return;
     }
