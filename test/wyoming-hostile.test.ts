@@ -196,15 +196,19 @@ describe('trickling peers cannot hold IRIS', () => {
     expect(logs.join('\n')).toMatch(/still not whole 0\.3 s after its first byte; connection closed/);
   });
 
-  it('at the cap, a newcomer replaces the connection quiet longest, never one working on a request', async () => {
+  it('at the cap, a newcomer replaces the connection midway through an event and quiet longest, never one working on a request', async () => {
     const asked = deferred();
     const answer = deferred();
-    const { port, logs } = await serve({ reply: async () => (asked.resolve(), await answer.promise, 'done') }, { maxConnections: 3, replaceQuietMs: 0 });
+    const { port, logs } = await serve({ reply: async () => (asked.resolve(), await answer.promise, 'done') }, { maxConnections: 3 });
     const working = await peer(port); // the oldest, but busy
     working.socket.write(encodeEvent('transcript', { text: 'what is slow' }));
     await asked.promise;
     const trickling = [await peer(port), await peer(port)];
-    for (const t of trickling) t.socket.write('{"type": "des');
+    for (const t of trickling) {
+      // Heard from just now (a ping), then midway through an event: replaceable at once.
+      t.socket.write(Buffer.concat([encodeEvent('ping'), Buffer.from('{"type": "des')]));
+      await t.next('pong');
+    }
     // Home Assistant's describe, twice (its first connection left open): each time the trickler
     // quiet longest makes room, never the working one nor Home Assistant's answered one.
     for (const t of trickling) {

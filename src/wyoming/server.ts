@@ -50,7 +50,7 @@ export interface WyomingServices {
 export interface WyomingOptions {
   /** Connections served at once; default 32. A newcomer past it replaces the connection that has sent no whole event the longest (at least `replaceQuietMs`) and is not working on a request; when there is none, it gets `busy`. */
   maxConnections?: number;
-  /** A connection is replaced by a newcomer only after this long without a whole event (ms); default 2 s. */
+  /** A connection is replaced by a newcomer only after this long without a whole event, unless it is midway through one (ms); default 2 s. */
   replaceQuietMs?: number;
   /** Close a connection that sends nothing for this long (ms); default 60 s. */
   idleMs?: number;
@@ -74,8 +74,10 @@ export interface WyomingOptions {
  *   of 4 MiB behind a slow `transcript` took RSS from 222 to 854 MiB).
  * - 10 s for a whole event: its events are a few KiB, and even the largest allowed (5 MiB)
  *   arrives in 10 s at 4 Mbit/s; one byte every 20 s of a header held a connection forever.
- * - 2 s quiet before a connection is replaced: Home Assistant sends its request as soon as it
- *   has connected, so a burst of newcomers cannot push out requests just begun.
+ * - 2 s quiet before a connection is replaced (at once when it is midway through an event):
+ *   Home Assistant sends its request whole as soon as it has connected, so a burst of
+ *   newcomers cannot push out requests just begun, and trickling peers that all reconnect at
+ *   once still make room.
  */
 const DEFAULTS = { maxConnections: 32, replaceQuietMs: 2_000, idleMs: 60_000, maxUnreadBytes: 8 * 1024 * 1024, maxWaitingBytes: 1024 * 1024, maxWaitingEvents: 256, eventMs: 10_000, audioBurstS: AUDIO_BURST_S };
 type Limits = typeof DEFAULTS;
@@ -113,9 +115,13 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
    * connection per request, so the newcomer is the one with something to ask.
    */
   const makeRoom = (): boolean => {
+    const nowMs = performance.now();
     let quietest: Session | undefined;
-    for (const session of sessions.values()) if (!session.working && (quietest === undefined || session.lastEventMs < quietest.lastEventMs)) quietest = session;
-    if (quietest === undefined || performance.now() - quietest.lastEventMs < replaceQuietMs) return false;
+    for (const session of sessions.values()) {
+      const replaceable = !session.working && (session.midEvent || nowMs - session.lastEventMs >= replaceQuietMs);
+      if (replaceable && (quietest === undefined || session.lastEventMs < quietest.lastEventMs)) quietest = session;
+    }
+    if (quietest === undefined) return false;
     sessions.delete(quietest.socket);
     quietest.evict(`${maxConnections} connections and a new one`);
     return true;
@@ -217,6 +223,11 @@ class Session {
       this.#flow();
       void this.#handleWaiting();
     });
+  }
+
+  /** Part of an event has come and the rest has not. */
+  get midEvent(): boolean {
+    return this.#reader.partial;
   }
 
   /** The connection closed for a newcomer (the server's cap). */
