@@ -71,6 +71,11 @@ export class SentenceStream {
     return this.#speak(segments.slice(0, complete));
   }
 
+  /** Characters not yet cut into sentences. */
+  get length(): number {
+    return this.#buffer.length;
+  }
+
   /** Give up the text not yet cut into sentences (it is not spoken). */
   takeBuffer(): string {
     const rest = this.#buffer;

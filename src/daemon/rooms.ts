@@ -25,6 +25,7 @@ import type { Announcement } from '../toolhost/api.js';
 import type { TurnResult } from '../conversation/types.js';
 import { wavEvents, WyomingError, type WyomingEvent } from '../wyoming/events.js';
 import { SatelliteLink, type LinkState } from '../wyoming/client.js';
+import { AudioPace } from '../wyoming/pace.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { toSpeech } from '../wyoming/server.js';
 import { Announcer } from './announcer.js';
@@ -45,9 +46,6 @@ export const ARBITRATION_MS = 500;
 const SCORE_TIE = 0.25;
 /** Loudness is the RMS of this many of the latest audio chunks (a satellite's are 64 ms): ~0.8 s. */
 const LOUDNESS_FRAMES = 12;
-/** A satellite may send audio this much faster than real time (bursts after a stall), plus `AUDIO_SLACK_S`; beyond, it is dropped. */
-const MAX_AUDIO_PACE = 1.5;
-const AUDIO_SLACK_S = 10;
 /**
  * A satellite's `run-pipeline`s that do work (a command, a change of stage) are acted on at most
  * this many times in this long (ms): a person wakes a room a few times a minute, and a satellite
@@ -414,9 +412,8 @@ class Room {
   #wakeWord = '';
   /** Announcements for this room before its voice was up. */
   #waiting: Announcement[] = [];
-  /** Audio received on this connection (s), and since when (performance.now()). */
-  /** Audio received since the link came up, and the pace allowance left (seconds of audio). */
-  #audio = { seconds: 0, sinceMs: 0, credit: AUDIO_SLACK_S, atMs: 0 };
+  /** Audio received since the link came up (s), since when (performance.now()), and how fast it may come (wyoming/pace.ts). */
+  #audio = { seconds: 0, sinceMs: 0, pace: new AudioPace() };
 
   constructor(
     readonly name: string,
@@ -505,7 +502,7 @@ class Room {
     const satellite = info.satellite;
     this.#satellite = satellite !== null && typeof satellite === 'object' ? (satellite as Record<string, unknown>) : {};
     this.#doing = 'idle';
-    this.#audio = { seconds: 0, sinceMs: performance.now(), credit: AUDIO_SLACK_S, atMs: performance.now() };
+    this.#audio = { seconds: 0, sinceMs: performance.now(), pace: new AudioPace() };
     this.#stalePlayed = 0;
     const name = typeof this.#satellite.name === 'string' ? ` (${JSON.stringify(this.#satellite.name.slice(0, 60))})` : ''; // the peer's text: quoted, one line
     this.#log.info(`connected to ${this.uri}${name}, area ${this.area}`);
@@ -531,14 +528,10 @@ class Room {
         if (event.payload === undefined) return;
         const samples = toSpeech(event);
         // A peer streaming faster than real time would take the CPU from every other room.
-        // A token bucket: the allowance grows at MAX_AUDIO_PACE seconds of audio a second, up
-        // to AUDIO_SLACK_S, so a satellite quiet for an hour has not saved up an hour of it.
         const now = performance.now();
         const audio = this.#audio;
         audio.seconds += samples.length / 16_000;
-        audio.credit = Math.min(AUDIO_SLACK_S, audio.credit + ((now - audio.atMs) / 1000) * MAX_AUDIO_PACE) - samples.length / 16_000;
-        audio.atMs = now;
-        if (audio.credit < 0) {
+        if (audio.pace.take(samples.length / 16_000, now) > 0) {
           throw new WyomingError('wyoming_too_fast', `it sent audio faster than real time (${Math.round(audio.seconds)} s in ${((now - audio.sinceMs) / 1000).toFixed(1)} s)`);
         }
         this.#source.push(samples);

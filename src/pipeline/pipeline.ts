@@ -194,17 +194,28 @@ async function transcribe(input: RunInput, stt: SpeechToText, signal: AbortSigna
 }
 
 /**
- * The speech stage: each sentence is synthesised as soon as it exists, while the one before is
- * still playing, and played in order.
+ * Sentences synthesised or playing at once in one run: the one playing and the next, so the
+ * next is ready when it ends. Started all at once, a Wyoming chunk of 120 sentences was 120
+ * espeak-ng processes; the sentences after these wait in their stream.
+ */
+const SENTENCES_AHEAD = 2;
+
+/**
+ * The speech stage: each sentence is synthesised as soon as it exists and the one before it is
+ * playing (at most `SENTENCES_AHEAD` not yet played), and played in order.
  */
 async function speak(sentences: AsyncIterable<string> | Iterable<string>, tts: TextToSpeech, sink: AudioSink, signal: AbortSignal, emit: NonNullable<RunOptions<unknown>['emit']>): Promise<number> {
   let playing = Promise.resolve();
+  /** Each sentence not yet played: when it will have been. */
+  const unplayed: Promise<void>[] = [];
   let count = 0;
   emit('tts-start');
   try {
     for await (const sentence of sentences) {
       if (signal.aborted) break;
       if (sentence.trim() === '') continue;
+      while (unplayed.length >= SENTENCES_AHEAD) await unplayed.shift();
+      if (signal.aborted) break;
       const audio = tts.synthesize(sentence, signal);
       audio.catch(() => undefined); // awaited below, in order; never an unhandled rejection
       const first = count === 0;
@@ -214,6 +225,7 @@ async function speak(sentences: AsyncIterable<string> | Iterable<string>, tts: T
         await sink.play(wav, signal);
       });
       playing.catch(() => undefined); // awaited below; while the next sentence is awaited, never unhandled
+      unplayed.push(playing);
       count += 1;
     }
     await playing;

@@ -65,6 +65,16 @@ export class EventReader {
   #waiting: Buffer[] = [];
   #waitingBytes = 0;
 
+  /** Part of an event has arrived and the rest has not. */
+  get partial(): boolean {
+    return this.#pending !== undefined || this.#buffer.length > 0 || this.#waitingBytes > 0;
+  }
+
+  /** Bytes read and not yet part of a whole event. */
+  get bufferedBytes(): number {
+    return this.#buffer.length + this.#waitingBytes;
+  }
+
   push(chunk: Buffer): WyomingEvent[] {
     const pending = this.#pending;
     if (pending !== undefined && this.#buffer.length + this.#waitingBytes + chunk.length < pending.dataLength + pending.payloadLength) {
@@ -81,13 +91,13 @@ export class EventReader {
         const newline = this.#buffer.indexOf(0x0a);
         if (newline === -1) {
           if (this.#buffer.length > MAX_HEADER) throw new WyomingError('wyoming_bad_event', `a header line longer than ${MAX_HEADER} bytes`);
-          return events;
+          return this.#compact(events);
         }
         this.#pending = header(this.#buffer.subarray(0, newline));
         this.#buffer = this.#buffer.subarray(newline + 1);
       }
       const { type, data, dataLength, payloadLength } = this.#pending;
-      if (this.#buffer.length < dataLength + payloadLength) return events;
+      if (this.#buffer.length < dataLength + payloadLength) return this.#compact(events);
       const merged = dataLength > 0 ? { ...data, ...segment(this.#buffer.subarray(0, dataLength)) } : data;
       const event: WyomingEvent = { type, data: merged };
       if (payloadLength > 0) event.payload = Buffer.from(this.#buffer.subarray(dataLength, dataLength + payloadLength));
@@ -95,6 +105,13 @@ export class EventReader {
       this.#pending = undefined;
       events.push(event);
     }
+  }
+
+  /** The start of the next event copied out of a large joined buffer, which it would otherwise keep whole (a 4 MiB payload's). */
+  #compact(events: WyomingEvent[]): WyomingEvent[] {
+    const kept = this.#buffer;
+    if (kept.buffer.byteLength > 1024 * 1024 && kept.length < kept.buffer.byteLength / 2) this.#buffer = Buffer.from(kept);
+    return events;
   }
 }
 
