@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
 import { OllamaDouble } from '../test/helpers/ollama-double.js';
 import { closedPort } from '../test/helpers/net.js';
-import { ROOT, round, unitNodeFlags } from './lib/bench.js';
+import { heapProbe, ROOT, round, unitNodeFlags } from './lib/bench.js';
 
 const MiB = 1024 * 1024;
 const FORMAT = { rate: 16_000, width: 2, channels: 1 };
@@ -44,17 +44,7 @@ const pid = daemon.pid ?? 0;
 
 /** After a full GC (scripts/lib/heap-probe.cjs): the daemon's live heap, its memory outside the heap and RSS (MB). */
 async function afterGc(): Promise<{ heap_mb: number; external_mb: number; rss_mb: number }> {
-  const line = new Promise<string>((resolve) => {
-    const onData = (chunk: Buffer) => {
-      const found = /heap-probe (\{.*\})/.exec(chunk.toString())?.[1];
-      if (found === undefined) return;
-      daemon.stderr.off('data', onData);
-      resolve(found);
-    };
-    daemon.stderr.on('data', onData);
-  });
-  daemon.kill('SIGUSR2');
-  const m = JSON.parse(await line) as { heapUsed: number; external: number; rss: number };
+  const m = await heapProbe(daemon);
   return { heap_mb: round(m.heapUsed / MiB, 0), external_mb: round(m.external / MiB, 0), rss_mb: round(m.rss / MiB, 0) };
 }
 const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from '../src/daemon/control.js';
 import { OllamaDouble } from '../test/helpers/ollama-double.js';
-import { ROOT, unitNodeFlags, writeResults } from './lib/bench.js';
+import { heapProbe, ROOT, unitNodeFlags, writeResults } from './lib/bench.js';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const WARMUP = 100;
@@ -48,17 +48,7 @@ const pid = daemon.pid ?? 0;
 
 /** The daemon after a full GC: live heap and RSS (MB), open fds, child processes. */
 async function sample(): Promise<{ heap_mb: number; external_mb: number; rss_mb: number; fds: number; children: number }> {
-  const line = new Promise<string>((resolve) => {
-    const onData = (chunk: Buffer) => {
-      const found = /heap-probe (\{.*\})/.exec(chunk.toString())?.[1];
-      if (found === undefined) return;
-      daemon.stderr.off('data', onData);
-      resolve(found);
-    };
-    daemon.stderr.on('data', onData);
-  });
-  daemon.kill('SIGUSR2');
-  const memory = JSON.parse(await line) as NodeJS.MemoryUsage;
+  const memory = await heapProbe(daemon);
   const mb = (bytes: number) => Math.round(bytes / 1024 / 102.4) / 10;
   const fds = readdirSync(`/proc/${pid}/fd`).length;
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).length;

@@ -4,7 +4,7 @@
 // `elicit` mode) and the Ollama double.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Conversation, TurnResult } from '../src/conversation/engine.js';
-import { withDouble, type Sections, type Setup } from './helpers/conversation.js';
+import { stallProbe, withDouble, type Sections, type Setup } from './helpers/conversation.js';
 import { EVERYTHING, fake, serversToml, stdio, type ServerSpec } from './helpers/mcp.js';
 
 let setup: Setup | undefined;
@@ -147,17 +147,13 @@ describe('a form too large to ask', () => {
     const s = await desk();
     s.double.script(call('pick_anything'), { content: ['Nothing picked.'] });
     // The thread's longest stall while the form arrives and is refused (30,000 choices took 4 s to compile).
-    let stalledMs = 0;
-    let last = performance.now();
-    const probe = setInterval(() => {
-      stalledMs = Math.max(stalledMs, performance.now() - last);
-      last = performance.now();
-    }, 10);
+    const probe = stallProbe();
+    let stalledMs: number;
     try {
       const result = await say(s.iris.conversation(), 'pick something');
       expect(result.said).toEqual(['The desk server sent a form too large to ask here (30000 choices for "choice"; at most 500), so I declined.', 'Nothing picked.']);
     } finally {
-      clearInterval(probe);
+      stalledMs = probe.stop();
     }
     expect(got(s, 'pick_anything')).toEqual({ action: 'decline' });
     expect(s.logs).toContain('info test:conversation: desk: a form too large (30000 choices for "choice"; at most 500); declined');

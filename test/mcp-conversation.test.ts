@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Conversation } from '../src/conversation/engine.js';
-import { withDouble, type Setup } from './helpers/conversation.js';
+import { sayAll, withDouble, type Setup } from './helpers/conversation.js';
 import { EVERYTHING, FILESYSTEM, serversToml, stdio } from './helpers/mcp.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -19,13 +18,7 @@ async function start(servers: Parameters<typeof serversToml>[0], tools: Record<s
   return setup;
 }
 
-async function say(conversation: Conversation, text: string): Promise<string[]> {
-  const turn = conversation.turn(text);
-  const said: string[] = [];
-  for await (const sentence of turn.sentences) said.push(sentence);
-  await turn.result;
-  return said;
-}
+const say = sayAll;
 
 const lastTool = (s: Setup, chat: number) => s.double.chats[chat]?.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
 

@@ -5,6 +5,7 @@ import { parseConfig } from '../src/config/load.js';
 import { resultText } from '../src/toolhost/api.js';
 import { EVERYTHING, FILESYSTEM, MEMORY, everythingOverHttp, fake, stdio, withServers, type McpSetup } from './helpers/mcp.js';
 import { tempDir } from './helpers/tmp.js';
+import { stallProbe } from './helpers/conversation.js';
 
 const open: McpSetup[] = [];
 const stops: (() => Promise<void>)[] = [];
@@ -139,17 +140,13 @@ describe('pagination, list_changed and hidden tools (fake server)', () => {
   it('a tool whose input schema is huge (30,000 choices) runs without holding the daemon\'s thread: the server checks its arguments', async () => {
     const s = await setup({ fake: fake('huge-schema') });
     await s.iris.mcp.servers.startAll();
-    let stalledMs = 0;
-    let last = performance.now();
-    const probe = setInterval(() => {
-      stalledMs = Math.max(stalledMs, performance.now() - last);
-      last = performance.now();
-    }, 10);
+    const probe = stallProbe();
+    let stalledMs: number;
     try {
       const result = await execute(s, 'fake.pick', { choice: 'option 29999' });
       expect(resultText(result)).toBe('pick({"choice":"option 29999"})');
     } finally {
-      clearInterval(probe);
+      stalledMs = probe.stop();
     }
     expect(stalledMs).toBeLessThan(500); // ajv's compile of the schema: about 4 s
   });

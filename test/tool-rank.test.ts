@@ -7,11 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
-import type { Conversation } from '../src/conversation/engine.js';
 import { resultText } from '../src/toolhost/api.js';
 import { ToolIndex } from '../src/toolhost/mcp/rank.js';
 import { iris } from './helpers/cli.js';
-import { withDouble, type Setup } from './helpers/conversation.js';
+import { sayAll, withDouble, type Setup } from './helpers/conversation.js';
 import { serversToml, withServers, type McpSetup, type ServerSpec } from './helpers/mcp.js';
 import { tempDir } from './helpers/tmp.js';
 import { HOME_SERVERS } from './fixtures/home-catalogue.js';
@@ -47,13 +46,7 @@ async function start(names: string[], tools: Record<string, number> = {}): Promi
   return setup;
 }
 
-async function say(conversation: Conversation, text: string): Promise<string[]> {
-  const turn = conversation.turn(text);
-  const said: string[] = [];
-  for await (const sentence of turn.sentences) said.push(sentence);
-  await turn.result;
-  return said;
-}
+const say = sayAll;
 
 const offered = (s: Setup, chat: number) => s.double.chats[chat]?.tools?.map((t) => t.function.name) ?? [];
 

@@ -1,4 +1,5 @@
 /** What the benchmark scripts share: timing a repeated call, the daemon's Node flags, and writing results. */
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,4 +34,22 @@ export function writeResults(name: string, figures: object): void {
 export function unitNodeFlags(): string[] {
   const unit = readFileSync(join(ROOT, 'systemd/iris.service'), 'utf8');
   return /^ExecStart=\S+ (.*?) ?\S+iris\.mjs daemon$/m.exec(unit)?.[1]?.split(' ').filter(Boolean) ?? [];
+}
+
+/**
+ * Ask a daemon started with scripts/lib/heap-probe.cjs for its memory after a full GC (SIGUSR2):
+ * the `process.memoryUsage()` its probe prints on stderr.
+ */
+export async function heapProbe(daemon: ChildProcess): Promise<NodeJS.MemoryUsage> {
+  const line = new Promise<string>((resolve) => {
+    const onData = (chunk: Buffer) => {
+      const found = /heap-probe (\{.*\})/.exec(chunk.toString())?.[1];
+      if (found === undefined) return;
+      daemon.stderr?.off('data', onData);
+      resolve(found);
+    };
+    daemon.stderr?.on('data', onData);
+  });
+  daemon.kill('SIGUSR2');
+  return JSON.parse(await line) as NodeJS.MemoryUsage;
 }

@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '../../src/log.js';
 import { assemble } from '../../src/daemon/assemble.js';
 import { OllamaDouble, type ModelSpec } from './ollama-double.js';
 import { tempDir } from './tmp.js';
+import type { Conversation } from '../../src/conversation/engine.js';
 
 export interface Setup {
   double: OllamaDouble;
@@ -35,4 +36,24 @@ export async function withDouble(
   const config = parseConfig(`${toml(merged)}\n${options.extraToml ?? ''}`, 'test-config');
   const iris = assemble(config, { stateDir: tempDir(), log, ...(options.now ? { now: options.now } : {}) });
   return { double, iris, logs };
+}
+
+/** Every sentence a turn says, once the turn is over. */
+export async function sayAll(conversation: Conversation, text: string): Promise<string[]> {
+  const turn = conversation.turn(text);
+  const said: string[] = [];
+  for await (const sentence of turn.sentences) said.push(sentence);
+  await turn.result;
+  return said;
+}
+
+/** Watch the event loop: `stop()` gives its longest stall (ms) since the start, sampled every 10 ms. */
+export function stallProbe(): { stop: () => number } {
+  let stalledMs = 0;
+  let last = performance.now();
+  const probe = setInterval(() => {
+    stalledMs = Math.max(stalledMs, performance.now() - last);
+    last = performance.now();
+  }, 10);
+  return { stop: () => (clearInterval(probe), stalledMs) };
 }
