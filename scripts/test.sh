@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-echo "== setting up"
+echo "== setting up (each stage says when it began, in seconds since the start)"
 # The tests run the voice path (espeak-ng, sox, ALSA, pocketsphinx), speak commands in flite's
 # and festival's voices too (voices the code was not tuned on), check the unit, build
 # whisper.cpp (cmake, g++), and make Piper-shaped voices (python3-onnx). As root, the .deb's
@@ -47,14 +47,14 @@ if [ "$major" != 18 ]; then
   echo "Node 18 for the second pass: $node18 ($("$node18" --version))"
 fi
 
-echo "== typecheck and lint"
+echo "== typecheck and lint (at ${SECONDS} s)"
 npm run --silent typecheck
 npm run --silent lint
 
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 run_suite() { # $1: node binary, $2: label
-  echo "== vitest on $2 ($("$1" --version))"
+  echo "== vitest on $2 ($("$1" --version), at ${SECONDS} s)"
   "$1" node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile="$results/$2.json" || true
 }
 run_suite "$(command -v node)" node
@@ -62,7 +62,7 @@ run_suite "$(command -v node)" node
 
 # The Debian package: built, lintian-checked, installed into a Debian 12 chroot, removed, purged.
 if [ "$(id -u)" -eq 0 ]; then
-  echo "== the Debian package"
+  echo "== the Debian package (at ${SECONDS} s)"
   bash scripts/test-deb.sh 2>&1 | tee "$results/deb.log" || true
   deb_summary=$(tail -n 1 "$results/deb.log")
 else
@@ -70,4 +70,5 @@ else
   deb_summary="deb: 0 passed, 0 failed"
 fi
 
+echo "== all stages done in ${SECONDS} s"
 node --import tsx scripts/lib/test-summary.ts "$results" "$deb_summary"
