@@ -20,7 +20,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { concatSamples, SPEECH_FORMAT, type AudioSink } from '../pipeline/audio.js';
+import { concatSamples, durationS, SPEECH_FORMAT, type AudioSink } from '../pipeline/audio.js';
 import { PushedAudio } from '../pipeline/capture.js';
 import { runPipeline, type Responder, type RunResult } from '../pipeline/pipeline.js';
 import type { SpeechToText } from '../pipeline/stt.js';
@@ -131,6 +131,8 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
     if (sessions.size >= maxConnections && !makeRoom()) {
       log.warn(`wyoming: refused ${socket.remoteAddress ?? 'a peer'}: ${maxConnections} connections already, each working on a request or heard from in the last ${replaceQuietMs / 1000} s`);
       socket.end(encodeEvent('error', { text: `IRIS is serving ${maxConnections} connections already`, code: 'busy' }));
+      socket.destroySoon();
+      setTimeout(() => socket.destroy(), END_GRACE_MS).unref(); // a refused peer that never closes its side does not keep a socket
       return;
     }
     sessions.set(socket, new Session(socket, services, log, stopping.signal, limits));
@@ -239,6 +241,7 @@ class Session {
 
   /** Pause reading while too much waits, resume once it has drained; the event deadline runs only while reading. */
   #flow(): void {
+    if (this.#over) return; // ended: its socket is going, never read again
     // While events wait or one is handled, an event still arriving counts too (it waits next);
     // otherwise it must be able to arrive whole, up to the largest allowed.
     const busy = this.#handling || this.#waiting.length > 0;
@@ -356,7 +359,9 @@ class Session {
           streaming.sentences.push(streaming.text.push(data.text.slice(at, at + MAX_SENTENCE_CHARS)));
           if (streaming.text.length > MAX_SENTENCE_CHARS) streaming.sentences.push(streaming.text.flush()); // no sentence end in sight
           await streaming.sentences.room(MAX_UNSPOKEN_CHARS);
-          await yieldToIo(); // with a voice that answers at once, the loop would otherwise never let a close be seen
+          // Between the pieces of a long chunk: with a voice that answers at once, the loop would
+          // otherwise never let a close be seen (one piece, as Home Assistant's chunks are, needs no turn).
+          if (at + MAX_SENTENCE_CHARS < data.text.length) await yieldToIo();
           if (streaming.sentences.closed) return; // the run or the connection ended: the rest is never said
         }
         return;
@@ -412,11 +417,12 @@ class Session {
     const target = this.#audioFor;
     if (target === undefined || event.payload === undefined) return;
     const samples = toSpeech(event);
+    // Too long is refused before any wait for pace (a 4 MiB chunk at 8 kHz would wait minutes first).
+    if (target.kind === 'transcribe' && target.samples + samples.length > MAX_TRANSCRIBE_SAMPLES) throw new WyomingError('wyoming_too_long', 'more than 30 s of audio for one transcription');
     // Taken no faster than its pace: the events behind it wait, and past the limits the socket is not read.
-    const waitMs = this.#pace.take(samples.length / SPEECH_FORMAT.rate);
+    const waitMs = this.#pace.take(durationS(samples.length));
     if (waitMs > 0) await sleep(waitMs, undefined, { signal: this.#signal });
     if (target.kind === 'detect') return target.audio.push(samples);
-    if (target.samples + samples.length > MAX_TRANSCRIBE_SAMPLES) throw new WyomingError('wyoming_too_long', 'more than 30 s of audio for one transcription');
     target.chunks.push(samples);
     target.samples += samples.length;
   }
