@@ -112,6 +112,7 @@ export class VoiceService<R> {
 
   /** Load the models and start listening in the background; never throws. */
   async start(): Promise<void> {
+    const started = this.#controller.signal; // a restart() meanwhile makes a new one
     const config = this.#o.config();
     // The one way out to the speaker: replies, the earcon and announcements all play through
     // it, and what it played is the echo canceller's reference.
@@ -158,6 +159,10 @@ export class VoiceService<R> {
         this.#announcer?.acknowledge();
       },
     });
+    if (started.aborted) {
+      ear.stop(); // stopped while it was being made: stop() has already looked for it
+      return;
+    }
     this.#ear = ear;
     this.#running = this.#listen(loop, ear.source);
   }

@@ -45,7 +45,9 @@ export class EchoReference {
   /** Samples `samples` played from clock sample `at` on (later writes overwrite earlier ones). */
   write(samples: Int16Array, at: number): void {
     const from = Math.max(at, this.#end - this.#ring.length);
-    if (from > this.#end) this.#zero(this.#end, from);
+    // Silence since the last write: at most a ring's worth to clear (the first reply after a day idle
+    // would otherwise loop over a day of samples).
+    if (from > this.#end) this.#zero(Math.max(this.#end, from - this.#ring.length), from);
     for (let i = Math.max(0, from - at); i < samples.length; i++) this.#ring[(at + i) & this.#mask] = samples[i] ?? 0;
     this.#end = Math.max(this.#end, at + samples.length);
     this.#start = Math.max(this.#start, this.#end - this.#ring.length);
@@ -345,8 +347,11 @@ const JITTER_SAMPLES = 160;
 
 export function liveClock(now: () => number = () => EchoReference.nowSamples()): (chunk: AudioChunk) => number {
   let anchor = Infinity;
+  let last = -Infinity;
   return (chunk) => {
     const position = Math.round(chunk.atS * RATE);
+    if (position < last) anchor = Infinity; // the microphone was opened again: its positions start over
+    last = position;
     const implied = now() - position - chunk.samples.length;
     if (implied < anchor - JITTER_SAMPLES) anchor = implied; // smaller gains: jitter the delay estimate absorbs
     return Math.round(anchor) + position;

@@ -77,7 +77,10 @@ export class StopWord {
       await writeFile(dict, `${entries.map((e) => e.line).join('\n')}\n`);
       const argv = ['-hmm', model, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(options.threshold ?? 1), '-logfn', '/dev/null'];
       const [mic, own] = [lib.init(argv), lib.init(argv)];
-      if (!mic || !own) throw new SttError('stt_failed', 'pocketsphinx could not start the stop-word spotter');
+      if (!mic || !own) {
+        for (const decoder of [mic, own]) if (decoder) lib.free(decoder); // the one that did start
+        throw new SttError('stt_failed', 'pocketsphinx could not start the stop-word spotter');
+      }
       return new StopWord(word, new Spotter(lib, mic), new Spotter(lib, own), options.ownVoiceS ?? 1);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -86,7 +89,7 @@ export class StopWord {
 
   /**
    * The echo-cancelled microphone, and what IRIS played `leadS` ahead of its echo (the
-   * reference is known before it sounds: `EchoCanceller.ahead`), for the stretch ending at
+   * reference is known before it sounds: `EchoCanceller.played`), for the stretch ending at
    * `endS` (stream seconds). Returns `endS` when the person said the word: heard on the
    * microphone, and not by the spotter on IRIS's own audio in the `ownVoiceS` before.
    */
