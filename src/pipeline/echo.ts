@@ -102,15 +102,22 @@ function decimate(samples: Int16Array, factor: number): Float32Array {
   return out;
 }
 
-/** Normalised cross-correlation of `mic[micFrom..+n]` with `ref` shifted by `lag` samples back. */
-function correlation(mic: ArrayLike<number>, ref: ArrayLike<number>, lag: number, n: number, maxLag: number): number {
+/** Running sums of squares: `sums[k]` is the energy of `x[0..k)`, so any stretch's energy is one subtraction. */
+function squareSums(x: Float32Array): Float64Array {
+  const sums = new Float64Array(x.length + 1);
+  for (let i = 0; i < x.length; i++) sums[i + 1] = (sums[i] ?? 0) + (x[i] ?? 0) * (x[i] ?? 0);
+  return sums;
+}
+
+/**
+ * Normalised cross-correlation of `mic[maxLag..+n]` with `ref` shifted by `lag` samples back;
+ * `refSums` is `squareSums(ref)` (the reference's energy per lag without summing it again).
+ */
+function correlation(mic: Float32Array, ref: Float32Array, refSums: Float64Array, lag: number, n: number, maxLag: number): number {
   let dot = 0;
-  let refEnergy = 0;
-  for (let i = 0; i < n; i++) {
-    const r = ref[maxLag + i - lag] ?? 0;
-    dot += (mic[maxLag + i] ?? 0) * r;
-    refEnergy += r * r;
-  }
+  const offset = maxLag - lag;
+  for (let i = 0; i < n; i++) dot += (mic[maxLag + i] ?? 0) * (ref[offset + i] ?? 0);
+  const refEnergy = (refSums[offset + n] ?? 0) - (refSums[offset] ?? 0);
   return refEnergy > 0 ? dot / Math.sqrt(refEnergy) : 0;
 }
 
@@ -134,20 +141,24 @@ export function estimateDelay(mic: Int16Array, ref: Int16Array, maxLagSamples: n
   const refLow = decimate(ref, factor);
   const lowLag = Math.floor(maxLagSamples / factor);
   const lowN = Math.floor(n / factor);
+  const refLowSums = squareSums(refLow);
   let best = 0;
   let bestScore = -Infinity;
   for (let lag = 0; lag <= lowLag; lag++) {
-    const score = Math.abs(correlation(micLow, refLow, lag, lowN, lowLag));
+    const score = Math.abs(correlation(micLow, refLow, refLowSums, lag, lowN, lowLag));
     if (score > bestScore) {
       bestScore = score;
       best = lag;
     }
   }
   if (!(bestScore > 0)) return undefined;
+  const micFull = Float32Array.from(mic);
+  const refFull = Float32Array.from(ref);
+  const refSums = squareSums(refFull);
   let fine = best * factor;
   let fineScore = -Infinity;
   for (let lag = Math.max(0, best * factor - factor); lag <= Math.min(maxLagSamples, best * factor + factor); lag++) {
-    const score = Math.abs(correlation(mic, ref, lag, n, maxLagSamples));
+    const score = Math.abs(correlation(micFull, refFull, refSums, lag, n, maxLagSamples));
     if (score > fineScore) {
       fineScore = score;
       fine = lag;
