@@ -262,12 +262,6 @@ export class EchoCanceller {
     };
   }
 
-  /** Whether the reference sounds (its echo could be reaching the microphone) for mic samples from `at` on, `length` of them. */
-  echoing(at: number, length: number): boolean {
-    const delay = this.#delay ?? 0;
-    return this.#reference.sounding(at - this.#maxLag - this.#tail, at + length - delay);
-  }
-
   /** `samples` from clock sample `at`, with the echo removed (a new array, same length). */
   process(samples: Int16Array, at: number): Int16Array {
     if (this.#processed > 0 && at !== this.#micEnd) {

@@ -28,7 +28,6 @@ interface Api {
   echoDestroy: Fn;
   echoCancel: Fn;
   echoCtl: Fn;
-  echoReset: Fn;
   ppInit: Fn;
   ppDestroy: Fn;
   ppRun: Fn;
@@ -46,7 +45,6 @@ function load(): Promise<Api> {
       echoDestroy: lib.func('void speex_echo_state_destroy(void *st)'),
       echoCancel: lib.func('void speex_echo_cancellation(void *st, const int16_t *rec, const int16_t *play, _Out_ int16_t *out)'),
       echoCtl: lib.func('int speex_echo_ctl(void *st, int request, _Inout_ int *value)'),
-      echoReset: lib.func('void speex_echo_state_reset(void *st)'),
       ppInit: lib.func('void *speex_preprocess_state_init(int frame_size, int sampling_rate)'),
       ppDestroy: lib.func('void speex_preprocess_state_destroy(void *st)'),
       ppRun: lib.func('int speex_preprocess_run(void *st, _Inout_ int16_t *x)'),
@@ -110,11 +108,6 @@ export class SpeexEcho {
     this.#api.echoCancel(this.#echo, mic, ref, this.#out);
     if (this.#pp) this.#api.ppRun(this.#pp, this.#out);
     return this.#out.slice();
-  }
-
-  /** Forget what the filter learned (the echo path changed beyond tracking). */
-  reset(): void {
-    this.#api.echoReset(this.#echo);
   }
 
   destroy(): void {
