@@ -35,7 +35,7 @@ import { fingerprint } from '../src/toolhost/mcp/servers.js';
 import { HOME_SERVERS, type CatalogueTool } from '../test/fixtures/home-catalogue.js';
 import { DEV, HELD_OUT, type HomeRequest } from '../test/fixtures/home-requests.js';
 import { OllamaDouble, type RecordedChat, type ScriptedTurn } from '../test/helpers/ollama-double.js';
-import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
+import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 
 const SPLITS = { dev: DEV, held_out: HELD_OUT } as const;
 const EXPOSE_MAX = [2, 4, 6, 8, 10, 12];
@@ -229,17 +229,7 @@ async function daemon(name: string, withServers: boolean, warm: boolean): Promis
   ollama.script({ content: ['The bedroom lights are dimmed.'] });
   await request(socket, { cmd: 'ask', text: 'dim the bedroom lights' }, 60_000);
   const sample = async (): Promise<Sample> => {
-    const line = new Promise<string>((resolve) => {
-      const onData = (chunk: Buffer) => {
-        const found = /heap-probe (\{.*\})/.exec(chunk.toString())?.[1];
-        if (found === undefined) return;
-        child.stderr?.off('data', onData);
-        resolve(found);
-      };
-      child.stderr?.on('data', onData);
-    });
-    child.kill('SIGUSR2');
-    const memory = JSON.parse(await line) as NodeJS.MemoryUsage;
+    const memory = await heapProbe(child);
     const mb = (bytes: number) => round(bytes / 1024 / 1024, 1);
     return { rss_mb: mb(memory.rss), heap_mb: mb(memory.heapUsed), children: childrenOf(pid) };
   };
