@@ -71,6 +71,8 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
       expect.objectContaining({ name: 'garage', state: expect.stringMatching(/connecting|disconnected/), detail: expect.stringMatching(/bad event/) }),
     ]));
     expect(sat.events()).toEqual(expect.arrayContaining(['transcript what time is it', expect.stringMatching(/^synthesize It's \d+:\d\d [AP]M\.$/)]));
+    // Pings both ways, as with wyoming-satellite: IRIS pings the satellite, which then pings IRIS too.
+    await expect.poll(() => [sat.pingsAnswered > 0, sat.pongsReceived > 0], { timeout: 10_000 }).toEqual([true, true]);
     const reply = soxStat(heard(dir, sat));
     expect(reply.length).toBeGreaterThan(0.8); // "It's 3:04 PM." spoken
     expect(reply.rms).toBeGreaterThan(0.02);

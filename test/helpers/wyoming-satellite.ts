@@ -92,6 +92,9 @@ export class WyomingSatellite {
   #stopped = false;
   /** Connections it turned away while another brain was its server. */
   refused = 0;
+  /** Pings its server sent (each answered with a pong), and pongs it got back for its own pings. */
+  pingsAnswered = 0;
+  pongsReceived = 0;
 
   constructor(readonly options: SatelliteOptions) {
     this.mode = options.wakePort !== undefined ? 'wake' : options.vad ? 'vad' : 'always';
@@ -248,10 +251,12 @@ export class WyomingSatellite {
     const { type, data } = event;
     switch (type) {
       case 'ping':
+        this.pingsAnswered += 1;
         this.#send(this.#brain, 'pong', typeof data.text === 'string' ? { text: data.text } : {});
         if (this.#pinging === undefined) this.#schedulePing();
         return;
       case 'pong':
+        this.pongsReceived += 1;
         clearTimeout(this.#pongTimer);
         this.#schedulePing();
         return;
