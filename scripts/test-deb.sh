@@ -22,15 +22,9 @@ check() { # check "what" command...  (IRIS_DEB_VERBOSE=1 shows the commands' out
   if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $what"; else failed=$((failed + 1)); echo "FAIL $what"; fi
 }
 
-mkdir -p .cache
-deb=$(bash scripts/build-deb.sh 2>.cache/build-deb.log) || { tail -20 .cache/build-deb.log; echo "FAIL building the .deb"; echo "deb: 0 passed, 1 failed"; exit 1; }
-check "lintian clean (checked by build-deb.sh)" test -f "$deb"
-check "systemd-analyze verify" bash -c "[ -z \"\$(systemd-analyze verify --man=no systemd/iris.service 2>&1)\" ]"
-check "unit exposure <= 1.5" bash -c "systemd-analyze security --offline=true systemd/iris.service | awk '/Overall exposure/ {exit !(\$(NF-2) <= 1.5)}'"
-ort_arch=$([ "$(dpkg --print-architecture)" = arm64 ] && echo arm64 || echo x64)
-check "native parts for this architecture only, whisper-server built in" bash -c "dpkg-deb -c '$deb' > /tmp/iris-deb-files && ! grep -E 'napi-v6/(darwin|win32)|linux/(arm64|x64)/' /tmp/iris-deb-files | grep -v 'linux/$ort_arch/' | grep -q . && grep -q 'linux/$ort_arch/onnxruntime_binding.node' /tmp/iris-deb-files && grep -q 'usr/lib/iris/bin/whisper-server\$' /tmp/iris-deb-files && grep -q 'koffi/build/koffi/linux_$ort_arch/koffi.node' /tmp/iris-deb-files && [ \$(grep -c 'koffi/build/koffi/.*/koffi.node' /tmp/iris-deb-files) = 1 ]"
-
 # A Debian 12 root with systemd and nodejs (piuparts needs them preinstalled), made once.
+# `test-deb.sh --base` only makes it (scripts/test.sh does that in the background while the
+# unit tests run); it is written under a temporary name, so a half-made one is never used.
 base=.cache/bookworm-systemd.tgz
 mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
 mirror=${mirror:-http://deb.debian.org/debian}
@@ -39,15 +33,32 @@ nspawn_pid=
 cleanup() { [ -n "$nspawn_pid" ] && kill -TERM "$nspawn_pid" 2>/dev/null && wait "$nspawn_pid" 2>/dev/null; rm -rf "$root"; }
 trap cleanup EXIT
 one_shot() { systemd-nspawn -q -D "$root" --register=no --keep-unit env DEBIAN_FRONTEND=noninteractive sh -c "$1" 2>&1 | grep -v 'Attempted to remove disk file system'; return "${PIPESTATUS[0]}"; }
-if [ ! -f "$base" ]; then
-  debootstrap --variant=minbase bookworm "$root" "$mirror" >/dev/null || { echo "FAIL debootstrap"; echo "deb: $passed passed, $((failed + 1)) failed"; exit 1; }
+make_base() {
+  mkdir -p .cache
+  debootstrap --variant=minbase bookworm "$root" "$mirror" >/dev/null || return 1
   cp /etc/resolv.conf "$root/etc/resolv.conf"
-  one_shot "apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd nodejs >/dev/null && apt-get clean" >/dev/null
+  one_shot "apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd nodejs >/dev/null && apt-get clean" >/dev/null || return 1
   printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
-  tar -C "$root" -czf "$base" .
-else
-  tar -C "$root" -xzf "$base"
+  tar -C "$root" -czf "$base.part" . && mv "$base.part" "$base"
+}
+if [ "${1:-}" = --base ]; then
+  [ -f "$base" ] || make_base || { echo "FAIL making the Debian 12 root ($base)" >&2; exit 1; }
+  exit 0
 fi
+if [ -f "$base" ]; then
+  tar -C "$root" -xzf "$base"
+else
+  make_base || { echo "FAIL debootstrap"; echo "deb: $passed passed, $((failed + 1)) failed"; exit 1; }
+fi
+
+mkdir -p .cache
+deb=$(bash scripts/build-deb.sh 2>.cache/build-deb.log) || { tail -20 .cache/build-deb.log; echo "FAIL building the .deb"; echo "deb: 0 passed, 1 failed"; exit 1; }
+check "lintian clean (checked by build-deb.sh)" test -f "$deb"
+check "systemd-analyze verify" bash -c "[ -z \"\$(systemd-analyze verify --man=no systemd/iris.service 2>&1)\" ]"
+check "unit exposure <= 1.5" bash -c "systemd-analyze security --offline=true systemd/iris.service | awk '/Overall exposure/ {exit !(\$(NF-2) <= 1.5)}'"
+ort_arch=$([ "$(dpkg --print-architecture)" = arm64 ] && echo arm64 || echo x64)
+check "native parts for this architecture only, whisper-server built in" bash -c "dpkg-deb -c '$deb' > /tmp/iris-deb-files && ! grep -E 'napi-v6/(darwin|win32)|linux/(arm64|x64)/' /tmp/iris-deb-files | grep -v 'linux/$ort_arch/' | grep -q . && grep -q 'linux/$ort_arch/onnxruntime_binding.node' /tmp/iris-deb-files && grep -q 'usr/lib/iris/bin/whisper-server\$' /tmp/iris-deb-files && grep -q 'koffi/build/koffi/linux_$ort_arch/koffi.node' /tmp/iris-deb-files && [ \$(grep -c 'koffi/build/koffi/.*/koffi.node' /tmp/iris-deb-files) = 1 ]"
+
 chmod 755 "$root" # mktemp (and so the tarball's ".") is 0700: the iris user could not reach /
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
