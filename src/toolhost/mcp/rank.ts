@@ -64,10 +64,20 @@ function tokenize(text: string): string[] {
   return [...words, ...joined];
 }
 
+/** Stems already worked out: a catalogue says the same few hundred words over and over. */
+const STEMS = new Map<string, string>();
+const STEMS_MAX = 50_000;
+
 /** A word as the index keeps it: stop words dropped, the rest stemmed. */
 function term(word: string): string | null {
   const lower = word.toLowerCase();
-  return STOP.has(lower) ? null : stem(lower);
+  if (STOP.has(lower)) return null;
+  let stemmed = STEMS.get(lower);
+  if (stemmed === undefined) {
+    stemmed = stem(lower);
+    if (STEMS.size < STEMS_MAX) STEMS.set(lower, stemmed);
+  }
+  return stemmed;
 }
 
 function parameterText(tool: RemoteTool): string {
@@ -101,7 +111,7 @@ export interface RankTuning {
   bm25?: { k: number; b: number; d: number };
 }
 
-const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.7, keepAtLeast: 2, relatedWeight: 0.5 };
+const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.5, keepAtLeast: 2, relatedWeight: 0.5 };
 
 /**
  * Words a request says that no tool's text uses, and the words tools use for them. Only
