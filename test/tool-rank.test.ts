@@ -62,6 +62,37 @@ describe('ranking remote tools against the words', () => {
     expect(index.rank('who is on the wifi right now', 8).map((r) => r.path)).toContain('network.get_connected_devices'); // "Wi-Fi" is "wifi"
   });
 
+  const paths = (words: string, limit = 12) => index.rank(words, limit).map((r) => r.path);
+
+  it('reads "what\'s" as "what", not as a word "s" matching every possessive', () => {
+    const pets = new ToolIndex([{ name: 'pets', tools: [{ name: 'feed_pet', description: 'Feed the pet.', inputSchema: { type: 'object', properties: { pet: { type: 'string', description: "The pet's name." } } } }] }]);
+    expect(pets.rank("what's up", 8)).toEqual([]);
+    expect(pets.rank("feed the cat, it's hungry", 8).map((r) => r.path)).toEqual(['pets.feed_pet']);
+  });
+
+  it('keeps "news" apart from "new" (Porter2): news words find the news server, not every create_ tool', () => {
+    const found = paths("what's in the news today");
+    expect(found).toContain('news.get_headlines');
+    expect(found.every((p) => p.startsWith('news.'))).toBe(true);
+  });
+
+  it('adds the words tools use for a request\'s words: warm → temperature, pill → medication, a language → translate', () => {
+    expect(paths('how warm is it in the kids room')).toContain('climate.get_temperature');
+    expect(paths('I took my blood pressure pill')).toContain('medications.log_dose');
+    expect(paths('how do you say thank you in Japanese')).toContain('language.translate_text');
+    expect(paths('what is goodbye in Portuguese')).toContain('language.translate_text'); // any language ICU names
+    expect(paths('text my brother that dinner is ready')).toContain('messages.send_message');
+  });
+
+  it('ends the list at the first clear drop in score: a clear winner alone with its runner-up, a flat run whole', () => {
+    const clear = index.rank('close the blinds in the office', 32);
+    expect(clear.map((r) => r.path)).toEqual(['blinds.close_blinds', 'blinds.set_blind_position']);
+    expect(index.rank('close the blinds in the office', 32, { atGap: false }).length).toBeGreaterThan(5); // a search's listing
+    const flat = index.rank('news', 32);
+    expect(flat.length).toBeGreaterThanOrEqual(12);
+    expect(flat.every((r) => r.path.startsWith('news.'))).toBe(true);
+  });
+
   it('finds nothing for words no tool has, and nothing for no words', () => {
     expect(index.rank('the of and', 8)).toEqual([]);
     expect(index.rank('', 8)).toEqual([]);

@@ -14,7 +14,7 @@ import { foldName as fold, parseArguments } from '../arguments.js';
 import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import type { RemoteTool } from './client.js';
-import { ToolIndex, type RankedTool } from './rank.js';
+import { ToolIndex, type RankedTool, type RankOptions } from './rank.js';
 import type { McpServers } from './servers.js';
 
 interface Entry {
@@ -62,9 +62,9 @@ export class McpProxy {
    * The remote tools best matching the person's words, best first, at most `limit`: from the
    * tool lists known now (cached or live), so it never waits for a server to start.
    */
-  rank(words: string, limit: number): RankedTool[] {
+  rank(words: string, limit: number, options?: RankOptions): RankedTool[] {
     this.#index ??= new ToolIndex(this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools })));
-    return this.#index.rank(words, limit);
+    return this.#index.rank(words, limit, options);
   }
 
 
@@ -151,7 +151,7 @@ export class McpProxy {
    * of listing the root first.
    */
   search(query: string): CallToolResult {
-    const found = this.rank(query, QUERY_RESULTS);
+    const found = this.rank(query, QUERY_RESULTS, { atGap: false });
     const categories = this.#servers.catalogue().map((s) => s.name);
     return textResult(JSON.stringify({ query, tools: Object.fromEntries(found.map((r) => [r.path, summary(r.tool.description ?? '')])), categories }));
   }

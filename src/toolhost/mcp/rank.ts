@@ -2,16 +2,19 @@
  * Which remote tools the person's words are about: a full-text index (MiniSearch, BM25) over
  * every enabled remote tool's name, server, description and parameters, searched before the
  * first model call so the likeliest few go to the model with their full schemas, and by
- * `get_tools_in_category`'s `query`. Words are split at `_`, `-`, `.` and camelCase, English
- * stop words dropped and the rest stemmed (Porter), so "dim the lights" finds
- * `set_brightness`'s "Dim or brighten the lights". The index is rebuilt when a tool list changes;
- * ranking 1,000 tools takes under a millisecond (scripts/bench-tool-rank.ts). Why MiniSearch:
- * on the bench's requests lunr and FlexSearch found as many tools (87–90 %), but lunr is
- * unmaintained and reads ":", "~", "-" in spoken text as query syntax, and FlexSearch gives
- * ranks, not the relevance scores the cut-off below and `iris tools search` use.
+ * `get_tools_in_category`'s `query`. Words are split at `_`, `-`, `.` and camelCase, clitics
+ * dropped ("what's" → "what"), English stop words dropped and the rest stemmed (Porter2, which
+ * keeps "news" apart from "new"), so "dim the lights" finds `set_brightness`'s "Dim or brighten
+ * the lights". A few words people say that tools do not ("pill", "warm", a language's name)
+ * bring the tools' words at half weight. The list ends at the first clear drop in score. The
+ * index is rebuilt when a tool list changes; ranking 1,000 tools takes well under a millisecond
+ * (scripts/bench-tool-rank.ts). Why MiniSearch: on the bench's requests lunr and FlexSearch
+ * found as many tools (87–90 %), but lunr is unmaintained and reads ":", "~", "-" in spoken
+ * text as query syntax, and FlexSearch gives ranks, not the relevance scores the cut-offs below
+ * and `iris tools search` use.
  */
 import MiniSearch from 'minisearch';
-import { stemmer } from 'stemmer';
+import stem from 'wink-porter2-stemmer';
 import { eng } from 'stopword';
 import type { RemoteTool } from './client.js';
 
@@ -53,16 +56,28 @@ const STOP = new Set(eng);
 
 /** Words of a name or sentence: split at non-letters and camelCase, lower-cased. */
 function tokenize(text: string): string[] {
-  const words = text.replace(/([a-z])([A-Z])/g, '$1 $2').split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '');
+  // "what's", "pet's", "I'm": the word without its clitic, not a word "s" that matches every
+  // possessive in the tools' texts.
+  const words = text.replace(/n['’]t\b/giu, ' not').replace(/['’]\p{L}*/gu, '').replace(/([a-z])([A-Z])/g, '$1 $2').split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '');
   // "Wi-Fi", "to-do", "e-mail" are also said as one word.
   const joined = text.match(/\p{L}+(?:-\p{L}+)+/gu)?.map((w) => w.replace(/-/g, '')) ?? [];
   return [...words, ...joined];
 }
 
+/** Stems already worked out: a catalogue says the same few hundred words over and over. */
+const STEMS = new Map<string, string>();
+const STEMS_MAX = 50_000;
+
 /** A word as the index keeps it: stop words dropped, the rest stemmed. */
 function term(word: string): string | null {
   const lower = word.toLowerCase();
-  return STOP.has(lower) ? null : stemmer(lower);
+  if (STOP.has(lower)) return null;
+  let stemmed = STEMS.get(lower);
+  if (stemmed === undefined) {
+    stemmed = stem(lower);
+    if (STEMS.size < STEMS_MAX) STEMS.set(lower, stemmed);
+  }
+  return stemmed;
 }
 
 function parameterText(tool: RemoteTool): string {
@@ -83,17 +98,64 @@ export interface RankTuning {
   /** Shortest query word matched with one or two typos (MiniSearch's fuzzy 0.2). */
   fuzzyFrom: number;
   minShare: number;
+  /**
+   * Past the first `keepAtLeast` tools, the list ends where a tool scores under this share of
+   * the one before it: a clear winner is shown alone with its runner-up, a flat run of
+   * near-equals (every tool of a server matching its name) is shown whole.
+   */
+  gapShare: number;
+  keepAtLeast: number;
+  /** Weight of the words RELATED adds for a request's word. */
+  relatedWeight: number;
+  /** MiniSearch's BM25+ parameters (k: term saturation, b: length normalisation, d: floor). */
+  bm25?: { k: number; b: number; d: number };
 }
 
-const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE };
+const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.5, keepAtLeast: 2, relatedWeight: 0.5 };
+
+/**
+ * Words a request says that no tool's text uses, and the words tools use for them. Only
+ * what the dev requests' misses showed (scripts/bench-tool-rank.ts), in kinds, so a word's
+ * kin come with it ("hot" beside "warm"); language names come from the ICU data below.
+ * Kept because it also helped requests it was not made from (held_out_2: 70.5 → 74.3 %).
+ */
+const RELATED: Record<string, string> = {
+  'warm hot cold cool': 'temperature',
+  'pill pills medicine': 'medication dose',
+  'text texts': 'message',
+  'brother sister mum mom mother dad father wife husband son daughter grandma grandpa granny friend': 'person contact',
+  'rain snow': 'weather forecast',
+};
+
+/** English names of languages ("japanese"), from Node's own ICU data. */
+const LANGUAGES: ReadonlySet<string> = (() => {
+  const names = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'none' });
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  const found = new Set<string>();
+  for (const a of letters) for (const b of letters) {
+    const name = names.of(a + b);
+    if (name !== undefined && /^\p{L}+$/u.test(name)) found.add(name.toLowerCase());
+  }
+  return found;
+})();
+
+const RELATED_BY_WORD = new Map<string, string>([
+  ...Object.entries(RELATED).flatMap(([words, related]) => words.split(' ').map((w): [string, string] => [w, related])),
+  ...[...LANGUAGES].map((w): [string, string] => [w, 'language translate']),
+]);
+
+export interface RankOptions {
+  /** End the list at the first clear drop in score (RankTuning.gapShare); default true. */
+  atGap?: boolean;
+}
 
 export class ToolIndex {
   readonly #entries: { server: string; tool: RemoteTool }[] = [];
   readonly #search: MiniSearch<Document>;
-  readonly #minShare: number;
+  readonly #tuning: RankTuning;
 
   constructor(servers: readonly IndexedServer[], tuning: RankTuning = TUNING) {
-    this.#minShare = tuning.minShare;
+    this.#tuning = tuning;
     this.#search = new MiniSearch<Document>({
       fields: ['name', 'server', 'description', 'parameters'],
       tokenize,
@@ -103,6 +165,7 @@ export class ToolIndex {
         combineWith: 'OR',
         prefix: (t) => t.length >= tuning.prefixFrom,
         fuzzy: (t) => (t.length >= tuning.fuzzyFrom ? 0.2 : false),
+        ...(tuning.bm25 === undefined ? {} : { bm25: tuning.bm25 }),
       },
     });
     const documents: Document[] = [];
@@ -120,14 +183,26 @@ export class ToolIndex {
     return this.#entries.length;
   }
 
-  /** The tools best matching `words`, at most `limit`, dropping matches far below the best. */
-  rank(words: string, limit: number): RankedTool[] {
+  /**
+   * The tools best matching `words`, at most `limit`, dropping matches far below the best and,
+   * unless `options.atGap` is false (a search's listing), those past the first clear drop.
+   */
+  rank(words: string, limit: number, options: RankOptions = {}): RankedTool[] {
     if (limit <= 0 || words.trim() === '') return [];
-    const hits = this.#search.search(words);
+    const { relatedWeight, minShare, gapShare, keepAtLeast } = this.#tuning;
+    const related = [...new Set(tokenize(words).flatMap((w) => RELATED_BY_WORD.get(w.toLowerCase()) ?? []))].join(' ');
+    const hits = this.#search.search({
+      combineWith: 'OR',
+      queries: [
+        words,
+        ...(related === '' ? [] : [{ queries: [related], boostTerm: () => relatedWeight }]),
+      ],
+    });
     const best = hits[0]?.score ?? 0;
+    const gap = options.atGap === false ? -1 : hits.findIndex((hit, i) => i >= keepAtLeast && hit.score < (hits[i - 1]?.score ?? 0) * gapShare);
     return hits
-      .filter((hit) => hit.score >= best * this.#minShare)
-      .slice(0, limit)
+      .slice(0, gap < 0 ? limit : Math.min(gap, limit))
+      .filter((hit) => hit.score >= best * minShare)
       .flatMap((hit) => {
         const entry = this.#entries[hit.id as number];
         return entry === undefined ? [] : [{ ...entry, path: `${entry.server}.${entry.tool.name}`, score: Math.round(hit.score * 100) / 100 }];
