@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/log.js';
-import { parseDuration, parseWhen, type TimerState } from '../tools/timers.js';
+import type { TimerState } from '../tools/timers.js';
+import { parseDuration, parseWhen } from '../tools/timers/when.js';
 import { nativeHost, text } from './helpers/tools.js';
 import { tempDir } from './helpers/tmp.js';
 
