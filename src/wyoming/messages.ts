@@ -50,7 +50,7 @@ export type Message =
   | AudioChunk
   | { type: 'audio-stop'; timestamp?: number }
   | { type: 'played' }
-  | { type: 'error'; text: string; code: string }
+  | { type: 'error'; text: string; code?: string }
   | { type: 'voice-started'; timestamp: number }
   | { type: 'voice-stopped'; timestamp: number }
   | { type: 'timer-started'; id: string; total_seconds: number; name?: string }
@@ -124,14 +124,18 @@ export function decode(event: WyomingEvent): Message | undefined {
     case 'transcript': {
       const said = text(data.text);
       if (said === undefined) throw new WyomingError('wyoming_bad_event', '"transcript" without a text');
-      const context = isObject(data.context) ? data.context : {};
-      const id = text(context.conversation_id);
-      return { type: 'transcript', text: said, context, ...(id === undefined ? {} : { conversation_id: id }) };
+      const context = isObject(data.context) ? data.context : undefined;
+      const id = text(context?.conversation_id);
+      return { type: 'transcript', text: said, ...(context === undefined ? {} : { context }), ...(id === undefined ? {} : { conversation_id: id }) };
     }
     case 'synthesize': {
       const said = text(data.text);
       if (said === undefined) throw new WyomingError('wyoming_bad_event', '"synthesize" without a text');
       return { type: 'synthesize', text: said };
+    }
+    case 'error': {
+      const code = text(data.code);
+      return { type: 'error', text: text(data.text) ?? '', ...(code === undefined ? {} : { code }) };
     }
     case 'synthesize-chunk':
       return { type: 'synthesize-chunk', text: text(data.text) ?? '' }; // a chunk without text adds nothing
