@@ -8,7 +8,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Arbiter, better, Rooms } from '../src/daemon/rooms.js';
+import { Arbiter, better } from '../src/daemon/arbiter.js';
+import { Rooms } from '../src/daemon/rooms.js';
 import { Engines } from '../src/pipeline/engines.js';
 import { parseAvahiBrowse } from '../src/daemon/discover.js';
 import { pooledStt, type SpeechToText } from '../src/pipeline/stt.js';
@@ -19,7 +20,7 @@ import { StreamingSatellite } from './helpers/satellite.js';
 import { createLogger } from '../src/log.js';
 import { PushedAudio } from '../src/pipeline/capture.js';
 import { encodeEvent, EventReader, type WyomingEvent } from '../src/wyoming/events.js';
-import { SatelliteLink } from '../src/wyoming/client.js';
+import { SatelliteConnection } from '../src/wyoming/client.js';
 import { withDouble, type Setup } from './helpers/conversation.js';
 import { parseAddressPolicy, satelliteChecks, unitAllows } from '../src/cli/doctor.js';
 import { parseConfig } from '../src/config/load.js';
@@ -29,7 +30,7 @@ import type { Announcement } from '../src/toolhost/api.js';
 import type { TurnResult } from '../src/conversation/types.js';
 
 const servers: Server[] = [];
-const links: SatelliteLink[] = [];
+const links: SatelliteConnection[] = [];
 let setup: Setup | undefined;
 afterEach(async () => {
   await Promise.all(links.splice(0).map((l) => l.stop()));
@@ -58,8 +59,8 @@ async function rawSatellite(answer: (event: WyomingEvent, socket: Socket) => voi
   return { port: (server.address() as { port: number }).port, seen, connections: () => connections };
 }
 
-function link(port: number, logs: string[], events: WyomingEvent[] = [], timing = {}): SatelliteLink {
-  const l = new SatelliteLink({
+function link(port: number, logs: string[], events: WyomingEvent[] = [], timing = {}): SatelliteConnection {
+  const l = new SatelliteConnection({
     uri: `tcp://127.0.0.1:${port}`,
     log: createLogger('sat', { write: (line) => logs.push(line) }),
     onEvent: (e) => events.push(e),

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/log.js';
-import { parseDuration, parseWhen, type TimerState } from '../tools/timers.js';
+import type { TimerState } from '../tools/timers.js';
+import { parseDuration, parseWhen } from '../tools/timers/when.js';
 import { nativeHost, text } from './helpers/tools.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -94,6 +95,24 @@ describe('timer tools', () => {
     expect((await host.call('set_reminder', { at: 'blorp', text: 'x' })).isError).toBe(true);
     expect((await host.call('set_timer', {})).isError).toBe(true);
     expect(existsSync(join(dir, 'timers.json'))).toBe(false);
+  });
+
+  it('a timer started tells its room (a notice, not a sentence to parse); a reminder says its time and refuses a past one as typed results', async () => {
+    const { host, noticed } = nativeHost(tempDir(), { now: () => FRIDAY_6PM.toMillis() });
+    await host.call('set_timer', { duration: '90s', label: 'the eggs' }, { room: 'kitchen' });
+    await host.call('set_timer', { duration: '10m' });
+    await host.call('set_timer', { duration: 'a while' }, { room: 'kitchen' });
+    expect(noticed).toEqual([
+      { kind: 'timer-started', id: '1', seconds: 90, label: 'eggs', room: 'kitchen' },
+      { kind: 'timer-started', id: '2', seconds: 600, label: '' },
+    ]);
+    const set = await host.call('set_reminder', { at: 'tomorrow at 7am', text: 'wake up' });
+    expect(set.structuredContent).toMatchObject({ due_said: '7:00 AM tomorrow', timer: { id: '3', kind: 'reminder' } });
+    const past = await host.call('set_reminder', { at: 'yesterday at 5pm', text: 'wake up' });
+    expect(past).toMatchObject({ isError: true, structuredContent: { refused: true } });
+    expect(text(past)).toBe('5:00 PM yesterday has already passed; I can only remind you of something still to come.');
+    expect((await host.call('set_reminder', { at: 'blorp', text: 'x' })).structuredContent).toBeUndefined(); // unreadable: not refused
+    expect(noticed).toHaveLength(2); // reminders are not timers a satellite counts down
   });
 
   it('fires a timer when due, announces it once and forgets it', async () => {

@@ -6,7 +6,8 @@
 import { resultText, type CallOrigin, type CallToolResult, type PendingCall } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
 import { matchIntent, type IntentMatch } from '../intents/match.js';
-import { describeDuration } from '../../tools/timers.js';
+import type { ReminderSet } from '../../tools/timers.js';
+import { describeDuration } from '../../tools/timers/words.js';
 
 export { normalise } from '../intents/match.js';
 
@@ -34,7 +35,7 @@ const REPLIES: Record<string, { errorMeansNoMatch?: boolean; reply?: (result: Ca
   date: { reply: (r) => `It's ${dateOf(r)}.` },
   set_timer: { errorMeansNoMatch: true },
   set_reminder: { errorMeansNoMatch: true },
-  set_alarm: { errorMeansNoMatch: true, reply: (r) => `Alarm set for ${/ at (.+)\.$/.exec(resultText(r))?.[1] ?? resultText(r)}.` },
+  set_alarm: { errorMeansNoMatch: true, reply: (r) => `Alarm set for ${(r.structuredContent as Partial<ReminderSet> | undefined)?.due_said ?? resultText(r)}.` },
   time_left: { reply: (r, slots) => timeLeft(r, slots.name ?? '') },
   calculate: { errorMeansNoMatch: true, reply: (r) => `That's ${resultText(r)}.` },
 };

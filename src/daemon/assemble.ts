@@ -12,7 +12,7 @@ import type { Place } from '../conversation/types.js';
 import { createOllamaBackend } from '../conversation/ollama.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Announcement, ToolSet } from '../toolhost/api.js';
+import type { Announcement, Notice, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
 import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
 import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/oauth.js';
@@ -25,6 +25,8 @@ export interface AssembleOptions {
   log: Logger;
   /** Where timers and reminders are said; default: logged. */
   announce?: (announcement: Announcement) => void;
+  /** Where tools' notices go (a timer started in a room); default: nowhere. */
+  notify?: (notice: Notice) => void;
   now?: () => number;
   /** The model backend; default Ollama at `[ollama] url`. */
   backend?: ChatBackend;
@@ -70,7 +72,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     ...(options.now ? { now: options.now } : {}),
   });
   const announce = options.announce ?? ((a: Announcement) => log.child('announce').info(`${a.kind} #${a.id}: ${a.text}`));
-  const nativeOptions = { homeZone: () => current.assistant.timezone, stateDir: options.stateDir, log, announce };
+  const nativeOptions = { homeZone: () => current.assistant.timezone, stateDir: options.stateDir, log, announce, ...(options.notify ? { notify: options.notify } : {}) };
   const sets: ToolSet[] = registerNativeTools(host, options.now ? { ...nativeOptions, now: options.now } : nativeOptions);
   const mcpLog = log.child('mcp');
   const servers = new McpServers({

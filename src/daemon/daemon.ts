@@ -116,13 +116,15 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     ...(options.satelliteRetryMs === undefined ? {} : { retryMs: options.satelliteRetryMs }),
   });
   // Timers can fire before the voice is up (missed ones, at start): the voice logs those. One
-  // set in a room is said there (in every room and here when that room is gone).
+  // set in a room is said there (in every room and here when that room is gone), and its start
+  // is told there.
   const iris: Iris = assemble(config, {
     stateDir: options.stateDir,
     log,
     announce: (announcement) => {
       if (!rooms.announce(announcement)) voice.announce(announcement);
     },
+    notify: (notice) => rooms.notify(notice), // a timer started in a room: its satellite shows it
     signInByCode: true,
   });
   try {

@@ -3,11 +3,17 @@
  * _wyoming._tcp` asks the machine's avahi-daemon (over D-Bus, a Unix socket: the hardened unit
  * needs no multicast) for every Wyoming endpoint it has seen, resolved. avahi-browse is the
  * well-kept client for that; IRIS only reads its parseable output. What the network announces
- * is untrusted: names are cleaned, addresses must be IP addresses, ports numbers.
+ * is untrusted: names are cleaned, addresses must be IP addresses, ports numbers. The watcher
+ * browses once a minute while discovery is on, asks each new endpoint whether it is a satellite,
+ * and tells the rooms what it found.
  */
 import { execFile } from 'node:child_process';
 import { isIP } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import { describeEndpoint } from '../wyoming/client.js';
 
 export interface Discovered {
   /** The announced service name, unescaped ("Kitchen satellite"). */
@@ -78,5 +84,84 @@ export async function browseWyoming(signal?: AbortSignal): Promise<Discovered[]>
     const e = error as NodeJS.ErrnoException & { stderr?: string };
     if (e.code === 'ENOENT') throw new Error('avahi-browse is not installed (apt install avahi-utils avahi-daemon)', { cause: error });
     throw new Error(`avahi-browse failed: ${e.stderr?.trim().split('\n').pop() ?? e.message}`, { cause: error });
+  }
+}
+
+export interface WatcherOptions {
+  log: Logger;
+  /** Whether to go on browsing (`[satellites] discover`), asked before each browse. */
+  enabled: () => boolean;
+  /** Whether the room `name` is connected: a satellite that stops announcing itself stays while it is (mDNS comes and goes). */
+  connected: (name: string) => boolean;
+  /** What was found changed (read `found`). */
+  onChange: () => void;
+  /** Find endpoints; default avahi-browse. */
+  browse?: (signal: AbortSignal) => Promise<Discovered[]>;
+  /** Browse this often (ms); default a minute. */
+  everyMs?: number;
+}
+
+/** Satellites on the network, browsed for while discovery is on. */
+export class SatelliteWatcher {
+  readonly #o: WatcherOptions;
+  /** Satellites found, by room name. */
+  #found = new Map<string, Discovered>();
+  /** Endpoints found that are not satellites (Wyoming services, IRIS itself): not asked again. */
+  readonly #notSatellites = new Set<string>();
+  readonly #stopping = new AbortController();
+  #browsing: Promise<void> | undefined;
+
+  constructor(options: WatcherOptions) {
+    this.#o = options;
+  }
+
+  get found(): Discovered[] {
+    return [...this.#found.values()];
+  }
+
+  /** Browse (in the background) until stopped or discovery is switched off; again when started after that. */
+  start(): void {
+    this.#browsing ??= this.#watch();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping.abort(new Error('stopping'));
+    await this.#browsing; // quick: the browse and each describe follow the stop signal
+  }
+
+  async #watch(): Promise<void> {
+    const log = this.#o.log;
+    const signal = this.#stopping.signal;
+    let said = '';
+    while (!signal.aborted && this.#o.enabled()) {
+      try {
+        const found = await (this.#o.browse ?? browseWyoming)(signal);
+        said = '';
+        const next = new Map<string, Discovered>();
+        for (const d of found) {
+          if (signal.aborted) break;
+          if (this.#notSatellites.has(d.uri)) continue;
+          const known = [...this.#found.values()].some((k) => k.uri === d.uri);
+          if (!known) {
+            const info = await describeEndpoint(d.uri).catch(() => undefined);
+            if (info === undefined) continue; // not answering now: asked again next time
+            if (info.satellite === undefined) {
+              this.#notSatellites.add(d.uri);
+              continue;
+            }
+            log.info(`found ${JSON.stringify(d.service)} at ${d.uri}: room ${d.name}`);
+          }
+          next.set(d.name, d);
+        }
+        for (const [name, d] of this.#found) if (!next.has(name) && this.#o.connected(name)) next.set(name, d);
+        this.#found = next;
+        this.#o.onChange();
+      } catch (error) {
+        if (messageOf(error) !== said) log.warn(`discovery: ${messageOf(error)}`); // said once, not every minute
+        said = messageOf(error);
+      }
+      await sleep(this.#o.everyMs ?? 60_000, undefined, { signal }).catch(() => undefined);
+    }
+    this.#browsing = undefined;
   }
 }

@@ -84,3 +84,19 @@ export function summaryLine(run: number, events: readonly VoiceEvent[]): string 
   if (typeof transcript === 'string') parts.push(JSON.stringify(transcript));
   return parts.join(', ');
 }
+
+/** What each event's data holds, as the pipeline and the voice loop emit it. */
+export interface VoiceEventData {
+  'run-start': { followUp?: boolean; bargeIn?: boolean };
+  'run-end': { outcome?: string };
+  'wake-end': { word?: string; score?: number; atS?: number };
+  'speech-start': { atS?: number };
+  'end_of_speech-end': { atS?: number; state?: string };
+  'stt-end': { text?: string; raw?: string; confidence?: number };
+  error: { message?: string };
+}
+
+/** An event's data, typed for its kind (empty for an event of another kind): the emitters are this process's own code, so it is read, not checked again. */
+export function dataOf<T extends keyof VoiceEventData>(event: VoiceEvent, type: T): VoiceEventData[T] {
+  return event.type === type ? (event.data ?? {}) : {};
+}

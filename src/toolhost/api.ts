@@ -152,6 +152,22 @@ export interface Announcement {
   room?: string;
 }
 
+/**
+ * Something a tool tells the room it was asked in, not said aloud: a timer started (a
+ * satellite shows it counting down; its end comes as an `Announcement`).
+ */
+export interface Notice {
+  kind: 'timer-started';
+  /** The timer's id, as its announcement will carry it. */
+  id: string;
+  /** How long it runs (s). */
+  seconds: number;
+  /** Its name ("tea"); '' for none. */
+  label: string;
+  /** Where it was asked for (a satellite's room). */
+  room?: string;
+}
+
 /** A state document: every one carries the version of its shape. */
 export interface Versioned {
   version: number;
@@ -184,6 +200,8 @@ export interface ToolContext {
   log: Logger;
   /** Say something to the people in the room (logged when there is no audio). */
   announce: (announcement: Announcement) => void;
+  /** Tell the room a request came from what it started (a timer): not said. */
+  notify: (notice: Notice) => void;
   /** A JSON store named `name` in the state dir, for documents of this `version`. */
   store<T extends Versioned>(name: string, version: number): JsonStore<T>;
   /** Epoch milliseconds; injectable for tests. */

@@ -4,7 +4,7 @@
 import calculator from '../../tools/calculator.js';
 import time from '../../tools/time.js';
 import timers from '../../tools/timers.js';
-import type { Announcement, ToolModule, ToolSet } from './api.js';
+import type { Announcement, Notice, ToolModule, ToolSet } from './api.js';
 import type { ToolHost } from './host.js';
 import type { Logger } from '../log.js';
 import { createJsonStore } from './store.js';
@@ -17,6 +17,8 @@ export interface NativeOptions {
   stateDir: string;
   log: Logger;
   announce: (announcement: Announcement) => void;
+  /** Where tools' notices go (a timer started, for its room); default: nowhere. */
+  notify?: (notice: Notice) => void;
   /** Epoch ms; default Date.now. */
   now?: () => number;
 }
@@ -31,6 +33,7 @@ export function registerNativeTools(host: ToolHost, options: NativeOptions): Too
       },
       log,
       announce: options.announce,
+      notify: options.notify ?? (() => undefined),
       store: (name, version) => createJsonStore(options.stateDir, name, log, version),
       now: options.now ?? (() => Date.now()),
     });

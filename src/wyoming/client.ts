@@ -1,5 +1,5 @@
 /**
- * IRIS as the client of a Wyoming satellite, as Home Assistant is (notes/wyoming.md §3–4): it
+ * The connection to a Wyoming satellite, IRIS as its client as Home Assistant is (notes/wyoming.md §3–4): it
  * connects, asks `describe` and waits for `info`, sends `run-satellite`, and keeps the link
  * alive — a `ping` 2 s after each `pong`, answered within 5 s or the link is dropped; the
  * satellite's own pings are answered with `pong`. A lost link is retried with backoff. The
@@ -10,17 +10,19 @@ import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { encodeEvent, EventReader, WyomingError, type WyomingEvent } from './events.js';
+import type { LinkState } from '../satellite/link.js';
+import { EventReader, WyomingError, type WyomingEvent } from './events.js';
+import { decode, encode, type Message } from './messages.js';
 import { parseListen } from './server.js';
 
-export interface SatelliteLinkOptions {
+export interface SatelliteConnectionOptions {
   /** `tcp://host:port`. */
   uri: string;
   log: Logger;
-  /** Every event the satellite sends once it runs (not `ping`/`pong`, which the link answers). */
+  /** Every event the satellite sends once it runs (not `ping`/`pong`, which the connection answers); one it throws for (a `WyomingError`: told to the satellite) drops the connection. */
   onEvent: (event: WyomingEvent) => void;
-  /** The satellite answered `describe` and was told to run (the `info` event's data). */
-  onConnected?: (info: Record<string, unknown>) => void;
+  /** The satellite answered `describe` and was told to run (its `info`). */
+  onConnected?: (info: Extract<Message, { type: 'info' }>) => void;
   /** The link is gone (`why` in words); it is retried unless stopped. */
   onDisconnected?: (why: string) => void;
   /** First retry delay (ms); doubles up to `maxRetryMs`. Default 1 s. */
@@ -37,11 +39,9 @@ export interface SatelliteLinkOptions {
   maxUnreadBytes?: number;
 }
 
-export type LinkState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
-
 /** One satellite, kept connected until `stop()`. */
-export class SatelliteLink {
-  readonly #o: SatelliteLinkOptions;
+export class SatelliteConnection {
+  readonly #o: SatelliteConnectionOptions;
   readonly #stopping = new AbortController();
   #socket: Socket | undefined;
   #running: Promise<void> | undefined;
@@ -50,7 +50,7 @@ export class SatelliteLink {
   /** Why the link was dropped from outside a session (`send`). */
   #dropped: string | undefined;
 
-  constructor(options: SatelliteLinkOptions) {
+  constructor(options: SatelliteConnectionOptions) {
     this.#o = options;
   }
 
@@ -68,15 +68,15 @@ export class SatelliteLink {
     this.#running ??= this.#keepConnected();
   }
 
-  /** Send an event; dropped when not connected. */
-  send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): void {
+  /** Send a message; dropped when not connected. */
+  send(message: Message): void {
     const socket = this.#socket;
     if (socket === undefined || socket.destroyed || this.#state !== 'connected') return;
     if (socket.writableLength > (this.#o.maxUnreadBytes ?? 8 * 1024 * 1024)) {
       this.#drop(socket, 'it stopped reading');
       return;
     }
-    socket.write(encodeEvent(type, data, payload));
+    socket.write(encode(message));
   }
 
   /** Tell the satellite to pause (as Home Assistant does before closing), close, stop retrying. */
@@ -84,7 +84,7 @@ export class SatelliteLink {
     this.#stopping.abort(new Error('stopping'));
     const socket = this.#socket;
     if (socket !== undefined && !socket.destroyed) {
-      if (this.#state === 'connected') socket.write(encodeEvent('pause-satellite'));
+      if (this.#state === 'connected') socket.write(encode({ type: 'pause-satellite' }));
       socket.end();
       socket.destroySoon();
     }
@@ -134,7 +134,7 @@ export class SatelliteLink {
         socket.destroy();
       };
       arm(connectTimeoutMs, () => fail(running ? 'no pong' : `no answer within ${connectTimeoutMs / 1000} s`));
-      socket.on('connect', () => socket.write(encodeEvent('describe')));
+      socket.on('connect', () => socket.write(encode({ type: 'describe' })));
       socket.on('error', (error: NodeJS.ErrnoException) => (why = error.code === 'ECONNREFUSED' ? 'connection refused' : messageOf(error)));
       socket.on('close', () => {
         clearTimeout(timer);
@@ -148,30 +148,32 @@ export class SatelliteLink {
           events = reader.push(chunk);
         } catch (error) {
           // One line for the log; the satellite is told why, then dropped.
-          socket.end(encodeEvent('error', { text: messageOf(error), code: error instanceof WyomingError ? error.code : 'failed' }));
+          socket.end(encode({ type: 'error', text: messageOf(error), code: error instanceof WyomingError ? error.code : 'failed' }));
           fail(`sent a bad event (${messageOf(error)})`);
           return;
         }
         for (const event of events) {
           if (socket.destroyed) return;
-          if (event.type === 'ping') {
+          // Only what the connection itself reads is decoded here; the rest is its owner's to decode.
+          const own = event.type === 'ping' || event.type === 'pong' || (!running && event.type === 'info') ? decode(event) : undefined;
+          if (own?.type === 'ping') {
             // Answered through the same limit as every send: a peer that pings and never reads
             // must not fill the daemon's memory with pongs.
             if (socket.writableLength > (this.#o.maxUnreadBytes ?? 8 * 1024 * 1024)) return this.#drop(socket, 'it stopped reading');
-            socket.write(encodeEvent('pong', typeof event.data.text === 'string' ? { text: event.data.text.slice(0, 256) } : {}));
-          } else if (event.type === 'pong') {
+            socket.write(encode({ type: 'pong', ...(own.text === undefined ? {} : { text: own.text.slice(0, 256) }) }));
+          } else if (own?.type === 'pong') {
             arm(pingEveryMs, () => {
-              socket.write(encodeEvent('ping'));
+              socket.write(encode({ type: 'ping' }));
               arm(pongTimeoutMs, () => fail(`no pong within ${pongTimeoutMs / 1000} s`));
             });
-          } else if (!running && event.type === 'info') {
+          } else if (own?.type === 'info') {
             running = true;
             this.#state = 'connected';
-            socket.write(encodeEvent('run-satellite'));
-            socket.write(encodeEvent('ping'));
+            socket.write(encode({ type: 'run-satellite' }));
+            socket.write(encode({ type: 'ping' }));
             arm(pongTimeoutMs, () => fail(`no pong within ${pongTimeoutMs / 1000} s`));
             try {
-              this.#o.onConnected?.(event.data);
+              this.#o.onConnected?.(own);
             } catch (error) {
               fail(messageOf(error));
             }
@@ -180,7 +182,7 @@ export class SatelliteLink {
               this.#o.onEvent(event);
             } catch (error) {
               // Audio IRIS cannot take (a format, a pace): the satellite is told why, then dropped.
-              if (error instanceof WyomingError) socket.end(encodeEvent('error', { text: messageOf(error), code: error.code }));
+              if (error instanceof WyomingError) socket.end(encode({ type: 'error', text: messageOf(error), code: error.code }));
               fail(error instanceof WyomingError ? messageOf(error) : `could not handle ${JSON.stringify(event.type.slice(0, 60))} (${messageOf(error)})`);
             }
           }
@@ -208,7 +210,7 @@ export function describeEndpoint(uri: string, timeoutMs = 2_000): Promise<Record
       if (result instanceof Error) reject(result);
       else resolve(result);
     };
-    socket.on('connect', () => socket.write(encodeEvent('describe')));
+    socket.on('connect', () => socket.write(encode({ type: 'describe' })));
     socket.on('error', (error: NodeJS.ErrnoException) => finish(new WyomingError('wyoming_unreachable', error.code ?? messageOf(error))));
     socket.on('close', () => finish(new WyomingError('wyoming_unreachable', 'closed without an answer')));
     socket.on('data', (chunk: Buffer) => {

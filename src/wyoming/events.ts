@@ -5,7 +5,6 @@
  * is an error for that connection, never a crash.
  */
 import { IrisError } from '../errors.js';
-import { wavInfo } from '../pipeline/wav.js';
 
 export interface WyomingEvent {
   type: string;
@@ -37,23 +36,6 @@ export function encodeEvent(type: string, data: Record<string, unknown> = {}, pa
   const sent = payload !== undefined && payload.length > 0 ? payload : undefined;
   if (sent !== undefined) header.payload_length = sent.length;
   return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`, 'utf8'), ...(body ? [body] : []), ...(sent ? [sent] : [])]);
-}
-
-/** Audio is sent in chunks of this many bytes, as Home Assistant does. */
-const CHUNK_BYTES = 2048;
-
-/** A WAV as `audio-start`, 2 KiB `audio-chunk`s and `audio-stop`, in its own format; and how long it plays (s). */
-export function wavEvents(wav: Buffer): { events: { type: string; data: Record<string, unknown>; payload?: Buffer }[]; seconds: number } {
-  const { rate, width, channels, dataOffset, dataBytes } = wavInfo(wav);
-  const pcm = wav.subarray(dataOffset, dataOffset + dataBytes);
-  const format = { rate, width, channels };
-  const bytesPerMs = (rate * width * channels) / 1000;
-  const events: { type: string; data: Record<string, unknown>; payload?: Buffer }[] = [{ type: 'audio-start', data: { ...format, timestamp: 0 } }];
-  for (let at = 0; at < pcm.length; at += CHUNK_BYTES) {
-    events.push({ type: 'audio-chunk', data: { ...format, timestamp: Math.round(at / bytesPerMs) }, payload: pcm.subarray(at, at + CHUNK_BYTES) });
-  }
-  events.push({ type: 'audio-stop', data: { timestamp: Math.round(pcm.length / bytesPerMs) } });
-  return { events, seconds: pcm.length / bytesPerMs / 1000 };
 }
 
 /** Reads events out of a stream's chunks; `push` returns the events each chunk completed. */

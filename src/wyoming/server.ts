@@ -20,17 +20,18 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { concatSamples, durationS, SPEECH_FORMAT, type AudioSink } from '../pipeline/audio.js';
+import { concatSamples, durationS, type AudioSink } from '../pipeline/audio.js';
 import { PushedAudio } from '../pipeline/capture.js';
 import { runPipeline, type Responder, type RunResult } from '../pipeline/pipeline.js';
 import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
-import { decodeWav, encodeWav } from '../pipeline/wav.js';
 import type { WakeWordDetector } from '../pipeline/wakeword.js';
 import { Channel } from '../conversation/channel.js';
 import { SentenceStream } from '../conversation/speech.js';
 import type { TurnResult } from '../conversation/types.js';
-import { encodeEvent, EventReader, wavEvents, WyomingError, type WyomingEvent } from './events.js';
+import { toSpeech, wavMessages } from './audio.js';
+import { EventReader, WyomingError, type WyomingEvent } from './events.js';
+import { decode, encode, type AudioChunk, type Message } from './messages.js';
 import { AUDIO_BURST_S, AUDIO_PACE, AudioPace } from './pace.js';
 
 export interface WyomingServices {
@@ -130,7 +131,7 @@ export async function serveWyoming(listen: string, services: WyomingServices, lo
     socket.on('error', (error) => log.debug(`wyoming peer ${socket.remoteAddress ?? ''}: ${messageOf(error)}`));
     if (sessions.size >= maxConnections && !makeRoom()) {
       log.warn(`wyoming: refused ${socket.remoteAddress ?? 'a peer'}: ${maxConnections} connections already, each working on a request or heard from in the last ${replaceQuietMs / 1000} s`);
-      socket.end(encodeEvent('error', { text: `IRIS is serving ${maxConnections} connections already`, code: 'busy' }));
+      socket.end(encode({ type: 'error', text: `IRIS is serving ${maxConnections} connections already`, code: 'busy' }));
       socket.destroySoon();
       setTimeout(() => socket.destroy(), END_GRACE_MS).unref(); // a refused peer that never closes its side does not keep a socket
       return;
@@ -309,20 +310,17 @@ class Session {
 
   async #handle(event: WyomingEvent): Promise<void> {
     if (this.socket.destroyed) return;
-    const { data } = event;
-    switch (event.type) {
+    const message = decode(event);
+    switch (message?.type) {
       case 'describe':
-        return this.#send('info', this.services.info());
+        return this.#send({ type: 'info', data: this.services.info() });
       case 'ping':
-        return this.#send('pong', typeof data.text === 'string' ? { text: data.text } : {});
+        return this.#send({ type: 'pong', ...(message.text === undefined ? {} : { text: message.text }) });
       case 'transcript': {
-        if (typeof data.text !== 'string') throw new WyomingError('wyoming_bad_event', '"transcript" without a text');
-        const context = isObject(data.context) ? data.context : {};
-        const id = typeof context.conversation_id === 'string' ? context.conversation_id : undefined;
         // Home Assistant's transcripts were heard (by its speech to text, or typed in its Assist
         // box: IRIS cannot tell), so a tool that asks first asks here too.
-        const done = await runPipeline({ text: data.text }, { start: 'conversation', end: 'conversation', respond: this.services.conversation(id), heard: { heard: true }, signal: this.#signal });
-        return this.#send('handled', { text: done.result?.reply ?? done.reply ?? '', context });
+        const done = await runPipeline({ text: message.text }, { start: 'conversation', end: 'conversation', respond: this.services.conversation(message.conversation_id), heard: { heard: true }, signal: this.#signal });
+        return this.#send({ type: 'handled', text: done.result?.reply ?? done.reply ?? '', context: message.context ?? {} });
       }
       case 'transcribe':
         this.#endDetect();
@@ -333,13 +331,12 @@ class Session {
       case 'audio-start':
         return;
       case 'audio-chunk':
-        return this.#audio(event);
+        return this.#audio(message);
       case 'audio-stop':
         return this.#audioEnded();
       case 'synthesize':
         if (this.#streaming !== undefined) return; // the compatibility copy of a streamed text
-        if (typeof data.text !== 'string') throw new WyomingError('wyoming_bad_event', '"synthesize" without a text');
-        await runPipeline({ text: data.text }, { start: 'tts', end: 'tts', tts: this.services.tts(), sink: this.#sink, signal: this.#signal });
+        await runPipeline({ text: message.text }, { start: 'tts', end: 'tts', tts: this.services.tts(), sink: this.#sink, signal: this.#signal });
         return;
       case 'synthesize-start': {
         await this.#endStreaming(); // one begun before and never stopped is said first, in order
@@ -352,23 +349,24 @@ class Session {
       }
       case 'synthesize-chunk': {
         const streaming = this.#streaming;
-        if (streaming === undefined || typeof data.text !== 'string') return;
+        if (streaming === undefined) return;
+        const { text } = message;
         // A piece at a time, each waiting until the voice is near: a 1 MiB chunk of "A. " is
         // never 350,000 sentences at once.
-        for (let at = 0; at < data.text.length; at += MAX_SENTENCE_CHARS) {
-          streaming.sentences.push(streaming.text.push(data.text.slice(at, at + MAX_SENTENCE_CHARS)));
+        for (let at = 0; at < text.length; at += MAX_SENTENCE_CHARS) {
+          streaming.sentences.push(streaming.text.push(text.slice(at, at + MAX_SENTENCE_CHARS)));
           if (streaming.text.length > MAX_SENTENCE_CHARS) streaming.sentences.push(streaming.text.flush()); // no sentence end in sight
           await streaming.sentences.room(MAX_UNSPOKEN_CHARS);
           // Between the pieces of a long chunk: with a voice that answers at once, the loop would
           // otherwise never let a close be seen (one piece, as Home Assistant's chunks are, needs no turn).
-          if (at + MAX_SENTENCE_CHARS < data.text.length) await yieldToIo();
+          if (at + MAX_SENTENCE_CHARS < text.length) await yieldToIo();
           if (streaming.sentences.closed) return; // the run or the connection ended: the rest is never said
         }
         return;
       }
       case 'synthesize-stop':
         await this.#endStreaming();
-        return this.#send('synthesize-stopped');
+        return this.#send({ type: 'synthesize-stopped' });
       default:
         this.log.debug(`wyoming: ignored a "${event.type}" event`);
     }
@@ -403,7 +401,7 @@ class Session {
       }
     })();
     run.then(({ wake }) => {
-      if (wake !== undefined && !stop.signal.aborted) void this.#send('detection', { name: wake.word, timestamp: Math.round(wake.atS * 1000) });
+      if (wake !== undefined && !stop.signal.aborted) void this.#send({ type: 'detection', name: wake.word, timestamp: Math.round(wake.atS * 1000) });
     }, () => undefined);
     this.#audioFor = { kind: 'detect', audio, run, stop };
   }
@@ -413,10 +411,10 @@ class Session {
     if (this.#audioFor?.kind === 'detect') this.#audioFor.stop.abort(new Error('replaced by another request'));
   }
 
-  async #audio(event: WyomingEvent): Promise<void> {
+  async #audio(chunk: AudioChunk): Promise<void> {
     const target = this.#audioFor;
-    if (target === undefined || event.payload === undefined) return;
-    const samples = toSpeech(event);
+    if (target === undefined || chunk.audio.length === 0) return;
+    const samples = toSpeech(chunk);
     // Too long is refused before any wait for pace (a 4 MiB chunk at 8 kHz would wait minutes first).
     if (target.kind === 'transcribe' && target.samples + samples.length > MAX_TRANSCRIBE_SAMPLES) throw new WyomingError('wyoming_too_long', 'more than 30 s of audio for one transcription');
     // Taken no faster than its pace: the events behind it wait, and past the limits the socket is not read.
@@ -432,7 +430,7 @@ class Session {
     this.#audioFor = undefined;
     if (target?.kind === 'detect') {
       target.audio.end();
-      if ((await target.run).wake === undefined) await this.#send('not-detected');
+      if ((await target.run).wake === undefined) await this.#send({ type: 'not-detected' });
       return;
     }
     if (target?.kind !== 'transcribe') return;
@@ -440,24 +438,24 @@ class Session {
     const heard = await runPipeline<never>({ samples: concatSamples(target.chunks) }, { start: 'stt', end: 'stt', stt, minConfidence, signal: this.#signal });
     const { transcript = '', confidence = 0 } = heard;
     if (heard.outcome === 'not_understood' && transcript !== '') this.log.info(`wyoming: "${transcript}" heard at confidence ${confidence}; answered as not understood`);
-    await this.#send('transcript', { text: heard.outcome === 'answered' ? transcript : '' });
+    await this.#send({ type: 'transcript', text: heard.outcome === 'answered' ? transcript : '' });
   }
 
   /** Speech out: each sentence as `audio-start`, 2 KiB `audio-chunk`s and `audio-stop`, in the voice's own format. */
   readonly #sink: AudioSink = {
     play: async (wav) => {
-      for (const { type, data, payload } of wavEvents(wav).events) await this.#send(type, data, payload);
+      for (const message of wavMessages(wav).messages) await this.#send(message);
     },
   };
 
-  #send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): Promise<void> {
+  #send(message: Message): Promise<void> {
     if (this.socket.destroyed) return Promise.resolve();
     if (this.socket.writableLength > this.limits.maxUnreadBytes) {
       this.log.warn(`wyoming: ${this.socket.remoteAddress ?? 'a peer'} stopped reading; dropped`);
       this.socket.destroy();
       return Promise.resolve();
     }
-    this.socket.write(encodeEvent(type, data, payload));
+    this.socket.write(encode(message));
     return Promise.resolve();
   }
 
@@ -472,23 +470,10 @@ class Session {
     if (this.socket.destroyed || this.#over) return;
     this.#over = true;
     this.#drop();
-    this.socket.end(encodeEvent('error', { text: messageOf(error), code: error instanceof WyomingError ? error.code : 'failed' }));
+    this.socket.end(encode({ type: 'error', text: messageOf(error), code: error instanceof WyomingError ? error.code : 'failed' }));
     this.socket.destroySoon();
     setTimeout(() => this.socket.destroy(), END_GRACE_MS).unref(); // a peer not reading does not keep it
   }
-}
-
-/** An audio chunk's PCM as 16 kHz mono 16-bit (resampled and mixed down when it is not). */
-export function toSpeech(event: WyomingEvent): Int16Array {
-  const { rate = 16_000, width = 2, channels = 1 } = event.data as { rate?: number; width?: number; channels?: number };
-  if (width !== 2) throw new WyomingError('wyoming_audio', `audio of width ${String(width)}: IRIS takes 16-bit samples`);
-  const payload = event.payload ?? Buffer.alloc(0);
-  const samples = new Int16Array(payload.buffer.slice(payload.byteOffset, payload.byteOffset + payload.length - (payload.length % 2)));
-  if (rate === SPEECH_FORMAT.rate && channels === 1) return samples;
-  if (!(Number.isInteger(rate) && rate >= 8000 && rate <= 192_000 && Number.isInteger(channels) && channels >= 1 && channels <= 8)) {
-    throw new WyomingError('wyoming_audio', `audio at ${String(rate)} Hz with ${String(channels)} channels: not a format IRIS reads`);
-  }
-  return decodeWav(encodeWav(samples, { rate, width, channels }), 'an audio chunk');
 }
 
 /**
@@ -537,5 +522,3 @@ class Unspoken implements AsyncIterable<string> {
     for (const resolve of this.#waiters.splice(0)) resolve();
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);

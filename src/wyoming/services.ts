@@ -8,13 +8,18 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { Engines } from '../pipeline/engines.js';
 import { wakeWordName, type WakeWordDetector } from '../pipeline/wakeword.js';
-import type { Conversations } from '../daemon/conversations.js';
+import type { Conversation } from '../conversation/engine.js';
 import type { WyomingServices } from './server.js';
+
+/** Home Assistant's conversations by id (the daemon keeps the pool): `open` throws for an id it does not take. */
+export interface ConversationPool {
+  open(id?: string): { conversation: Pick<Conversation, 'turn'> };
+}
 
 const ATTRIBUTION = { name: 'IRIS', url: '' };
 
 /** `engines`: shared with the daemon's other voices; default: their own, stopped with the services. */
-export function irisServices(config: () => Config, conversations: Conversations, log: Logger, shared?: Engines): WyomingServices {
+export function irisServices(config: () => Config, conversations: ConversationPool, log: Logger, shared?: Engines): WyomingServices {
   const engines = shared ?? new Engines(config, log);
   let said = '';
   let detectors: { key: string; detector: WakeWordDetector }[] = [];
