@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { configFile, loadConfig, type ConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { createLogger, type LogLevel } from '../log.js';
+import { createLogger, type Logger, type LogLevel } from '../log.js';
 import { assemble, type Iris } from '../daemon/assemble.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, RequestOf } from '../daemon/protocol.js';
@@ -23,6 +23,9 @@ export interface Globals {
 }
 
 export const globals = (cmd: Command): Globals => cmd.optsWithGlobals<Globals>();
+
+/** The log on stderr, at `--log-level`. */
+export const logOf = (globals: Globals): Logger => createLogger('iris', { level: globals.logLevel });
 
 /** The config file a command reads: `--config`, else `$IRIS_CONFIG`, else the default. */
 export function configOf(globals: Globals): ConfigFile {
@@ -78,7 +81,7 @@ export class Session {
   /** The parts a one-shot command needs, without arming timers (the daemon does that). */
   async open(globals: Globals) {
     const config = await readConfig(globals);
-    const log = createLogger('iris', { level: globals.logLevel });
+    const log = logOf(globals);
     const iris = assemble(config, { stateDir: stateDir(), log });
     this.#opened.push(iris);
     await iris.init();

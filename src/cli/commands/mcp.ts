@@ -4,14 +4,13 @@
  */
 import type { Command } from 'commander';
 import { messageOf } from '../../errors.js';
-import { createLogger } from '../../log.js';
 import { ControlUnavailable, request, socketPath } from '../../daemon/control.js';
 import type { ServerStatus } from '../../toolhost/mcp/servers.js';
 import { authStore, signInSentence } from '../../toolhost/mcp/oauth.js';
 import { stateDir } from '../../toolhost/store.js';
 import { login, logout } from '../login.js';
 import { EXIT, Exit, jsonOption, output, print } from '../output.js';
-import { configOf, daemon, globals, readConfig, type Globals, type Session } from '../session.js';
+import { configOf, daemon, globals, logOf, readConfig, type Globals, type Session } from '../session.js';
 
 /** A server's state for people: "needs sign-in", not the JSON's "needs-sign-in". */
 export const stateWords = (state: ServerStatus['state']): string => (state === 'needs-sign-in' ? 'needs sign-in' : state);
@@ -27,7 +26,7 @@ export function serverLine(s: ServerStatus): string {
  * needs sign-in, as a connection would have found.
  */
 async function withStoredSignIns(servers: ServerStatus[], g: Globals): Promise<ServerStatus[]> {
-  const log = createLogger('iris', { level: g.logLevel });
+  const log = logOf(g);
   return Promise.all(servers.map(async (s) => {
     if (s.state !== 'stopped') return s;
     const doc = await authStore(stateDir(), s.name, log).read().catch(() => undefined);
@@ -98,7 +97,7 @@ export function register(program: Command, session: Session): void {
       let done: string;
       try {
         done = await login({
-          name, server, stateDir: stateDir(), log: createLogger('iris', { level: g.logLevel }), timeoutMs: config.mcp.connect_timeout_s * 1000,
+          name, server, stateDir: stateDir(), log: logOf(g), timeoutMs: config.mcp.connect_timeout_s * 1000,
           noBrowser: !opts.browser, say: print, input: process.stdin,
         });
       } catch (error) {
@@ -119,7 +118,7 @@ export function register(program: Command, session: Session): void {
       const g = globals(cmd);
       const config = await readConfig(g);
       if (config.mcp.servers[name] === undefined) throw new Exit(EXIT.failed, `no MCP server named "${name}" in ${configOf(g).path}`);
-      const removed = await logout(name, stateDir(), createLogger('iris', { level: g.logLevel }));
+      const removed = await logout(name, stateDir(), logOf(g));
       print(removed ? `${name}: signed out; its tokens and registration are deleted` : `${name}: was not signed in`);
       await reconnect(name);
     });

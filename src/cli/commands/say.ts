@@ -1,13 +1,12 @@
 /** `iris say TEXT [--out WAV]`: a run of the pipeline from text to speech, on the speaker or into a file. */
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { createLogger } from '../../log.js';
 import { speakable } from '../../conversation/speech.js';
 import { Engines } from '../../pipeline/engines.js';
 import { runPipeline } from '../../pipeline/pipeline.js';
 import { CollectingSink, Speaker, aplaySink } from '../../pipeline/playback.js';
 import { EXIT, Exit, print } from '../output.js';
-import { globals, readConfig } from '../session.js';
+import { globals, logOf, readConfig } from '../session.js';
 
 export function register(program: Command): void {
   program
@@ -18,7 +17,7 @@ export function register(program: Command): void {
     .action(async (words: string[], opts: { out?: string }, cmd: Command) => {
       const g = globals(cmd);
       const config = await readConfig(g);
-      const tts = new Engines(() => config, createLogger('iris', { level: g.logLevel })).tts();
+      const tts = new Engines(() => config, logOf(g)).tts();
       const file = new CollectingSink();
       // The daemon's one way out to the speaker, or a file.
       const sink = opts.out === undefined ? new Speaker(aplaySink({ device: config.audio.output })) : file;
