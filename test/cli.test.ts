@@ -236,6 +236,14 @@ describe('iris CLI', () => {
     expect(bad.code).toBe(2);
     expect(missing.code).toBe(2);
   });
+
+  it('a failure is its reason on one plain line of stderr and exit 1, whatever the command threw', async () => {
+    const { dir, vars } = env();
+    const wav = join(dir, 'no-such-dir', 'x.wav');
+    const [say, listen] = await Promise.all([iris(['say', '--out', wav, 'hello'], vars), iris(['listen', '--file', wav], vars)]);
+    expect(say).toEqual({ code: 1, stdout: '', stderr: `ENOENT: no such file or directory, open '${wav}'\n` });
+    expect(listen).toEqual({ code: 1, stdout: '', stderr: `ENOENT: no such file or directory, open '${wav}'\n` });
+  });
 });
 
 describe('iris daemon', () => {

@@ -1,30 +1,29 @@
 /**
  * `iris models fetch`: which file a name means, where it goes (the models dir, under the state
  * dir unless the config puts [stt] model elsewhere), downloaded or `--from` a copy fetched
- * elsewhere, and the next step when a download fails. Ctrl-C or SIGTERM stops it with nothing
- * left behind.
+ * elsewhere, what to set in the config to use it, and the next step when a download fails.
+ * Ctrl-C or SIGTERM stops it with nothing left behind.
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { Config } from '../config/schema.js';
 import { IrisError, messageOf } from '../errors.js';
 import { fetchModel, installModelFile, isModelFileName, KNOWN_MODELS, ownEntry, type FetchedModel } from '../pipeline/models.js';
 import { fetchPiperVoice, piperBase, piperFiles, piperVoice, PIPER_VOICES } from '../pipeline/voices.js';
+import { EXIT, Exit } from './output.js';
 
 /** A command line that cannot work (exit 2). */
-export class UsageError extends IrisError {
+export class UsageError extends Exit {
   override name = 'UsageError' as const;
   constructor(message: string) {
-    super('usage', message);
+    super(EXIT.usage, message);
   }
 }
 
-/** Stopped by SIGINT or SIGTERM; `exitCode` is 128 + the signal's number, as a shell reports it. */
-export class StoppedError extends IrisError {
+/** Stopped by SIGINT or SIGTERM; the exit code is 128 + the signal's number, as a shell reports it. */
+export class StoppedError extends Exit {
   override name = 'StoppedError' as const;
   constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
-    super('stopped', `stopped by ${signal}; nothing was installed`);
-  }
-  get exitCode(): number {
-    return this.signal === 'SIGINT' ? 130 : 143;
+    super(signal === 'SIGINT' ? 130 : 143, `stopped by ${signal}; nothing was installed`);
   }
 }
 
@@ -113,6 +112,18 @@ export async function modelsFetch(
       : `download it some other way, check it with sha256sum and set [stt] model to its path`;
     throw new IrisError('model_download', `${messageOf(error)}\nnext: ${next}`, { cause: error });
   }
+}
+
+/**
+ * `iris models fetch WHAT`: `what` fetched or installed into the models dir (the directory of
+ * [stt] model), each file reported through `say`, then what to set in the config to use it.
+ */
+export async function fetchModels(what: string, opts: ModelsFetchOptions, config: Config, say: (line: string) => void): Promise<void> {
+  const fetched = await untilStopped((signal) => modelsFetch(what, opts, dirname(config.stt.model), say, signal));
+  for (const f of fetched) say(`${f.path}: ${f.bytes} bytes, SHA-256 ${f.sha256} verified`);
+  const voice = what.startsWith('piper:') ? what.slice('piper:'.length) : undefined;
+  if (voice !== undefined) say(`to use it, set in the config: [tts] engine = "piper" and voice = "${voice}", then: iris reload`);
+  else if (fetched[0] && fetched[0].path !== config.stt.model) say(`to use it, set in the config: [stt] model = "${fetched[0].path}", then: iris reload`);
 }
 
 /** A download that went wrong, as opposed to one the user stopped. */
