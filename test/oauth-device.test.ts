@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
-import { authStore, startDeviceSignIn } from '../src/toolhost/mcp/oauth.js';
+import { authStore, startDeviceSignIn } from '../src/toolhost/mcp/auth/provider.js';
 import { tempDir } from './helpers/tmp.js';
 
 let server: Server | undefined;

@@ -31,7 +31,7 @@ import { speakable } from '../conversation/speech.js';
 import { ControlUnavailable, request, socketPath } from '../daemon/control.js';
 import type { Command as ControlCommand, ControlResults, DaemonStatus, RequestOf } from '../daemon/protocol.js';
 import type { ServerStatus } from '../toolhost/mcp/servers.js';
-import { authStore, signInSentence } from '../toolhost/mcp/oauth.js';
+import { authStore, signInSentence } from '../toolhost/mcp/auth/provider.js';
 import type { RoomStatus } from '../daemon/rooms.js';
 import { doctor } from './doctor.js';
 import { login, logout } from './login.js';

@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { Announcement, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
 import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
-import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/oauth.js';
+import { httpAuth, startDeviceSignIn } from '../toolhost/mcp/auth/provider.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
 import { registerNativeTools } from '../toolhost/native.js';
 import { createJsonStore } from '../toolhost/store.js';

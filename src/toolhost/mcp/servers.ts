@@ -15,7 +15,7 @@ import { errorResult, sayAsIs, type AskPerson, type CallToolResult, type JsonSto
 import { Deadline } from '../deadline.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
-import { describeAuthFailure, signInErrorOf, signInSentence } from './oauth.js';
+import { describeAuthFailure, signInErrorOf, signInSentence } from './auth/provider.js';
 import { timerMs } from '../../timer.js';
 
 /** `needs-sign-in`: an OAuth sign-in is missing or lapsed (iris mcp login NAME); no restarts until then. */

@@ -23,12 +23,12 @@ import {
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { OAuthTokensSchema, type OAuthClientInformationMixed, type OAuthClientMetadata, type OAuthProtectedResourceMetadata, type OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { McpServerConfig } from '../../config/schema.js';
-import { IrisError, isAbortError, messageOf } from '../../errors.js';
-import { printable, type Logger } from '../../log.js';
-import type { JsonStore } from '../api.js';
-import { createJsonStore } from '../store.js';
-import { timerMs } from '../../timer.js';
+import type { McpServerConfig } from '../../../config/schema.js';
+import { IrisError, isAbortError, messageOf } from '../../../errors.js';
+import { printable, type Logger } from '../../../log.js';
+import type { JsonStore } from '../../api.js';
+import { createJsonStore } from '../../store.js';
+import { timerMs } from '../../../timer.js';
 
 /**
  * Why a server cannot be used until something is done. `needs_sign_in`: a person must run
