@@ -15,7 +15,7 @@ import { errorResult, sayAsIs, type AskPerson, type CallToolResult, type JsonSto
 import { Deadline } from '../deadline.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
-import { describeAuthFailure, signInErrorOf, signInSentence } from './auth/provider.js';
+import { describeAuthFailure, signInErrorOf, signInSentence } from './auth/errors.js';
 import { timerMs } from '../../timer.js';
 
 /** `needs-sign-in`: an OAuth sign-in is missing or lapsed (iris mcp login NAME); no restarts until then. */
@@ -71,14 +71,14 @@ export interface McpServersOptions {
   connect?: (options: ConnectOptions) => Promise<McpConnection>;
   /** First restart delay (ms), doubled per failure; default 1 000. */
   backoffMs?: number;
-  /** OAuth for an HTTP server (oauth.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
+  /** OAuth for an HTTP server (auth/http.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
   auth?: (name: string, config: McpServerConfig) => ConnectOptions['auth'];
   /**
    * Without pre-warm, a server started on demand stops after this long without a call (ms),
    * read at each call; 0 or absent: never.
    */
   idleStopMs?: () => number;
-  /** A sign-in by code (oauth.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
+  /** A sign-in by code (auth/device.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
   signInByCode?: (name: string, config: McpServerConfig, signal: AbortSignal) => Promise<{ sentence: string; done: Promise<boolean> } | undefined>;
 }
 
