@@ -5,6 +5,7 @@
  * is an error for that connection, never a crash.
  */
 import { IrisError } from '../errors.js';
+import { isObject } from '../object.js';
 import { wavInfo } from '../pipeline/wav.js';
 
 export interface WyomingEvent {
@@ -144,5 +145,3 @@ function segment(bytes: Buffer): Record<string, unknown> {
   if (!isObject(value)) throw new WyomingError('wyoming_bad_event', 'a data segment that is not an object');
   return value;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -20,6 +20,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
+import { isObject } from '../object.js';
 import { concatSamples, durationS, SPEECH_FORMAT, type AudioSink } from '../pipeline/audio.js';
 import { PushedAudio } from '../pipeline/capture.js';
 import { runPipeline, type Responder, type RunResult } from '../pipeline/pipeline.js';
@@ -537,5 +538,3 @@ class Unspoken implements AsyncIterable<string> {
     for (const resolve of this.#waiters.splice(0)) resolve();
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
