@@ -507,11 +507,9 @@ export class McpServers {
 
 /** A call's own deadline and cancellation, stopped while the person answers its questions. */
 function askingCall(timeoutMs: number, ask: AskPerson, outer: AbortSignal | undefined): { signal: AbortSignal; ask: AskPerson; deadline: Deadline } {
-  const controller = new AbortController();
-  const deadline = new Deadline(timeoutMs, () => controller.abort(new Error(`timed out after ${timeoutMs / 1000} s`)));
-  if (outer?.aborted === true) controller.abort(outer.reason);
-  outer?.addEventListener('abort', () => controller.abort(outer.reason), { once: true });
-  return { signal: controller.signal, ask: deadline.around(ask), deadline };
+  const timedOut = new AbortController();
+  const deadline = new Deadline(timeoutMs, () => timedOut.abort(new Error(`timed out after ${timeoutMs / 1000} s`)));
+  return { signal: outer === undefined ? timedOut.signal : AbortSignal.any([outer, timedOut.signal]), ask: deadline.around(ask), deadline };
 }
 
 function visible(tool: RemoteTool, config: McpServerConfig): boolean {
