@@ -10,7 +10,8 @@ import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
-import { authStore, startDeviceSignIn } from '../src/toolhost/mcp/oauth.js';
+import { startDeviceSignIn } from '../src/toolhost/mcp/auth/device.js';
+import { authStore } from '../src/toolhost/mcp/auth/store.js';
 import { tempDir } from './helpers/tmp.js';
 
 let server: Server | undefined;

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
-import { authStore, StoredOAuthProvider } from '../src/toolhost/mcp/oauth.js';
+import { StoredOAuthProvider } from '../src/toolhost/mcp/auth/provider.js';
+import { authStore } from '../src/toolhost/mcp/auth/store.js';
 import { tempDir } from './helpers/tmp.js';
 
 const AS = 'https://auth.example.org';

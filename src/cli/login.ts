@@ -15,7 +15,12 @@ import type { McpServerConfig } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { connect } from '../toolhost/mcp/client.js';
-import { authStore, boundedFetch, discover, httpAuth, brief, sameIssuer, SignInError, StoredOAuthProvider } from '../toolhost/mcp/oauth.js';
+import { discover, sameIssuer } from '../toolhost/mcp/auth/discovery.js';
+import { brief, SignInError } from '../toolhost/mcp/auth/errors.js';
+import { boundedFetch } from '../toolhost/mcp/auth/fetch.js';
+import { httpAuth } from '../toolhost/mcp/auth/http.js';
+import { StoredOAuthProvider } from '../toolhost/mcp/auth/provider.js';
+import { authStore } from '../toolhost/mcp/auth/store.js';
 
 /** How long a sign-in waits for the redirect (ms): a person finding a browser and a password. */
 const WAIT_MS = 10 * 60_000;

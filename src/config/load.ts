@@ -11,6 +11,7 @@ import { IANAZone } from 'luxon';
 import { getStaticTOMLValue, parseTOML } from 'toml-eslint-parser';
 import type { AST } from 'toml-eslint-parser';
 import { ConfigError, messageOf } from '../errors.js';
+import { isObject } from '../object.js';
 import { stateDir } from '../toolhost/store.js';
 import { configSchema, mcpServerSchema, type Config, type McpServerConfig } from './schema.js';
 
@@ -180,9 +181,9 @@ function checkToml(text: string, env: NodeJS.ProcessEnv): { data?: unknown; prob
  * dir `iris models fetch` writes to, and nothing may be written outside the state dir asked for.
  */
 function modelUnderStateDir(data: unknown, env: NodeJS.ProcessEnv): void {
-  if (!isTable(data)) return;
+  if (!isObject(data)) return;
   const stt = data.stt ?? {};
-  if (!isTable(stt) || stt.model !== undefined) return;
+  if (!isObject(stt) || stt.model !== undefined) return;
   data.stt = { ...stt, model: path.join(stateDir(env), 'models', DEFAULT_MODEL_FILE) };
 }
 
@@ -199,8 +200,8 @@ function checkServersFile(text: string, file: string, env: NodeJS.ProcessEnv): {
     return { servers: {}, problems: located(file, [{ line: jsonErrorLine(text, error), message: `not valid JSON: ${messageOf(error)}` }]) };
   }
   const lineOf = nearestLine(jsonKeyLines(text));
-  const servers = isTable(parsed) ? parsed.mcpServers : undefined;
-  if (!isTable(servers)) {
+  const servers = isObject(parsed) ? parsed.mcpServers : undefined;
+  if (!isObject(servers)) {
     return { servers: {}, problems: located(file, [{ line: lineOf('/mcpServers'), message: 'expected {"mcpServers": {"NAME": {...}, ...}}' }]) };
   }
   const problems: Problem[] = [];
@@ -208,7 +209,7 @@ function checkServersFile(text: string, file: string, env: NodeJS.ProcessEnv): {
   for (const [name, raw] of Object.entries(servers)) {
     const at = `/mcpServers/${escapePointer(name)}`;
     const scope: Scope = { schema: mcpServerSchema, key: ['mcpServers', name], table: (key) => `"${key}"` };
-    if (!isTable(raw)) {
+    if (!isObject(raw)) {
       problems.push({ line: lineOf(at), message: `"mcpServers.${name}" must be an object, not ${describeType(raw)}` });
       continue;
     }
@@ -227,10 +228,6 @@ function checkServersFile(text: string, file: string, env: NodeJS.ProcessEnv): {
     } else out[name] = server;
   }
   return { servers: out, problems: located(file, problems) };
-}
-
-function isTable(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** A pointer's line, or its nearest parent's that has one (a defaulted key has none). */

@@ -365,22 +365,13 @@ export class ModelTurn {
   /** A per-call deadline on top of the turn's signal; a timeout is a `ChatError`. */
   async #withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const { config } = this.options;
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort(this.signal.reason);
-    this.signal.addEventListener('abort', onAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new ChatError('timeout', `${config.ollama.model} did not answer within ${config.ollama.timeout_s} s`));
-    }, timerMs(config.ollama.timeout_s * 1000));
+    const timeout = AbortSignal.timeout(timerMs(config.ollama.timeout_s * 1000));
+    const signal = AbortSignal.any([this.signal, timeout]);
     try {
-      return await work(controller.signal);
+      return await work(signal);
     } catch (error) {
-      if (timedOut) throw controller.signal.reason;
+      if (signal.aborted && signal.reason === timeout.reason) throw new ChatError('timeout', `${config.ollama.model} did not answer within ${config.ollama.timeout_s} s`);
       throw error;
-    } finally {
-      clearTimeout(timer);
-      this.signal.removeEventListener('abort', onAbort);
     }
   }
 

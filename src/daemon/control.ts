@@ -9,9 +9,9 @@
 import { chmod, chown, readFile, unlink } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
+import { retry } from '../supervise.js';
 import { parseRequest, type Command, type ControlReply, type ControlRequest, type ControlResults, type RequestOf } from './protocol.js';
 
 export type { ControlRequest } from './protocol.js';
@@ -172,15 +172,11 @@ export class ControlUnavailable extends Error {
 
 /** Send one request to the daemon and wait for its answer. */
 export async function request<C extends Command>(path: string, body: RequestOf<C>, timeoutMs = 120_000): Promise<ControlResults[C]> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await requestOnce<C>(path, body, timeoutMs);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if ((code !== 'EAGAIN' && code !== 'EBUSY') || attempt >= CONNECT_RETRIES) throw error;
-      await sleep(10 + Math.random() * 20 * Math.min(attempt + 1, 10)); // a burst of clients: back off and try again
-    }
-  }
+  return retry(() => requestOnce<C>(path, body, timeoutMs), {
+    attempts: CONNECT_RETRIES + 1,
+    retryIf: (error) => ['EAGAIN', 'EBUSY'].includes((error as NodeJS.ErrnoException).code ?? ''),
+    delayMs: (attempt) => 10 + Math.random() * 20 * Math.min(attempt, 10), // a burst of clients: back off and try again
+  });
 }
 
 function requestOnce<C extends Command>(path: string, body: RequestOf<C>, timeoutMs: number): Promise<ControlResults[C]> {

@@ -4,10 +4,10 @@
  * the daemon's microphone loop — a missing or vanished microphone is logged and retried with
  * backoff while text, timers and tools keep working.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
+import { supervise } from '../supervise.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
 import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
@@ -200,24 +200,19 @@ export class VoiceService<R> {
   }
 
   async #listen(loop: VoiceLoop<R>, source: AudioSource): Promise<void> {
-    const signal = this.#controller.signal;
     const device = this.#o.config().audio.input;
-    let retryMs = this.#o.retryMs ?? 2_000;
-    while (!signal.aborted) {
+    await supervise(async (signal) => {
       this.#status = { state: 'listening', detail: `microphone ${device}`, stt: this.#parts?.stt.name ?? '', wake_word: this.#parts?.wake?.word ?? '' };
-      const started = Date.now();
-      try {
-        await loop.run(source, signal);
-        if (signal.aborted) return;
-        throw new Error('the microphone stream ended');
-      } catch (error) {
-        if (signal.aborted) return;
-        if (Date.now() - started > MAX_RETRY_MS) retryMs = this.#o.retryMs ?? 2_000; // it worked for a while
+      await loop.run(source, signal);
+      throw new Error('the microphone stream ended');
+    }, {
+      signal: this.#controller.signal,
+      firstMs: this.#o.retryMs ?? 2_000,
+      maxMs: MAX_RETRY_MS, // and a microphone working this long starts the backoff over
+      onExit: (error, retryMs) => {
         this.#status = { state: 'no_microphone', detail: messageOf(error) };
         this.#log.warn(`no microphone: ${messageOf(error)}; retrying in ${Math.round(retryMs / 1000)} s`);
-        await sleep(retryMs, undefined, { signal }).catch(() => undefined); // stopping ends the wait
-        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
-      }
-    }
+      },
+    });
   }
 }

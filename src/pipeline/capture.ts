@@ -21,24 +21,24 @@ export interface ArecordOptions {
   command?: string;
 }
 
-/** Cut a stream of arbitrary blocks into FRAME_SAMPLES chunks stamped with their position. */
-export class Reframer {
-  #pending: Buffer = Buffer.alloc(0);
+/**
+ * Cut a stream of raw S16_LE blocks of any size (a pipe's) into FRAME_SAMPLES chunks stamped
+ * with their position: the bytes become samples here (a block may end inside one), the frames
+ * come from the one FrameSplitter.
+ */
+class S16Frames {
+  readonly #frames = new FrameSplitter(FRAME_SAMPLES);
+  #odd: Buffer = Buffer.alloc(0);
   #samples = 0;
 
   push(block: Buffer): AudioChunk[] {
-    const data = this.#pending.length ? Buffer.concat([this.#pending, block]) : block;
-    const frameBytes = FRAME_SAMPLES * SPEECH_FORMAT.width;
-    const chunks: AudioChunk[] = [];
-    let offset = 0;
-    for (; offset + frameBytes <= data.length; offset += frameBytes) {
-      const samples = new Int16Array(FRAME_SAMPLES);
-      for (let i = 0; i < FRAME_SAMPLES; i++) samples[i] = data.readInt16LE(offset + i * 2);
-      chunks.push({ ...SPEECH_FORMAT, samples, atS: this.#samples / SPEECH_FORMAT.rate });
-      this.#samples += FRAME_SAMPLES;
-    }
-    this.#pending = data.subarray(offset);
-    return chunks;
+    const bytes = this.#odd.length ? Buffer.concat([this.#odd, block]) : block;
+    const samples = new Int16Array(bytes.length >> 1);
+    for (let i = 0; i < samples.length; i++) samples[i] = bytes.readInt16LE(i * 2);
+    this.#odd = bytes.subarray(samples.length * 2);
+    const atS = this.#samples / SPEECH_FORMAT.rate;
+    this.#samples += samples.length;
+    return this.#frames.split({ ...SPEECH_FORMAT, samples, atS }).map((frame) => ({ ...SPEECH_FORMAT, ...frame }));
   }
 }
 
@@ -58,7 +58,7 @@ export function arecordSource(options: ArecordOptions): AudioSource {
       const spawnError = new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
       const onAbort = () => void stopChild(child);
       signal.addEventListener('abort', onAbort, { once: true });
-      const reframer = new Reframer();
+      const reframer = new S16Frames();
       try {
         for await (const block of child.stdout) {
           yield* reframer.push(block as Buffer);

@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { isAbortError, messageOf } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
+import { retry } from '../supervise.js';
 import { durationS } from './audio.js';
 import { stopChild } from './child.js';
 import { SttError, type SpeechToText, type Transcript } from './stt.js';
@@ -262,15 +263,11 @@ export class WhisperStt implements SpeechToText {
     if (!command) {
       throw new SttError('stt_missing', `whisper-server not found (looked at ${INSTALLED_WHISPER_SERVER}, $IRIS_WHISPER_SERVER and PATH); build it with scripts/build-whisper.sh`);
     }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.launchOnce(command);
-      } catch (error) {
-        const raced = error instanceof SttError && /couldn't bind/.test(error.message);
-        if (!raced || attempt >= BIND_ATTEMPTS) throw error;
-        this.log.debug(`port taken before whisper-server bound it; retrying (${attempt}/${BIND_ATTEMPTS})`);
-      }
-    }
+    return retry(() => this.launchOnce(command), {
+      attempts: BIND_ATTEMPTS,
+      retryIf: (error) => error instanceof SttError && /couldn't bind/.test(error.message),
+      onRetry: (_error, attempt) => this.log.debug(`port taken before whisper-server bound it; retrying (${attempt}/${BIND_ATTEMPTS})`),
+    });
   }
 
   private async launchOnce(command: string): Promise<Running> {

@@ -7,10 +7,10 @@
  * closes that link with one log line, nothing else disturbed.
  */
 import { connect, type Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LinkState } from '../satellite/link.js';
+import { supervise } from '../supervise.js';
 import { EventReader, WyomingError, type WyomingEvent } from './events.js';
 import { decode, encode, type Message } from './messages.js';
 import { parseListen } from './server.js';
@@ -93,22 +93,18 @@ export class SatelliteConnection {
   }
 
   async #keepConnected(): Promise<void> {
-    const signal = this.#stopping.signal;
-    const first = this.#o.retryMs ?? 1_000;
-    const max = this.#o.maxRetryMs ?? 30_000;
-    let retryMs = first;
-    while (!signal.aborted) {
-      const started = Date.now();
-      const why = await this.#session().catch((error: unknown) => messageOf(error));
-      if (signal.aborted) return;
-      this.#state = 'disconnected';
-      this.#lastError = why;
-      this.#o.onDisconnected?.(why);
-      if (Date.now() - started > max) retryMs = first; // it ran for a while: start the backoff over
-      this.#o.log.warn(`${this.#o.uri}: ${why}; reconnecting in ${Math.round(retryMs / 100) / 10} s`);
-      await sleep(retryMs, undefined, { signal }).catch(() => undefined);
-      retryMs = Math.min(retryMs * 2, max);
-    }
+    await supervise(() => this.#session(), {
+      signal: this.#stopping.signal,
+      firstMs: this.#o.retryMs ?? 1_000,
+      maxMs: this.#o.maxRetryMs ?? 30_000, // and a link up this long starts the backoff over
+      onExit: (ended, retryMs) => {
+        const why = typeof ended === 'string' ? ended : messageOf(ended);
+        this.#state = 'disconnected';
+        this.#lastError = why;
+        this.#o.onDisconnected?.(why);
+        this.#o.log.warn(`${this.#o.uri}: ${why}; reconnecting in ${Math.round(retryMs / 100) / 10} s`);
+      },
+    });
   }
 
   /** One connection, from connect to close; resolves with why it ended. */

@@ -5,6 +5,7 @@
  * is an error for that connection, never a crash.
  */
 import { IrisError } from '../errors.js';
+import { isObject } from '../object.js';
 
 export interface WyomingEvent {
   type: string;
@@ -126,5 +127,3 @@ function segment(bytes: Buffer): Record<string, unknown> {
   if (!isObject(value)) throw new WyomingError('wyoming_bad_event', 'a data segment that is not an object');
   return value;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);

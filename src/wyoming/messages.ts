@@ -6,6 +6,7 @@
  * are the wire's (notes/wyoming.md §2).
  */
 import { encodeEvent, WyomingError, type WyomingEvent } from './events.js';
+import { isObject } from '../object.js';
 
 /** Wyoming's pipeline stages, in order (`intent` and `handle` are both the conversation). */
 export const WYOMING_STAGES = ['wake', 'asr', 'intent', 'handle', 'tts'] as const;
@@ -72,7 +73,6 @@ export interface RunPipeline {
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 const number = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isStage = (value: unknown): value is WyomingStage => (WYOMING_STAGES as readonly unknown[]).includes(value);
 /** A peer's text in an error message: quoted, short. */
 const said = (value: unknown): string => JSON.stringify(String(value).slice(0, 40));

@@ -5,30 +5,17 @@
  * a second, up to `burstS`: a peer quiet for an hour has not saved up an hour of it. Rooms drop a
  * satellite that overdraws it; the Wyoming server reads more slowly instead.
  */
+import { TokenBucket } from '../rate.js';
 
 /** Audio may come this much faster than real time: jitter, and a sender's clock a little fast. */
 export const AUDIO_PACE = 1.5;
 /** Seconds of audio that may come at once: a stall's backlog, or the audio a sender kept from before the request. */
 export const AUDIO_BURST_S = 10;
 
-export class AudioPace {
-  #creditS: number;
-  #atMs: number;
-
+/** The token bucket (rate.ts) in seconds of audio. */
+export class AudioPace extends TokenBucket {
   /** `pace`: seconds of audio a second; `burstS`: the most taken at once (s of audio). */
-  constructor(
-    readonly pace = AUDIO_PACE,
-    readonly burstS = AUDIO_BURST_S,
-    nowMs = performance.now(),
-  ) {
-    this.#creditS = burstS;
-    this.#atMs = nowMs;
-  }
-
-  /** Take `seconds` of audio arriving at `nowMs`: how long (ms) until the allowance covers it; 0 when it does now. */
-  take(seconds: number, nowMs = performance.now()): number {
-    this.#creditS = Math.min(this.burstS, this.#creditS + ((nowMs - this.#atMs) / 1000) * this.pace) - seconds;
-    this.#atMs = nowMs;
-    return this.#creditS >= 0 ? 0 : (-this.#creditS / this.pace) * 1000;
+  constructor(pace = AUDIO_PACE, burstS = AUDIO_BURST_S, nowMs = performance.now()) {
+    super({ perS: pace, burst: burstS }, nowMs);
   }
 }

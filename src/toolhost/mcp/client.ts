@@ -43,7 +43,7 @@ export interface ConnectOptions {
   /** The connection died (process exit, network failure); fired once. */
   onClose: (why: string) => void;
   onToolsChanged: () => void;
-  /** OAuth for an HTTP server (oauth.ts): the SDK signs requests and refreshes through it. */
+  /** OAuth for an HTTP server (auth/): the SDK signs requests and refreshes through it. */
   auth?: { authProvider: OAuthClientProvider; fetch: FetchLike } | undefined;
   /** The server asks the person something during a call (`elicitation/create`). */
   onQuestion: AskPerson;

@@ -13,9 +13,10 @@ import { isAbortError, messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { errorResult, sayAsIs, type AskPerson, type CallToolResult, type JsonStore, type ToolAnswer, type ToolQuestion } from '../api.js';
 import { Deadline } from '../deadline.js';
+import { Backoff } from '../../supervise.js';
 import { connect as connectSdk, type ConnectOptions, type McpConnection, type RemoteTool } from './client.js';
 import { Health, type HealthReport } from './health.js';
-import { describeAuthFailure, signInErrorOf, signInSentence } from './oauth.js';
+import { describeAuthFailure, signInErrorOf, signInSentence } from './auth/errors.js';
 import { timerMs } from '../../timer.js';
 
 /** `needs-sign-in`: an OAuth sign-in is missing or lapsed (iris mcp login NAME); no restarts until then. */
@@ -47,7 +48,8 @@ interface Server {
   tools: RemoteTool[];
   connection?: McpConnection;
   starting?: Promise<McpConnection | undefined>;
-  failures: number;
+  /** Restart delays, and failures in a row. */
+  backoff: Backoff;
   upSince: number;
   restart?: NodeJS.Timeout;
   health: Health;
@@ -71,14 +73,14 @@ export interface McpServersOptions {
   connect?: (options: ConnectOptions) => Promise<McpConnection>;
   /** First restart delay (ms), doubled per failure; default 1 000. */
   backoffMs?: number;
-  /** OAuth for an HTTP server (oauth.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
+  /** OAuth for an HTTP server (auth/http.ts httpAuth); may throw a SignInError for a bad [oauth] table. */
   auth?: (name: string, config: McpServerConfig) => ConnectOptions['auth'];
   /**
    * Without pre-warm, a server started on demand stops after this long without a call (ms),
    * read at each call; 0 or absent: never.
    */
   idleStopMs?: () => number;
-  /** A sign-in by code (oauth.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
+  /** A sign-in by code (auth/device.ts startDeviceSignIn): what to say, and when it is done. Daemon only. */
   signInByCode?: (name: string, config: McpServerConfig, signal: AbortSignal) => Promise<{ sentence: string; done: Promise<boolean> } | undefined>;
 }
 
@@ -134,7 +136,8 @@ export class McpServers {
       const cached = this.#cache.servers[name];
       const server: Server = {
         name, config, fingerprint: print, state: config.enabled === false ? 'disabled' : 'stopped',
-        tools: cached?.fingerprint === print ? cached.tools : [], failures: 0, upSince: 0, health: new Health(), askers: [], calls: 0,
+        tools: cached?.fingerprint === print ? cached.tools : [], upSince: 0, health: new Health(), askers: [], calls: 0,
+        backoff: new Backoff({ firstMs: this.#options.backoffMs ?? 1000, maxMs: MAX_BACKOFF_MS, stableMs: STABLE_MS }),
       };
       this.#servers.set(name, server);
     }
@@ -315,7 +318,7 @@ export class McpServers {
     const server = this.#servers.get(name);
     if (server === undefined || server.state === 'disabled') throw new Error(`there is no enabled MCP server named "${name}"`);
     await this.#shutdown(server, 'stopped');
-    server.failures = 0;
+    server.backoff.reset();
     delete server.reason;
     await this.#start(server);
     const status = this.status().find((s) => s.name === name);
@@ -410,19 +413,18 @@ export class McpServers {
       this.#log.warn(`${server.name}: ${why}`);
       return;
     }
-    if (Date.now() - server.upSince > STABLE_MS) server.failures = 0;
-    this.#failed(server, why);
+    this.#failed(server, why, Date.now() - server.upSince);
   }
 
-  #failed(server: Server, why: string): void {
-    server.failures += 1;
+  /** A start failed, or a connection that lasted `ranMs` was lost: restart after the backoff's delay, or give up. */
+  #failed(server: Server, why: string, ranMs = 0): void {
+    const delayMs = server.backoff.failed(ranMs);
     server.reason = why;
-    if (server.failures >= MAX_FAILURES) {
+    if (server.backoff.failures >= MAX_FAILURES) {
       server.state = 'down';
-      this.#log.error(`${server.name}: down after ${server.failures} failures in a row (last: ${why})`);
+      this.#log.error(`${server.name}: down after ${server.backoff.failures} failures in a row (last: ${why})`);
       return;
     }
-    const delayMs = Math.min(MAX_BACKOFF_MS, (this.#options.backoffMs ?? 1000) * 2 ** (server.failures - 1));
     server.state = 'restarting';
     this.#log.warn(`${server.name}: ${why}; restarting in ${delayMs / 1000} s`);
     clearTimeout(server.restart);
@@ -505,11 +507,9 @@ export class McpServers {
 
 /** A call's own deadline and cancellation, stopped while the person answers its questions. */
 function askingCall(timeoutMs: number, ask: AskPerson, outer: AbortSignal | undefined): { signal: AbortSignal; ask: AskPerson; deadline: Deadline } {
-  const controller = new AbortController();
-  const deadline = new Deadline(timeoutMs, () => controller.abort(new Error(`timed out after ${timeoutMs / 1000} s`)));
-  if (outer?.aborted === true) controller.abort(outer.reason);
-  outer?.addEventListener('abort', () => controller.abort(outer.reason), { once: true });
-  return { signal: controller.signal, ask: deadline.around(ask), deadline };
+  const timedOut = new AbortController();
+  const deadline = new Deadline(timeoutMs, () => timedOut.abort(new Error(`timed out after ${timeoutMs / 1000} s`)));
+  return { signal: outer === undefined ? timedOut.signal : AbortSignal.any([outer, timedOut.signal]), ask: deadline.around(ask), deadline };
 }
 
 function visible(tool: RemoteTool, config: McpServerConfig): boolean {
