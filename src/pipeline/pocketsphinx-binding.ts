@@ -2,23 +2,11 @@
  * libpocketsphinx.so.3 (apt libpocketsphinx3, 5prealpha) through koffi: the functions IRIS
  * calls, declared once per process and shared by every recogniser and stop-word spotter.
  */
-import { loadNative, type Koffi } from './ffi.js';
+import { loadNative } from './ffi.js';
 import type { Segment } from './pocketsphinx-confidence.js';
 import { SttError } from './stt.js';
 
 const MISSING = 'pocketsphinx is not installed (apt install libpocketsphinx3 pocketsphinx-en-us)';
-
-/**
- * A decoder's live cepstral mean normalisation, the one thing an utterance leaves behind for
- * the next (sphinxbase's `cmn_t`: the mean in use, the running sum and its frame count). Saved
- * and put back, one decoder can run passes that each keep their own history, as separate
- * decoders did.
- */
-export interface CmnState {
-  mean: number[];
-  sum: number[];
-  frames: number;
-}
 
 export interface PocketsphinxLibrary {
   /** A decoder for these command-line arguments, or null when pocketsphinx refuses them. */
@@ -35,9 +23,6 @@ export interface PocketsphinxLibrary {
   /** The best path's score (log base 1.0001, acoustic and grammar weights together). */
   pathScore(decoder: unknown): number;
   segments(decoder: unknown): Segment[];
-  /** The decoder's cepstral mean state (between utterances). */
-  cmn(decoder: unknown): CmnState;
-  setCmn(decoder: unknown, state: CmnState): void;
 }
 
 /** The binding per library file: koffi declares each function once per process. */
@@ -54,7 +39,7 @@ export function loadLibrary(file = 'libpocketsphinx.so.3'): Promise<Pocketsphinx
 }
 
 async function bind(file: string): Promise<PocketsphinxLibrary> {
-  const { koffi, libs: [ps, sb] } = await loadNative([file, file.replace('pocketsphinx', 'sphinxbase')], (message, cause) => new SttError('stt_missing', message, { cause }), MISSING);
+  const { libs: [ps, sb] } = await loadNative([file, file.replace('pocketsphinx', 'sphinxbase')], (message, cause) => new SttError('stt_missing', message, { cause }), MISSING);
   if (ps === undefined || sb === undefined) throw new SttError('stt_missing', MISSING);
   const parse = sb.func('void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)');
   const args = ps.func('void *ps_args()');
@@ -72,7 +57,6 @@ async function bind(file: string): Promise<PocketsphinxLibrary> {
   const segWord = ps.func('const char *ps_seg_word(void *seg)');
   const segFrames = ps.func('void ps_seg_frames(void *seg, _Out_ int *sf, _Out_ int *ef)');
   const segProb = ps.func('int32_t ps_seg_prob(void *seg, _Out_ int32_t *ascr, _Out_ int32_t *lscr, _Out_ int32_t *lback)');
-  const cmnOf = cmnAccess(koffi, ps.func('void *ps_get_feat(void *ps)'));
   return {
     init: (argv) => {
       const config: unknown = parse(null, args(), argv.length, argv, 1);
@@ -103,40 +87,6 @@ async function bind(file: string): Promise<PocketsphinxLibrary> {
       }
       return out;
     },
-    cmn: (decoder) => {
-      const { cmn, length } = cmnOf(decoder);
-      return {
-        mean: koffi.decode(cmn.cmn_mean, 'float', length) as number[],
-        sum: koffi.decode(cmn.sum, 'float', length) as number[],
-        frames: cmn.nframe,
-      };
-    },
-    setCmn: (decoder, state) => {
-      const { cmn, at, length } = cmnOf(decoder);
-      koffi.encode(cmn.cmn_mean, 'float', state.mean, length);
-      koffi.encode(cmn.sum, 'float', state.sum, length);
-      koffi.encode(at, 'cmn_t', { ...cmn, nframe: state.frames });
-    },
   };
 }
 
-/** sphinxbase 5prealpha's `cmn_t`, and the head of `feat_t` up to its `cmn_struct` (feat.h, cmn.h). */
-function cmnAccess(koffi: Koffi, getFeat: (decoder: unknown) => unknown) {
-  const cmnType = koffi.struct('cmn_t', { cmn_mean: 'void *', cmn_var: 'void *', sum: 'void *', nframe: 'int32_t', veclen: 'int32_t' });
-  const featType = koffi.struct('feat_t_head', {
-    refcount: 'int', name: 'void *', cepsize: 'int32_t', n_stream: 'int32_t', stream_len: 'void *', window_size: 'int32_t',
-    n_sv: 'int32_t', sv_len: 'void *', subvecs: 'void *', sv_buf: 'void *', sv_dim: 'int32_t', cmn: 'int', varnorm: 'int32_t',
-    agc: 'int', compute_feat: 'void *', cmn_struct: 'void *',
-  });
-  /** sphinxbase's CMN_BATCH and CMN_LIVE: the model's `-cmn batch`, which the first utterance decoded as it arrives turns live. */
-  const CMN_KINDS = [1, 2];
-  return (decoder: unknown) => {
-    const feat = koffi.decode(getFeat(decoder), featType) as { cepsize: number; cmn: number; cmn_struct: unknown };
-    const cmn = koffi.decode(feat.cmn_struct, cmnType) as { cmn_mean: unknown; sum: unknown; nframe: number; veclen: number };
-    // The layout is the Debian library's: a different one shows as values no decoder has.
-    if (feat.cmn_struct === null || cmn.veclen !== feat.cepsize || feat.cepsize < 1 || feat.cepsize > 64 || !CMN_KINDS.includes(feat.cmn)) {
-      throw new SttError('stt_failed', `this libpocketsphinx's feature layout is not the one IRIS knows (cepsize ${feat.cepsize}, cmn ${feat.cmn})`);
-    }
-    return { cmn, at: feat.cmn_struct, length: cmn.veclen };
-  };
-}

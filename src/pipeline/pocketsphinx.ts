@@ -2,22 +2,21 @@
  * pocketsphinx as the speech-to-text that needs no download (apt libpocketsphinx3 and
  * pocketsphinx-en-us): the only engine with a real English model on a fresh Debian install.
  * Called through its C library (pocketsphinx-binding.ts), not one CLI run per utterance: audio
- * is decoded as it arrives, the decoder and its acoustic model stay loaded, and its cepstral
- * mean adapts to the microphone across utterances (the CLI starts cold every time: "ten
- * minutes" came out as "two minute").
+ * is decoded as it arrives, the decoders and their acoustic model stay loaded, and their
+ * cepstral mean adapts to the microphone across utterances (the CLI starts cold every time:
+ * "ten minutes" came out as "two minute").
  *
  * Every transcript is scored (pocketsphinx-confidence.ts): a grammar forces any speech into
- * some command, so the words alone cannot say whether it was one. The scoring decodes the
- * utterance again (a phone loop, the audio slower and faster, the rival checks); all of it
- * runs on the one decoder, each pass with its own cepstral mean, as when each had a decoder
- * of its own (~13 MB each while listening).
+ * some command, so the words alone cannot say whether it was one. The scoring's decodes (a
+ * phone loop, the audio slower and faster) run beside the main one as the audio arrives, each
+ * on a decoder of its own (~8–13 MB each): one decoder running them after the end instead took
+ * the transcript from ~10 ms to ~0.9 s after the last word (docs/development.md).
  */
-import { concatSamples } from './audio.js';
 import { grammarAndDictionary } from './grammar.js';
-import { loadLibrary, type CmnState, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
+import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { confidenceOf, measureFit, type Measures } from './pocketsphinx-confidence.js';
 import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from './pocketsphinx-model.js';
-import { resample } from './resample.js';
+import { Resampler } from './resample.js';
 import { SttError, type SpeechToText, type SttStream, type Transcript } from './stt.js';
 
 // For stopword.ts, until it imports them from pocketsphinx-model.ts and pocketsphinx-binding.ts.
@@ -55,63 +54,41 @@ const BLOCK = 1600;
  */
 const PERTURBATIONS = [0.92, 1.08];
 
-/**
- * The passes over an utterance, each with its own cepstral mean: `main` (the grammar, as the
- * audio arrives, then the rival checks), `phones` (the phone loop, after), and one per speed.
- */
-type Pass = 'main' | 'phones' | `speed ${number}`;
-const SPEEDS = PERTURBATIONS.map((factor) => ({ factor, pass: `speed ${factor}` as const }));
-const PASSES: readonly Pass[] = ['main', 'phones', ...SPEEDS.map((s) => s.pass)];
-
-/** The decoder, and the cepstral mean of each pass between utterances. */
-interface Decoder {
-  lib: PocketsphinxLibrary;
-  decoder: unknown;
-  means: Map<Pass, CmnState>;
-  rivals: (readonly string[])[];
-}
-
-/**
- * Decode `chunks` (each in `BLOCK`s) as one utterance of `pass` under `search`: the pass's mean
- * in, its updated mean kept. With `noSearch` the frames are only searched at the end (priming,
- * under the one-word grammar: the mean is all it is for).
- */
-function runPass(d: Decoder, pass: Pass, search: string, chunks: readonly Int16Array[], noSearch = false): void {
-  const { lib, decoder } = d;
-  const mean = d.means.get(pass);
-  if (mean !== undefined) lib.setCmn(decoder, mean);
-  lib.setSearch(decoder, search);
-  lib.startUtt(decoder);
-  for (const chunk of chunks) for (let i = 0; i < chunk.length; i += BLOCK) lib.processRaw(decoder, chunk.subarray(i, i + BLOCK), noSearch);
-  lib.endUtt(decoder);
-  d.means.set(pass, lib.cmn(decoder));
-}
-
 export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
   const agree = options.agree ?? ((a: string, b: string) => a === b);
-  let ready: Promise<Decoder> | undefined;
-  /** One decode at a time: the decoder holds one utterance. */
+  let ready: Promise<{ lib: PocketsphinxLibrary; grammars: unknown[]; phones: unknown; rivals: (readonly string[])[] }> | undefined;
+  /** One decode at a time: the decoders hold one utterance each. */
   let queue: Promise<unknown> = Promise.resolve();
 
-  const prepare = () => (ready ??= (async (): Promise<Decoder> => {
+  const prepare = () => (ready ??= (async () => {
     const model = options.model ?? DEFAULT_MODEL;
     const dictionary = options.dictionary ?? DEFAULT_DICTIONARY;
     checkModel(model, dictionary);
     const lib = await loadLibrary(options.library);
     const files = grammarAndDictionary(options.wakePhrases, dictionary);
-    // The phone loop: context-independent phones (context-dependent ones take 100× as long).
-    const decoder = await withDictionary(files.entries, (dict) => lib.init(['-hmm', model, '-dict', dict, '-allphone_ci', 'yes', '-logfn', '/dev/null']));
-    if (!decoder) throw new SttError('stt_failed', `pocketsphinx could not load its model from ${model}`);
+    const made: unknown[] = [];
     try {
-      if (lib.setJsgf(decoder, 'iris', files.grammar) !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the command grammar');
-      if (lib.setAllphone(decoder, 'phones') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the phone loop');
-      if (lib.setJsgf(decoder, 'prime', PRIME_GRAMMAR) !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the priming grammar');
-      lib.setSearch(decoder, 'iris');
-      const start = lib.cmn(decoder);
-      const rivals = (options.rivals ?? []).map((set) => set.filter((w) => w.split(' ').every((part) => files.known.has(part)))).filter((set) => set.length > 1);
-      return { lib, decoder, means: new Map(PASSES.map((pass) => [pass, start])), rivals };
+      return await withDictionary(files.entries, (dict) => {
+        const common = ['-hmm', model, '-dict', dict, '-logfn', '/dev/null'];
+        const grammars = [1, ...PERTURBATIONS].map(() => lib.init(common));
+        // The phone loop: context-independent phones (context-dependent ones take 100× as long).
+        const phones = lib.init([...common, '-allphone_ci', 'yes']);
+        made.push(...[...grammars, phones].filter(Boolean));
+        if (grammars.some((g) => !g) || !phones) throw new SttError('stt_failed', `pocketsphinx could not load its model from ${model}`);
+        for (const g of grammars) {
+          if (lib.setJsgf(g, 'iris', files.grammar) !== 0 || lib.setSearch(g, 'iris') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the command grammar');
+        }
+        if (lib.setAllphone(phones, 'phones') !== 0 || lib.setSearch(phones, 'phones') !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the phone loop');
+        for (const d of [...grammars, phones]) {
+          if (lib.setJsgf(d, 'prime', PRIME_GRAMMAR) !== 0) throw new SttError('stt_failed', 'pocketsphinx refused the priming grammar');
+        }
+        for (const g of grammars) lib.setSearch(g, 'iris');
+        lib.setSearch(phones, 'phones');
+        const rivals = (options.rivals ?? []).map((set) => set.filter((w) => w.split(' ').every((part) => files.known.has(part)))).filter((set) => set.length > 1);
+        return { lib, grammars, phones, rivals };
+      });
     } catch (error) {
-      lib.free(decoder);
+      made.forEach((d) => lib.free(d)); // the decoders that did start
       throw error;
     }
   })());
@@ -124,33 +101,39 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * cold, 12 primed, on espeak-ng voices).
    */
   const open = async (prime?: Int16Array): Promise<SttStream> => {
-    const d = await prepare();
-    const { lib, decoder } = d;
+    const { lib, grammars, phones, rivals } = await prepare();
     let release: () => void = () => undefined;
     const previous = queue;
     queue = new Promise<void>((resolve) => (release = resolve));
     await previous;
+    const decoders = [...grammars, phones];
     if (prime !== undefined && prime.length > 0) {
       // The mean is updated at the end of an utterance, which also searches every frame: under
-      // a one-word grammar that costs next to nothing (full searches of 2.5 s cost ~50 ms each).
-      for (const pass of PASSES) runPass(d, pass, 'prime', [prime], true);
+      // a one-word grammar that costs next to nothing (four full searches of 2.5 s cost
+      // ~200 ms at each wake word).
+      for (const decoder of decoders) {
+        lib.setSearch(decoder, 'prime');
+        lib.startUtt(decoder);
+        for (let i = 0; i < prime.length; i += BLOCK) lib.processRaw(decoder, prime.subarray(i, i + BLOCK), true);
+        lib.endUtt(decoder);
+        lib.setSearch(decoder, decoder === phones ? 'phones' : 'iris');
+      }
     }
-    /** Everything heard, for the passes after the end and for decoding again after a settle. */
+    const [main, ...perturbed] = grammars;
+    /** Everything heard, for the rival check and for decoding again after a settle. */
     const heard: Int16Array[] = [];
+    let stretches: Resampler[] = [];
     const feed = (samples: Int16Array) => {
-      for (let i = 0; i < samples.length; i += BLOCK) lib.processRaw(decoder, samples.subarray(i, i + BLOCK));
+      for (let i = 0; i < samples.length; i += BLOCK) {
+        const block = samples.subarray(i, i + BLOCK);
+        lib.processRaw(main, block);
+        lib.processRaw(phones, block);
+        perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+      }
     };
-    /** The main pass: the grammar, as the audio arrives. */
     const begin = () => {
-      const mean = d.means.get('main');
-      if (mean !== undefined) lib.setCmn(decoder, mean);
-      lib.setSearch(decoder, 'iris');
-      lib.startUtt(decoder);
-    };
-    /** End the main pass; its mean is kept for the next utterance. */
-    const endMain = () => {
-      lib.endUtt(decoder);
-      d.means.set('main', lib.cmn(decoder));
+      decoders.forEach((d) => lib.startUtt(d));
+      stretches = PERTURBATIONS.map((factor) => new Resampler(factor));
     };
     begin();
     /** `decoding`: in an utterance; `settled`: ended at a pause, `snapshot` its transcript;
@@ -160,31 +143,20 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     /** Audio arrived after the settle: the snapshot is void once its scoring is over. */
     let stale = false;
 
-    /** End the utterance and score it: the passes after the main one run in `transcript`,
-     * and the lock is held until `end` or `cancel`. */
+    /** End the utterance in every decoder and score it. The decoders are not touched after
+     * the synchronous part, but the lock is held until `end` or `cancel`. */
     const score = (): { text: string; transcript: Promise<Transcript> } => {
-      endMain();
-      const text = (lib.hyp(decoder) ?? '').trim().toLowerCase();
-      const words = lib.segments(decoder);
-      const audio = heard.slice();
+      decoders.forEach((d) => lib.endUtt(d));
+      const text = (lib.hyp(main) ?? '').trim().toLowerCase();
+      const { fit, lost } = measureFit(lib.segments(main), lib.segments(phones));
+      const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
       const rest = async (): Promise<Transcript> => {
-        const turn = () => new Promise(setImmediate); // other rooms' audio between the passes
-        await turn();
-        runPass(d, 'phones', 'phones', audio);
-        const { fit, lost } = measureFit(words, lib.segments(decoder));
-        const whole = concatSamples(audio);
-        const others: string[] = [];
-        for (const { factor, pass } of SPEEDS) {
-          await turn();
-          runPass(d, pass, 'iris', [resample(whole, factor)]);
-          others.push((lib.hyp(decoder) ?? '').trim().toLowerCase());
-        }
         let agreeing = 0;
         for (const other of others) if (await agree(text, other)) agreeing += 1;
         const measures: Measures = { fit, lost, agreeing, margin: Infinity };
         // The rival check costs a decode per word checked: only when the rest leaves a chance.
-        if (text !== '' && confidenceOf(measures, PERTURBATIONS.length) > 0) measures.margin = rivalMargin(d, text, audio);
-        const confidence = text === '' ? 0 : confidenceOf(measures, PERTURBATIONS.length);
+        if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
+        const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
         const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
         return { text, confidence, details: { fit: Number.isFinite(fit) ? fit : 999, lost, agreeing, margin } };
       };
@@ -203,13 +175,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     const finish = () => {
       const was = state;
       state = 'done';
-      if (was === 'decoding') {
-        // Cut off: every pass's mean still takes in what was heard, as its own decoder did.
-        endMain();
-        const whole = concatSamples(heard);
-        runPass(d, 'phones', 'prime', heard, true);
-        for (const { factor, pass } of SPEEDS) runPass(d, pass, 'prime', [resample(whole, factor)], true);
-      }
+      if (was === 'decoding') decoders.forEach((d) => lib.endUtt(d));
       void (snapshot?.transcript.catch(() => undefined) ?? Promise.resolve()).then(release);
     };
     return {
@@ -222,7 +188,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
           void resume();
         }
       },
-      partial: () => (state === 'decoding' ? (lib.hyp(decoder) ?? '') : (snapshot?.text ?? '')),
+      partial: () => (state === 'decoding' ? (lib.hyp(main) ?? '') : (snapshot?.text ?? '')),
       settle(): Promise<Transcript> {
         if (state === 'done') return Promise.reject(new SttError('stt_failed', 'the utterance was already ended'));
         if (state === 'decoding') {
@@ -256,15 +222,17 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * word, against the transcript with that word replaced by any other of its set. "fifteen"
    * heard as "fifty" at full marks, "ten" as "two": the two decodes come out close.
    */
-  const rivalMargin = (d: Decoder, text: string, heard: Int16Array[]): number => {
-    const { lib, decoder, rivals } = d;
+  const rivalMargin = (lib: PocketsphinxLibrary, decoder: unknown, text: string, heard: Int16Array[], rivals: (readonly string[])[]): number => {
     const words = text.split(' ');
     const positions = words.map((word) => rivals.find((set) => set.includes(word))).map((set, i) => ({ set, i })).filter((p) => p.set !== undefined);
     if (positions.length === 0) return Infinity;
     const frames = heard.reduce((n, block) => n + block.length, 0) / 160;
     const forced = (body: string): number => {
       lib.setJsgf(decoder, 'check', `#JSGF V1.0;\ngrammar check;\npublic <s> = ${body};\n`);
-      runPass(d, 'main', 'check', heard);
+      lib.setSearch(decoder, 'check');
+      lib.startUtt(decoder);
+      for (const block of heard) lib.processRaw(decoder, block);
+      lib.endUtt(decoder);
       return lib.hyp(decoder) ? lib.pathScore(decoder) : -Infinity;
     };
     try {
@@ -303,10 +271,10 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     async stop() {
       const was = ready;
       ready = undefined;
-      const d = await was?.catch(() => undefined);
-      if (d) {
+      const parts = await was?.catch(() => undefined);
+      if (parts) {
         await queue;
-        d.lib.free(d.decoder);
+        [...parts.grammars, parts.phones].forEach((d) => parts.lib.free(d));
       }
     },
   };

@@ -7,29 +7,30 @@
 import { SPEECH_FORMAT } from './audio.js';
 import { wavInfo } from './wav.js';
 
-export interface ResampleOptions {
-  /** Average each sample with its neighbours (1-2-1) first: a gentle low-pass against aliasing
-   * when going down in rate; default false. */
-  smooth?: boolean;
-}
-
 /**
- * `samples` read every `step` samples (step = input rate / output rate; 1.08 plays the audio
- * 8 % faster, pitch and tempo together), interpolating linearly between neighbours: output
- * sample i is at input position i × step, up to the last input sample.
+ * Linear resampling of a stream, state carried across blocks: output sample i is input sample
+ * i × `step` (step = input rate / output rate; 1.08 plays the audio 8 % faster, pitch and tempo
+ * together), interpolated between its two neighbours.
  */
-export function resample(samples: ArrayLike<number>, step: number, options: ResampleOptions = {}): Int16Array {
-  const n = samples.length;
-  const raw = (j: number): number => samples[j] ?? 0;
-  const at = options.smooth ? (j: number): number => ((samples[j - 1] ?? samples[j] ?? 0) + 2 * raw(j) + (samples[j + 1] ?? samples[j] ?? 0)) / 4 : raw;
-  const out = new Int16Array(n === 0 ? 0 : Math.floor((n - 1) / step) + 1);
-  for (let i = 0; i < out.length; i++) {
-    const x = i * step;
-    const k = Math.floor(x);
-    const a = x - k;
-    out[i] = Math.round(at(k) * (1 - a) + at(k + 1) * a);
+export class Resampler {
+  #position = 0;
+  #last = 0;
+  constructor(readonly step: number) {}
+
+  push(block: ArrayLike<number>): Int16Array {
+    const out: number[] = [];
+    // Positions are relative to this block, where index -1 is the previous block's last sample.
+    for (; this.#position < block.length - 1; this.#position += this.step) {
+      const k = Math.floor(this.#position);
+      const a = this.#position - k;
+      const left = k < 0 ? this.#last : (block[k] ?? 0);
+      const right = block[k + 1] ?? 0;
+      out.push(Math.round(left * (1 - a) + right * a));
+    }
+    this.#position -= block.length;
+    this.#last = block[block.length - 1] ?? 0;
+    return Int16Array.from(out);
   }
-  return out;
 }
 
 /**
@@ -53,5 +54,7 @@ export function referenceSamples(wav: Buffer): Int16Array | undefined {
     mono[i] = sum / info.channels;
   }
   if (info.rate === SPEECH_FORMAT.rate) return Int16Array.from(mono, Math.round);
-  return resample(mono, info.rate / SPEECH_FORMAT.rate, { smooth: true });
+  // Neighbours averaged first (1-2-1): a gentle low-pass against aliasing when going down in rate.
+  const smooth = mono.map((x, i) => ((mono[i - 1] ?? x) + 2 * x + (mono[i + 1] ?? x)) / 4);
+  return new Resampler(info.rate / SPEECH_FORMAT.rate).push(smooth);
 }
