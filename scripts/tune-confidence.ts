@@ -1,5 +1,5 @@
 /**
- * How `SCORE_PARAMS` (src/pipeline/pocketsphinx.ts) and `[stt] min_confidence` were chosen:
+ * How `SCORE_PARAMS` (src/pipeline/pocketsphinx-confidence.ts) and `[stt] min_confidence` were chosen:
  * reads the per-clip measures scripts/bench-understanding.ts wrote, searches a grid of
  * parameters on the development part only, and picks the most right answers with no wrong
  * one at the threshold and none 0.1 below it (a margin of safety). The held-out part is
@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { confidenceOf, SCORE_PARAMS, type ScoreParams } from '../src/pipeline/pocketsphinx.js';
+import { confidenceOf, SCORE_PARAMS, type ScoreParams } from '../src/pipeline/pocketsphinx-confidence.js';
 import { ROOT } from './lib/bench.js';
 
 interface Row { part: 'dev' | 'heldout'; wake: boolean; made: string; expected: string; details: Record<string, number> }
