@@ -21,8 +21,14 @@
  * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
  * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
  *
- * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick] [--no-barge-in]` (IRIS_BENCH_ONLY
- * names conditions, IRIS_BENCH_NAME the results file); writes scripts/results/room.json.
+ * As the daemon, a command whose wake word came while IRIS sounded is "over speech" (the loop's
+ * `overSpeech`: primed with 160 ms, acted on at `[stt] over_speech_confidence`). Every command
+ * room counts toward the no-wrong rule (`summary.confident_wrong`, per part): echo, reverberant
+ * rooms up to RT60 ~0.6 s, babble, babble in a reverberant room.
+ *
+ * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick] [--no-barge-in] [--part dev]
+ * [--no-baseline] [--reuse-front]` (IRIS_BENCH_ONLY names conditions, IRIS_BENCH_NAME the
+ * results file); writes scripts/results/room.json. Tune on `--part dev` only.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
