@@ -85,7 +85,8 @@ export interface VoiceLoopOptions<R> {
    * wake word heard then was spoken over it: the recogniser neither adapts to the wake phrase's
    * audio nor decodes it (what is left of the echo in it turned commands into garbage), only the
    * last 160 ms before the detection and what follows; and `overSpeechMinConfidence` applies.
-   * Default: never. Room bench (docs/room.md): the words right in 47 of 72 echo rooms instead of 17.
+   * Default: never. Room bench (docs/room.md, 72 dev echo rooms): the right words in 45, against
+   * 16–17 with the wake phrase decoded.
    */
   overSpeech?: () => boolean;
   /** A command whose wake word came over IRIS's own audio (`overSpeech`) is acted on only at
