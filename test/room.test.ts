@@ -340,7 +340,7 @@ describe('a wake word heard over IRIS', () => {
   }
 
   // Measured on scripts/bench-room.ts (dev, 72 echo rooms): decoding the wake phrase spoken over
-  // IRIS (primed with 160 ms only) got the words right in 17 rooms, without it 47 (docs/room.md).
+  // IRIS (primed with 160 ms only) got the words exactly right in 17 rooms, without it 45 (docs/room.md).
   it('neither primes nor feeds the recogniser with the wake phrase spoken over IRIS\'s voice, only the last 160 ms', async () => {
     const quiet = await heard(false);
     expect(quiet.primeS).toBeGreaterThan(0.5); // the wake phrase, to adapt to the voice
