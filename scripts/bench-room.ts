@@ -21,8 +21,14 @@
  * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
  * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
  *
- * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick] [--no-barge-in]` (IRIS_BENCH_ONLY
- * names conditions, IRIS_BENCH_NAME the results file); writes scripts/results/room.json.
+ * As the daemon, a command whose wake word came while IRIS sounded is "over speech" (the loop's
+ * `overSpeech`: primed with 160 ms, acted on at `[stt] over_speech_confidence`). Every command
+ * room counts toward the no-wrong rule (`summary.confident_wrong`, per part): echo, reverberant
+ * rooms up to RT60 ~0.6 s, babble, babble in a reverberant room.
+ *
+ * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick] [--no-barge-in] [--part dev]
+ * [--no-baseline] [--reuse-front]` (IRIS_BENCH_ONLY names conditions, IRIS_BENCH_NAME the
+ * results file); writes scripts/results/room.json. Tune on `--part dev` only.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -56,9 +62,19 @@ const bargeIn = !process.argv.includes('--no-barge-in');
 const only = process.env.IRIS_BENCH_ONLY?.split(',');
 /** The loop's pre-roll to try (seconds; the audio before the detection the recogniser gets), e.g. IRIS_BENCH_PREROLL_S=0.1. */
 const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_PREROLL_S);
-const overSpeechOn = process.env.IRIS_BENCH_OVER_SPEECH === '1';
+/** As the daemon: a wake word heard while IRIS's audio sounded is over speech (voice.ts `overSpeech`); IRIS_BENCH_OVER_SPEECH=0 turns it off. */
+const overSpeechOn = process.env.IRIS_BENCH_OVER_SPEECH !== '0';
 /** Residual-echo suppression to try instead of the default (dB, 0 = off), e.g. IRIS_BENCH_SUPPRESS_DB=0. */
 const suppressDb = process.env.IRIS_BENCH_SUPPRESS_DB === undefined ? undefined : Number(process.env.IRIS_BENCH_SUPPRESS_DB);
+/** `--part dev` (tuning: never the held-out part) or `--part heldout`; default both. */
+const partArg = process.argv[process.argv.indexOf('--part') + 1];
+const PARTS: ('dev' | 'heldout')[] = process.argv.includes('--part') ? [partArg === 'heldout' ? 'heldout' : 'dev'] : ['dev', 'heldout'];
+/** `--no-baseline`: skip the raw microphone's run (half the time, while tuning the loop). */
+const baselineOn = !process.argv.includes('--no-baseline');
+/** `--reuse-front`: keep each room's front-end output (after the barge-in cut) in the cache and
+ * reuse it, so a change to the loop or the recogniser is measured without the front end again.
+ * Only while the front end's code and settings are unchanged. */
+const reuseFront = process.argv.includes('--reuse-front');
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -106,6 +122,8 @@ const CONDITIONS: Condition[] = [
   { name: 'echo 0 dB RT60 0.6', esrDb: 0, reverb: 80, says: 'command' },
   { name: 'babble 15 dB', babbleDb: 15, reverb: 20, says: 'command' },
   { name: 'babble 10 dB', babbleDb: 10, reverb: 20, says: 'command' },
+  { name: 'RT60 0.6', reverb: 80, says: 'command' },
+  { name: 'babble 10 dB RT60 0.4', babbleDb: 10, reverb: 50, says: 'command' },
   { name: 'stop over echo 0 dB', esrDb: 0, reverb: 50, says: 'stop' },
   { name: 'stop over echo +6 dB', esrDb: 6, reverb: 50, says: 'stop' },
   { name: 'IRIS alone +12 dB', esrDb: 12, reverb: 50, says: 'nothing' },
@@ -318,7 +336,9 @@ async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
 }
 
-async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false): Promise<{ wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string }> {
+interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown> }
+
+async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false): Promise<LoopResult> {
   const conversation = new Conversation({
     config, host, log: silentLogger,
     backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
@@ -328,25 +348,33 @@ async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conv
     wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), overSpeech: () => overSpeech,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+    onEvent: (event) => {
+      if (event.type === 'stt-end' && event.data) {
+        const { text: _t, raw: _r, ...rest } = event.data;
+        details = rest;
+      }
+    },
   });
+  let details: Record<string, unknown> | undefined;
   wake.reset();
   const [run] = await loop.run(samplesSource(samples), new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
   const call = run?.result?.route === 'local' ? run.result.tool_calls[0] : undefined;
-  return { wake: run?.wake !== undefined, ...(run?.wake ? { wakeAtS: run.wake.atS } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '' };
+  return { wake: run?.wake !== undefined, ...(run?.wake ? { wakeAtS: run.wake.atS } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}) };
 }
 
 interface Row {
-  part: Part; condition: string; person: string; says: string; delayMs: number;
+  part: Part; condition: string; person: string; says: string; expected: string; over: boolean; delayMs: number;
   measuredDelayMs?: number; erleDb?: number;
-  cancelled: { wake: boolean; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string };
+  cancelled: { wake: boolean; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; chunkMsP95: number;
 }
 
 const minConfidence = config.stt.min_confidence;
+const overSpeechMinConfidence = config.stt.over_speech_confidence;
 const rows: Row[] = [];
 const started = performance.now();
-for (const part of ['dev', 'heldout'] as Part[]) {
+for (const part of PARTS) {
   const rand = random(part === 'dev' ? 24 : 2024);
   const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
   const commands = quick ? COMMANDS[part].slice(0, 2) : COMMANDS[part];
@@ -362,36 +390,56 @@ for (const part of ['dev', 'heldout'] as Part[]) {
           person = decodeWav(readFileSync(file));
         }
         const draws = drawsOf(rand);
-        let r = room(condition, part, person, draws);
-        let front = await throughFrontEnd(r);
-        if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
-          // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
-          // the recording it would make is the same room with IRIS cut there.
-          const heard = await runLoop(front.samples, 'wake');
-          if (heard.wakeAtS !== undefined) {
-            r = room(condition, part, person, draws, heard.wakeAtS + 0.2);
-            front = await throughFrontEnd(r);
+        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+        let r: Room;
+        let front: FrontEndResult;
+        try {
+          if (!reuseFront) throw new Error('not reused');
+          const meta = JSON.parse(readFileSync(`${cached}.json`, 'utf8')) as { room: Omit<Room, 'mic' | 'played'>; front: Omit<FrontEndResult, 'samples'> };
+          r = { ...meta.room, mic: decodeWav(readFileSync(`${cached}-mic.wav`)), played: new Int16Array(0) };
+          front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)) };
+        } catch {
+          r = room(condition, part, person, draws);
+          front = await throughFrontEnd(r);
+          if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
+            // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
+            // the recording it would make is the same room with IRIS cut there.
+            const heard = await runLoop(front.samples, 'wake');
+            if (heard.wakeAtS !== undefined) {
+              r = room(condition, part, person, draws, heard.wakeAtS + 0.2);
+              front = await throughFrontEnd(r);
+            }
+          }
+          if (reuseFront) {
+            const { mic: _m, played: _p, ...roomMeta } = r;
+            const { samples: _s, ...frontMeta } = front;
+            writeFileSync(`${cached}.json`, JSON.stringify({ room: roomMeta, front: frontMeta }));
+            writeFileSync(`${cached}-mic.wav`, encodeWav(r.mic));
+            writeFileSync(`${cached}-front.wav`, encodeWav(front.samples));
           }
         }
         const expected = condition.says === 'command' ? await expectedCall(command) : '';
+        // IRIS was talking when the person began: the loop's `overSpeech`, as the daemon sets it.
+        const over = overSpeechOn && condition.esrDb !== undefined;
+        // The loop's own gate (it runs with 0 here, so what it would have done is kept).
+        const gate = over ? Math.max(minConfidence, overSpeechMinConfidence) : minConfidence;
         const judge = (result: { wake: boolean; made: string; confidence: number }) => ({
           wake: result.wake,
-          right: expected !== '' && result.made === expected && result.confidence >= minConfidence,
-          wrong: result.made !== '' && result.made !== expected && result.confidence >= minConfidence,
+          right: expected !== '' && result.made === expected && result.confidence >= gate,
+          wrong: result.made !== '' && result.made !== expected && result.confidence >= gate,
         });
-        // IRIS was talking when the person began: the loop's `overSpeech`, tried with IRIS_BENCH_OVER_SPEECH=1 (the daemon does not use it yet).
-        const over = overSpeechOn && condition.esrDb !== undefined;
-        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : { wake: false, made: '', confidence: 0, transcript: '' };
-        const without = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(r.mic, 'conversation', over) : { wake: false, made: '', confidence: 0, transcript: '' };
+        const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
+        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : none;
+        const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
         const [from, to] = r.personS ?? [Infinity, Infinity];
         const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);
         const selfStops = front.stops.filter((s) => !(s >= from && s <= to + 0.3)).length;
         const sorted = [...front.chunkMs].sort((a, b) => a - b);
         rows.push({
-          part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, delayMs: r.delayMs,
+          part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, expected, over, delayMs: r.delayMs,
           ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
           ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
-          cancelled: { ...judge(withFront), stop: stopHeard, selfStops, transcript: withFront.transcript },
+          cancelled: { ...judge(withFront), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
           baseline: judge(without),
           audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2),
         });
@@ -405,7 +453,7 @@ for (const part of ['dev', 'heldout'] as Part[]) {
 
 const pct = (n: number, d: number) => (d === 0 ? null : round((100 * n) / d, 0));
 const table: Record<string, unknown>[] = [];
-for (const part of ['dev', 'heldout'] as Part[]) {
+for (const part of PARTS) {
   for (const condition of CONDITIONS) {
     const set = rows.filter((r) => r.part === part && r.condition === condition.name);
     if (set.length === 0) continue;
@@ -432,7 +480,10 @@ for (const part of ['dev', 'heldout'] as Part[]) {
 const audioS = rows.reduce((s, r) => s + r.audioS, 0);
 const cpuS = rows.reduce((s, r) => s + r.cpuS, 0);
 const chunkP95 = [...rows.map((r) => r.chunkMsP95)].sort((a, b) => a - b);
+const commandRows = (part: Part) => rows.filter((r) => r.part === part && r.expected !== '');
 const summary = {
+  /** The no-wrong rule over every command room (echo, reverberation, babble): confident wrong calls. */
+  confident_wrong: Object.fromEntries(PARTS.map((p) => [p, { rooms: commandRows(p).length, front_end: commandRows(p).filter((r) => r.cancelled.wrong).length, ...(baselineOn ? { baseline: commandRows(p).filter((r) => r.baseline.wrong).length } : {}) }])),
   front_end_cpu_s_per_s: round(cpuS / audioS, 4),
   front_end_chunk_ms_p95: chunkP95[Math.floor(chunkP95.length * 0.95)] ?? null,
   front_end_added_latency_ms: 'no audio held back: output chunk = input chunk; the cost is the per-chunk processing time above',
@@ -443,4 +494,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
-import { VoiceService } from '../src/daemon/voice.js';
+import { VoiceService, overSpeechOf } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
 import type { AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
@@ -316,29 +316,54 @@ describe('the daemon in a room (real time)', () => {
 });
 
 describe('a wake word heard over IRIS', () => {
-  /** How much audio the recogniser is primed with after "hey jarvis, what time is it". */
-  async function primed(overSpeech: boolean): Promise<number> {
+  /** What the recogniser got after "hey jarvis, what time is it" (it hears the words at confidence 0.7): the audio it was primed with, the audio it decoded, and the run's outcome. */
+  async function heard(overSpeech: boolean, overSpeechMinConfidence?: number): Promise<{ primeS: number; decodedS: number; outcome: string }> {
     const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
     let prime = -1;
+    let decoded = 0;
     const stt: SpeechToText = {
       name: 'recording',
       transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
       stream: (audio) => {
         prime = audio?.length ?? 0;
-        return Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: '', confidence: 0 }), cancel: () => undefined });
+        return Promise.resolve({ push: (samples) => void (decoded += samples.length), partial: () => '', end: () => Promise.resolve({ text: 'hey jarvis what time is it', confidence: 0.7 }), cancel: () => undefined });
       },
     };
     const loop = new VoiceLoop({
-      wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'stt',
+      wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'stt', minConfidence: 0.6,
       respond: () => { throw new Error('not reached'); },
       overSpeech: () => overSpeech,
+      ...(overSpeechMinConfidence === undefined ? {} : { overSpeechMinConfidence }),
     });
-    await loop.run(samplesSource(commandSamples('hey jarvis, what time is it')), new AbortController().signal, true);
-    return prime;
+    const [run] = await loop.run(samplesSource(commandSamples('hey jarvis, what time is it')), new AbortController().signal, true);
+    return { primeS: prime / RATE, decodedS: decoded / RATE, outcome: run?.outcome ?? 'none' };
   }
 
-  it('does not prime the recogniser with the wake phrase spoken over IRIS\'s voice, only the last 160 ms', async () => {
-    expect(await primed(false)).toBeGreaterThan(RATE * 0.5); // the wake phrase, to adapt to the voice
-    expect(await primed(true)).toBeLessThanOrEqual(2 * 1280);
+  // Measured on scripts/bench-room.ts (dev, 72 echo rooms): decoding the wake phrase spoken over
+  // IRIS (primed with 160 ms only) got the words exactly right in 17 rooms, without it 45 (docs/room.md).
+  it('neither primes nor feeds the recogniser with the wake phrase spoken over IRIS\'s voice, only the last 160 ms', async () => {
+    const quiet = await heard(false);
+    expect(quiet.primeS).toBeGreaterThan(0.5); // the wake phrase, to adapt to the voice
+    const over = await heard(true);
+    expect(over.primeS).toBeLessThanOrEqual(0.16);
+    expect(over.decodedS).toBeLessThan(quiet.decodedS - 0.5);
   }, 60_000);
+
+  it('acts on a command heard over IRIS only at overSpeechMinConfidence: uncertain input asks again', async () => {
+    expect((await heard(false, 0.8)).outcome).toBe('answered'); // 0.7 ≥ min_confidence 0.6: a quiet room acts
+    expect((await heard(true, 0.8)).outcome).toBe('not_understood'); // over IRIS 0.7 is not sure enough
+    expect((await heard(true, 0.65)).outcome).toBe('answered');
+  }, 60_000);
+
+  it('the daemon counts a wake word as over IRIS while its speaker plays and for the pre-roll after', async () => {
+    let now = 0;
+    const speaker = new Speaker(new CollectingSink(), new EchoReference(), () => now);
+    const over = overSpeechOf(speaker, () => now);
+    expect(over()).toBe(false); // nothing played yet
+    await speaker.play(encodeWav(new Int16Array(RATE).fill(1000)), new AbortController().signal); // 1 s of IRIS at clock 0
+    now = 2 * RATE;
+    expect(over()).toBe(true); // ended 1 s ago: its echo is in the 2.5 s pre-roll
+    now = 4 * RATE;
+    expect(over()).toBe(false);
+  });
 });

@@ -342,6 +342,13 @@ export const configSchema = {
           default: 0.6,
           description: 'Below this confidence a spoken command is not acted on: IRIS says it did not catch it and listens again.',
         },
+        over_speech_confidence: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          default: 0.7,
+          description: 'A command whose wake word was heard while IRIS itself was talking (barge-in) is acted on only at this confidence or above (never below min_confidence): what is left of IRIS\'s echo makes the recogniser surer of wrong words.',
+        },
         confirm_confidence: {
           type: 'number',
           minimum: 0,

@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { supervise } from '../supervise.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
+import { EchoReference } from '../pipeline/echo.js';
 import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
 import { createFrontEnd, type FrontEnd } from './room-ear.js';
 import { prefixState } from '../intents/prefix.js';
@@ -51,6 +52,7 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     endpoint: { silenceS: config.audio.silence_s, maxS: config.audio.max_command_s, noSpeechS: config.audio.no_speech_s },
     followUpS: config.assistant.follow_up_s,
     minConfidence: config.stt.min_confidence,
+    overSpeechMinConfidence: config.stt.over_speech_confidence,
     commandState: prefixState,
     completePauseS: config.audio.complete_pause_s,
     incompletePauseS: config.audio.incomplete_pause_s,
@@ -84,6 +86,20 @@ export interface VoiceStatus {
 }
 
 const MAX_RETRY_MS = 60_000;
+/** How far back IRIS's audio makes a wake word "over speech" (clock samples): the loop's pre-roll, 2.5 s. */
+const OVER_SPEECH_WINDOW = 2.5 * 16_000;
+
+/**
+ * The loop's `overSpeech` for the daemon's speaker: something plays, or played within the
+ * recogniser's pre-roll. A wake word heard then was spoken over IRIS's own voice, and the
+ * recogniser must not adapt to that audio (pipeline/voice.ts).
+ */
+export function overSpeechOf(speaker: Speaker, clock: () => number = () => EchoReference.nowSamples()): () => boolean {
+  return () => {
+    const now = clock();
+    return speaker.playing || speaker.reference.sounding(now - OVER_SPEECH_WINDOW, now);
+  };
+}
 
 /** The daemon's voice: the microphone loop plus spoken announcements. */
 export class VoiceService<R> {
@@ -131,6 +147,7 @@ export class VoiceService<R> {
     await parts.sttStarted.catch((error: unknown) => this.#log.error(`speech to text: ${messageOf(error)}`));
     const loop = new VoiceLoop<R>({
       ...loopOptions(config, parts, sink, this.#o.respond),
+      overSpeech: overSpeechOf(sink),
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       onEvent: (event) => {
         if (event.type === 'wake-end') this.#announcer?.acknowledge();

@@ -81,13 +81,18 @@ export interface VoiceLoopOptions<R> {
    */
   mayAnswer?: (run: number, signal: AbortSignal) => Promise<boolean>;
   /**
-   * Whether IRIS's own audio is playing. A wake word heard over it was spoken over it: the
-   * recogniser is then not primed with the wake phrase's audio (it adapts to what it is primed
-   * with), only with the last 160 ms before the detection. Default: never. Not wired into the
-   * daemon yet: on the room bench it turned right-but-unsure transcripts into 25 % understood
-   * at 0 dB, and one confident wrong answer at +6 dB (docs/room.md).
+   * Whether IRIS's own audio sounds (the daemon: it plays, or played within the pre-roll). A
+   * wake word heard then was spoken over it: the recogniser neither adapts to the wake phrase's
+   * audio nor decodes it (what is left of the echo in it turned commands into garbage), only the
+   * last 160 ms before the detection and what follows; and `overSpeechMinConfidence` applies.
+   * Default: never. Room bench (docs/room.md, 72 dev echo rooms): the right words in 45, against
+   * 16–17 with the wake phrase decoded.
    */
   overSpeech?: () => boolean;
+  /** A command whose wake word came over IRIS's own audio (`overSpeech`) is acted on only at
+   * this confidence or above, when higher than `minConfidence`: what is left of the echo makes
+   * the recogniser surer of wrong words than in a quiet room. Default: `minConfidence`. */
+  overSpeechMinConfidence?: number;
   /** Called when the wake word fires (the daemon warms the model then). */
   onWake?: () => void;
   /** Every stage event, as it happens. */
@@ -113,6 +118,8 @@ interface Command {
   settle?: { held: Int16Array[] };
   /** Speech has begun (`speech-start` emitted). */
   voiced?: boolean;
+  /** The wake word came over IRIS's own audio (`overSpeech`). */
+  overSpeech?: boolean;
 }
 
 /**
@@ -187,7 +194,7 @@ export class VoiceLoop<R> {
     };
     /** Counts command starts: a start overtaken by a later one while it awaited (a trigger or the wake word while the follow-up window opens) gives way. */
     let starts = 0;
-    const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = []) => {
+    const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = [], overSpeech = false) => {
       const start = ++starts;
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
@@ -200,7 +207,7 @@ export class VoiceLoop<R> {
         report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
       }
-      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}) };
+      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}), ...(overSpeech ? { overSpeech } : {}) };
       stream?.push(concatSamples(command.chunks));
       this.#o.vad.reset();
       this.#state = 'command';
@@ -271,7 +278,7 @@ export class VoiceLoop<R> {
             continue;
           }
           const before = triggered ? [] : preRoll.splice(0);
-          await startCommand(++this.#runs, false, detection, overSpeech ? before.slice(-2) : before);
+          await startCommand(++this.#runs, false, detection, overSpeech ? before.slice(-2) : before, overSpeech);
           if (!triggered) continue; // this chunk is the pre-roll's last
           // Started at the speech stage: this chunk is the command's first.
         }
@@ -367,7 +374,8 @@ export class VoiceLoop<R> {
     let transcript: string | undefined;
     try {
       if (this.#o.mayAnswer !== undefined && !(await this.#o.mayAnswer(run, signal))) return this.#finish(command, 'cancelled');
-      const { stt, tts, sink, respond, minConfidence, notUnderstood } = this.#o;
+      const { stt, tts, sink, respond, notUnderstood } = this.#o;
+      const minConfidence = command.overSpeech ? Math.max(this.#o.minConfidence ?? 0, this.#o.overSpeechMinConfidence ?? 0) : this.#o.minConfidence;
       const done = await runPipeline(command.stream ? { recognition: command.stream } : { samples: concatSamples(command.chunks) }, {
         start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
         ...(minConfidence === undefined ? {} : { minConfidence }),
