@@ -13,7 +13,7 @@ import { VoiceService } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
 import type { AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
-import { EchoCanceller, EchoReference, estimateDelay } from '../src/pipeline/echo.js';
+import { EchoCanceller, EchoReference, delaySteps, estimateDelay } from '../src/pipeline/echo.js';
 import { frontEnd } from '../src/pipeline/frontend.js';
 import { Speaker, referenceSamples } from '../src/pipeline/playback.js';
 import { StopWord } from '../src/pipeline/stopword.js';
@@ -86,6 +86,20 @@ describe('echo cancellation', () => {
     const mic = new Int16Array(ref.length);
     mic.set(ref.subarray(0, ref.length - 1234), 1234); // 77.1 ms late
     expect(estimateDelay(mic, ref, maxLag)?.delaySamples).toBe(1234);
+  });
+
+  it('spreads a delay estimate over steps, so the canceller never holds one chunk up for all of it', () => {
+    const played = speechSamples('hello there, how are you doing today', { padS: [0.1, 0.1] });
+    const maxLag = 8000; // 500 ms, the canceller's
+    const ref = played.subarray(0, 32_000);
+    const mic = new Int16Array(ref.length);
+    mic.set(ref.subarray(0, ref.length - 1234), 1234);
+    const steps = delaySteps(mic, ref, maxLag);
+    let count = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) count++;
+    expect(step.value?.delaySamples).toBe(1234);
+    expect(count).toBeGreaterThanOrEqual(8); // ~1 ms each: 1,000 coarse lags in slices of 128, the fine search in fours
   });
 });
 
