@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
+import { probeEcho } from '../src/daemon/room-ear.js';
 import { VoiceService } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
 import type { AudioSink } from '../src/pipeline/audio.js';
@@ -327,6 +328,21 @@ describe('the daemon in a room (real time)', () => {
     expect(stopped).toBe(true);
     expect(asked.length >= 2 || lines.some((line) => /turn 2: .*wake \d/.test(line))).toBe(true);
   }, 90_000);
+});
+
+describe('iris doctor\'s echo probe', () => {
+  it('plays speech through the daemon\'s speaker path and measures the room\'s delay to the microphone', async () => {
+    const room = new LiveRoom(120, 0.8);
+    try {
+      const wav = encodeWav(speechSamples('Testing the echo canceller: one, two, three, four, five, six.', { padS: [0.1, 0.1] }));
+      const stats = await probeEcho(parseConfig('', 'test'), createLogger('iris', { write: () => undefined }), { source: room.microphone, sink: room.sink, wav });
+      expect(stats.canceller).toBe('speexdsp');
+      expect(stats.delayMs).toBeDefined();
+      expect(Math.abs((stats.delayMs ?? 0) - 120)).toBeLessThanOrEqual(30); // the live clock's stamps: a chunk read late moves it a little
+    } finally {
+      room.close();
+    }
+  }, 60_000);
 });
 
 describe('a wake word heard over IRIS', () => {

@@ -4,13 +4,15 @@
  * still works. The daemon's live microphone uses the speaker's reference and the arrival
  * clock; `iris listen --playback` a recording of what was played and the file's positions.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SPEECH_FORMAT, type AudioSource } from '../pipeline/audio.js';
 import { EchoCanceller, EchoReference, liveClock } from '../pipeline/echo.js';
 import { frontEnd } from '../pipeline/frontend.js';
-import type { Speaker } from '../pipeline/playback.js';
+import type { AudioSink } from '../pipeline/audio.js';
+import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
 
 const OWN_LEAD = SPEECH_FORMAT.rate / 5;
@@ -94,4 +96,48 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       stopWord?.free();
     },
   };
+}
+
+export interface EchoProbe {
+  /** The microphone. */
+  source: AudioSource;
+  /** The speaker (wrapped in a `Speaker`, as the daemon's is). */
+  sink: AudioSink;
+  /** What to play: a WAV of speech a couple of seconds long (the delay is found by cross-correlation). */
+  wav: Buffer;
+  /** Microphone read before the sound starts and after it ends (ms); default 400 and 800. */
+  leadMs?: number;
+  tailMs?: number;
+}
+
+/**
+ * Play `wav` on the speaker while the microphone listens through the daemon's own front end
+ * (live clock, the speaker's reference, the canceller): the canceller in use and the delay it
+ * measured from speaker to microphone (`iris doctor`). No delay when no echo was heard (the
+ * speaker does not reach the microphone, or it is too quiet).
+ */
+export async function probeEcho(config: Config, log: Logger, probe: EchoProbe): Promise<RoomStats> {
+  const speaker = new Speaker(probe.sink);
+  const ear = await createFrontEnd({ ...config, audio: { ...config.audio, stop_word: false } }, log, { source: probe.source, speaker });
+  const controller = new AbortController();
+  let started: () => void = () => undefined;
+  const listening = new Promise<void>((resolve) => (started = resolve));
+  const reading = (async () => {
+    for await (const _chunk of ear.source.frames(controller.signal)) started(); // the canceller works as the chunks pass
+  })().catch((error: unknown) => {
+    if (!controller.signal.aborted) throw error;
+  });
+  try {
+    const silent = sleep(5_000, undefined, { signal: controller.signal }).then(() => { throw new Error('the microphone gave no audio in 5 s'); });
+    silent.catch(() => undefined); // aborted once measured
+    await Promise.race([listening, reading, silent]);
+    await sleep(probe.leadMs ?? 400);
+    await speaker.play(probe.wav, controller.signal);
+    await sleep(probe.tailMs ?? 800);
+    return ear.stats();
+  } finally {
+    controller.abort(new DOMException('measured', 'AbortError'));
+    await reading.catch(() => undefined);
+    ear.stop();
+  }
 }
