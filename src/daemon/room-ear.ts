@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { SPEECH_FORMAT, type AudioSource } from '../pipeline/audio.js';
+import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
 import { EchoCanceller, EchoReference, liveClock } from '../pipeline/echo.js';
 import { frontEnd } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
@@ -67,10 +67,20 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   }
   let stopAtS: number | undefined;
   const speaker = input.speaker;
-  const source = frontEnd(input.source, {
+  // Live: each chunk stamped when it arrived, not when a busy loop got round to it (at start
+  // the models load while the microphone queues up seconds of audio).
+  const arrived = new WeakMap<AudioChunk, number>();
+  let arrivedSamples = 0;
+  const clock = liveClock(() => arrivedSamples);
+  const source = frontEnd(speaker ? stampArrivals(input.source, arrived) : input.source, {
     ...(canceller ? { canceller } : {}),
     ...(stopWord ? { stopWord } : {}),
-    clockOf: speaker ? liveClock() : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
+    clockOf: speaker
+      ? (chunk) => {
+        arrivedSamples = Math.round(((arrived.get(chunk) ?? performance.now()) * SPEECH_FORMAT.rate) / 1000);
+        return clock(chunk);
+      }
+      : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
     // IRIS's own audio, 0.2 s ahead of its echo: its spotter hears a "stop" IRIS says first.
     own: (at, length) => (canceller ? canceller.played(at, length, OWN_LEAD) : reference.read(at + OWN_LEAD, length)),
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
@@ -94,6 +104,60 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
     stop: () => {
       canceller?.destroy();
       stopWord?.free();
+    },
+  };
+}
+
+/** Chunks a reader fell this far behind on are dropped, oldest first (seconds). */
+const MAX_QUEUED_S = 30;
+
+/**
+ * `source` read as fast as it delivers, each chunk's arrival noted in `arrived`
+ * (performance.now() ms): the microphone's clock is when the audio came, which a loop busy
+ * with the models cannot tell from when it read it. A reader that falls more than
+ * `MAX_QUEUED_S` behind loses the oldest chunks.
+ */
+export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, number>): AudioSource {
+  return {
+    async *frames(signal) {
+      const inner = new AbortController();
+      const queue: AudioChunk[] = [];
+      let done = false;
+      let failure: unknown;
+      let wake: (() => void) | undefined;
+      const pump = (async () => {
+        try {
+          for await (const chunk of source.frames(AbortSignal.any([signal, inner.signal]))) {
+            arrived.set(chunk, performance.now());
+            queue.push(chunk);
+            if (queue.length > (MAX_QUEUED_S * SPEECH_FORMAT.rate) / Math.max(1, chunk.samples.length)) queue.shift();
+            wake?.();
+          }
+        } catch (error) {
+          failure = error;
+        } finally {
+          done = true;
+          wake?.();
+        }
+      })();
+      try {
+        for (;;) {
+          const chunk = queue.shift();
+          if (chunk !== undefined) {
+            yield chunk;
+            continue;
+          }
+          if (done) {
+            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(messageOf(failure));
+            return;
+          }
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+        }
+      } finally {
+        inner.abort(new DOMException('reader gone', 'AbortError'));
+        await pump;
+      }
     },
   };
 }
