@@ -22,7 +22,12 @@ const RATE = SPEECH_FORMAT.rate;
 export interface StopWordOptions {
   /** The word; default "stop". */
   word?: string;
-  /** pocketsphinx's `-kws_threshold` on the microphone: higher misses more and mistakes less; default 1e-10 (tuned on the dev rooms of scripts/bench-room.ts: 1 heard 42 % at 0 dB, 1e-10 83–89 %, 1e-15 92–100 % with twice the false stops). */
+  /**
+   * pocketsphinx's `-kws_threshold` on the microphone: lower hears more and stops IRIS by
+   * mistake more. Default 1e-10; scripts/bench-room.ts measured ("stop" heard at 0 dB on dev /
+   * held-out, false stops per hour of IRIS talking): 1 → 42 % / – / 6, 1e-5 → 67–75 % / 33 % / 18,
+   * 1e-10 → 83–89 % / 67 % / 64 (docs/room.md). `[audio] stop_word = false` turns it off.
+   */
   threshold?: number;
   /** The spotter on IRIS's own audio (a detection there vetoes one on the microphone); default 1e-15 (lower vetoes the person too: 1e-25 took 0 dB from 89 to 67 % heard). */
   ownThreshold?: number;
