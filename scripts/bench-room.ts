@@ -15,7 +15,8 @@
  * (the right tool call), confidently wrong calls, "stop" heard, self-wakes and self-stops (IRIS
  * alone, saying "hey jarvis" and "stop" itself), ERLE, the front end's CPU per second of audio,
  * the latency it adds (it holds no audio back: its per-chunk processing time) and its memory.
- * Not measured here: false wakes over an hour of continuous speech, and webrtc-audio-processing.
+ * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below). Not measured:
+ * webrtc-audio-processing.
  *
  * The daemon stops talking when it hears the wake word, so a command is mostly spoken over
  * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
@@ -40,6 +41,7 @@ import { matchIntent, sameMeaning } from '../src/intents/match.js';
 import { prefixState } from '../src/intents/prefix.js';
 import { RIVALS } from '../src/intents/sentences.js';
 import { silentLogger } from '../src/log.js';
+import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { EchoCanceller, EchoReference } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
@@ -222,6 +224,8 @@ interface Room {
   /** Where the person starts and ends (seconds), if they speak. */
   personS?: [number, number];
   delayMs: number;
+  /** Where IRIS's current reply starts (seconds): before it, the earlier reply the canceller learns the room on. */
+  currentS?: number;
 }
 
 interface Draws { pick: number; personOffsetS: number; delayMs: number; babbleOffset: number }
@@ -271,8 +275,107 @@ function room(condition: Condition, part: Part, person: Int16Array | undefined, 
   return {
     mic: toInt16(mix), played,
     ...(person ? { personS: [personAt / RATE, (personAt + person.length) / RATE] as [number, number] } : {}),
-    delayMs,
+    delayMs, currentS: (earlier.length + gap) / RATE,
   };
+}
+
+/**
+ * The stop word alone (IRIS_BENCH_KWS="1,1e-10,…", the `-kws_threshold`s to compare): only the
+ * "stop" and IRIS-alone rooms, IRIS_BENCH_STOP_ROOMS of them per person voice (default 4), of
+ * the parts in IRIS_BENCH_PARTS (default dev: tune there, measure held-out once at the end). The
+ * canceller runs once per room; each threshold's spotters then hear its output as the front end
+ * feeds them, the microphone's and IRIS's own audio's apart (IRIS_BENCH_OWN_KWS: the own-voice
+ * spotter's thresholds), and StopWord's own-voice veto is judged after on their detections. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
+ */
+const kwsSweep = process.env.IRIS_BENCH_KWS?.split(',').map(Number);
+if (kwsSweep) {
+  const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
+  const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
+  /** The spotters' utterance restart to try instead of the default (seconds; Infinity = never), e.g. IRIS_BENCH_STOP_RESTART_S=Infinity. */
+  const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
+  const sweepRows: { part: Part; condition: string; person: string; delayMs: number; currentS: number; byThreshold: Record<string, { heard: boolean; selfStops: number; selfStopsWarm: number }> }[] = [];
+  /** The own-voice spotter's thresholds judged (StopWordOptions.ownThreshold), e.g. IRIS_BENCH_OWN_KWS="1e-10,1e-30". */
+  const ownSweep = (process.env.IRIS_BENCH_OWN_KWS ?? process.env.IRIS_BENCH_KWS ?? '').split(',').map(Number);
+  for (const part of parts) {
+    const rand = random(part === 'dev' ? 124 : 2124);
+    for (const condition of CONDITIONS.filter((c) => c.says !== 'command' && (only === undefined || only.includes(c.name)))) {
+      for (const voice of condition.says === 'stop' ? PEOPLE[part] : PEOPLE[part].slice(0, 1)) {
+        let person: Int16Array | undefined;
+        if (condition.says === 'stop') {
+          const file = join(CACHE, `stop-${voice.synth}-${voice.name}.wav`);
+          synthesize('stop', voice, file);
+          person = decodeWav(readFileSync(file));
+        }
+        for (let k = 0; k < perVoice; k++) {
+          const r = room(condition, part, person, drawsOf(rand));
+          // The canceller once: its output, and IRIS's own audio as the front end hands it to the spotter on it.
+          const reference = new EchoReference(r.played.length / RATE + 2);
+          reference.write(r.played, 0);
+          const canceller = await EchoCanceller.create(reference);
+          const out = new Int16Array(r.mic.length);
+          const own = new Int16Array(r.mic.length);
+          for (let at = 0; at + 1280 <= r.mic.length; at += 1280) {
+            out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
+            own.set(canceller.played(at, 1280, RATE / 5), at);
+          }
+          canceller.destroy();
+          const [from, to] = r.personS ?? [Infinity, Infinity];
+          const byThreshold: Record<string, { heard: boolean; selfStops: number; selfStopsWarm: number }> = {};
+          // Each threshold's spotter over the cancelled microphone and over IRIS's own audio, apart
+          // (as frontend.ts feeds them; the own-voice veto is judged after).
+          const spot = async (threshold: number, heard: Int16Array): Promise<number[]> => {
+            const stopWord = await StopWord.create({ threshold, ownThreshold: 1, ...(restartS === undefined ? {} : { restartS }) }); // its own-voice spotter hears silence here
+            const found: number[] = [];
+            const silence = new Int16Array(1280);
+            let wasArmed = false;
+            for (let at = 0; at + 1280 <= heard.length; at += 1280) {
+              const armed = reference.sounding(at - RATE / 4, at + 1280);
+              if (armed) {
+                const atS = stopWord.push(heard.subarray(at, at + 1280), silence, (at + 1280) / RATE);
+                if (atS !== undefined) found.push(atS);
+              } else if (wasArmed) stopWord.reset();
+              wasArmed = armed;
+            }
+            stopWord.free();
+            return found;
+          };
+          const micHits = new Map<number, number[]>();
+          const ownHits = new Map<number, number[]>();
+          for (const threshold of new Set([...kwsSweep, ...ownSweep])) {
+            if (kwsSweep.includes(threshold)) micHits.set(threshold, await spot(threshold, out));
+            if (ownSweep.includes(threshold)) ownHits.set(threshold, await spot(threshold, own));
+          }
+          for (const threshold of kwsSweep) {
+            for (const ownThreshold of ownSweep) {
+              const owned = ownHits.get(ownThreshold) ?? [];
+              const passed = (micHits.get(threshold) ?? []).filter((t) => !owned.some((o) => t - o >= 0 && t - o <= 1)); // StopWord's own-voice veto
+              const self = passed.filter((t) => !(t >= from && t <= to + 0.3));
+              byThreshold[`${threshold} own ${ownThreshold}`] = {
+                heard: passed.some((t) => t >= from && t <= to + 0.3), selfStops: self.length,
+                // Over the current reply only: the canceller has learned the room on the earlier one, as a running daemon's has.
+                selfStopsWarm: self.filter((t) => t >= (r.currentS ?? 0)).length,
+              };
+            }
+          }
+          sweepRows.push({ part, condition: condition.name, person: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), byThreshold });
+        }
+      }
+      process.stderr.write(`${part} ${condition.name}: ${sweepRows.length} rooms\n`);
+    }
+  }
+  const sweep = kwsSweep.flatMap((threshold) => ownSweep.flatMap((ownThreshold) => parts.flatMap((part) => CONDITIONS.filter((c) => c.says !== 'command').flatMap((condition) => {
+    const set = sweepRows.filter((r) => r.part === part && r.condition === condition.name).map((r) => r.byThreshold[`${threshold} own ${ownThreshold}`]);
+    if (set.length === 0) return [];
+    return [{
+      threshold, own_threshold: ownThreshold, part, condition: condition.name, n: set.length,
+      ...(condition.says === 'stop' ? { stop_pct: Math.round((100 * set.filter((x) => x?.heard).length) / set.length) } : {}),
+      self_stops: set.reduce((sum, x) => sum + (x?.selfStops ?? 0), 0),
+      self_stops_current_reply: set.reduce((sum, x) => sum + (x?.selfStopsWarm ?? 0), 0),
+    }];
+  }))));
+  console.table(sweep);
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, thresholds: kwsSweep, own_thresholds: ownSweep, restart_s: restartS ?? 'default', sweep, rows: sweepRows });
+  process.exit(0);
 }
 
 // The parts, loaded once, as bench-understanding.ts does.
@@ -293,6 +396,108 @@ gc?.();
 const frontEndMemoryMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
 probe.canceller.destroy();
 probe.stop.free();
+
+/**
+ * False wakes over continuous speech (IRIS_BENCH_FALSE_WAKE_MIN, minutes; default off): a person
+ * reading for that long (pocketsphinx-testdata's LibriVox recordings at three tempos and three
+ * pitches, then flite and festival voices reading the licences in /usr/share/common-licenses,
+ * back to back), through the front end (IRIS silent: the canceller passes it through, the
+ * stop word is not armed) and the wake word. And IRIS's own voice (IRIS_BENCH_OWN_VOICE_MIN,
+ * default the same): espeak-ng reading those texts from its speaker, loud at the microphone through a room,
+ * one canceller kept throughout as the daemon keeps it: self-wakes and self-stops per hour,
+ * and the raw microphone's wakes as the baseline. Writes scripts/results/room-false-wakes.json.
+ */
+const falseWakeMin = Number(process.env.IRIS_BENCH_FALSE_WAKE_MIN ?? 0);
+/** The stop word's `-kws_threshold` to try instead of its default, e.g. IRIS_BENCH_KWS_THRESHOLD=1e-10. */
+const stopThreshold = process.env.IRIS_BENCH_KWS_THRESHOLD === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_THRESHOLD);
+if (falseWakeMin > 0) {
+  const ownMin = Number(process.env.IRIS_BENCH_OWN_VOICE_MIN ?? falseWakeMin);
+  const texts = ['GPL-3', 'Apache-2.0', 'MPL-2.0', 'LGPL-2.1', 'GFDL-1.3', 'Artistic'].flatMap((name) =>
+    readFileSync(`/usr/share/common-licenses/${name}`, 'utf8').replace(/\s+/g, ' ').split(/(?<=[.;:]) /).filter((t) => /[a-z]{3}/i.test(t)));
+  // Sentences grouped into ~40 s paragraphs (about 100 words).
+  const paragraphs: string[] = [];
+  for (let i = 0, words = 0, current: string[] = []; i < texts.length; i++) {
+    const sentence = (texts[i] ?? '').replace(/[^A-Za-z0-9,.;:'\- ]/g, ' ').slice(0, 600);
+    current.push(sentence);
+    words += sentence.split(' ').length;
+    if (words >= 100) { paragraphs.push(current.join(' ')); current = []; words = 0; }
+  }
+  const speak = (text: string, voice: Voice): Int16Array => {
+    const file = join(CACHE, `read-${voice.synth}-${voice.name}-${text.replace(/[^a-z]+/gi, '_').slice(0, 60)}-${text.length}.wav`);
+    try { return decodeWav(readFileSync(file)); } catch { synthesize(text, voice, file); return decodeWav(readFileSync(file)); }
+  };
+  const readers: Voice[] = [...PEOPLE.dev, ...PEOPLE.heldout].filter((v) => v.synth === 'flite').concat([{ synth: 'festival', name: 'kal_diphone' }]);
+  /** Up to `minutes` of `make(i)` back to back, handed on in 80 ms chunks; how much was heard. */
+  async function stream(minutes: number, make: (i: number) => Int16Array | undefined, hear: (chunk: Int16Array, atS: number) => Promise<void>): Promise<number> {
+    let atS = 0;
+    for (let i = 0; atS < minutes * 60; i++) {
+      const part = make(i);
+      if (!part) break;
+      for (let at = 0; at + 1280 <= part.length && atS < minutes * 60; at += 1280, atS += 0.08) await hear(part.subarray(at, at + 1280), atS);
+    }
+    return atS;
+  }
+  const librivox = ['0870', '0880', '0890', '0920', '0930'].map((n) => `/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-${n}.wav`);
+  const variants = [0.9, 1, 1.1].flatMap((tempo) => [-200, 0, 200].map((cents) => ['tempo', String(tempo), 'pitch', String(cents)]));
+  const person = (i: number): Int16Array | undefined => {
+    const k = i - librivox.length * variants.length;
+    if (k < 0) return sox(decodeWav(readFileSync(librivox[i % librivox.length] ?? '')), variants[Math.floor(i / librivox.length)] ?? []);
+    const text = paragraphs[k % paragraphs.length];
+    return text === undefined ? undefined : speak(text, readers[k % readers.length] ?? { synth: 'flite', name: 'rms' });
+  };
+  // A person reading, IRIS silent.
+  wake.reset();
+  let personWakes = 0;
+  const personWakeAt: number[] = [];
+  const personS = await stream(falseWakeMin, person, async (chunk, atS) => {
+    const detection = await wake.process({ ...SPEECH_FORMAT, samples: chunk, atS });
+    if (detection) { personWakes++; personWakeAt.push(round(atS, 1)); wake.reset(); }
+  });
+  process.stderr.write(`person reading: ${round(personS / 60, 1)} min, ${personWakes} wakes\n`);
+  // IRIS reading from its speaker, one canceller throughout.
+  const reference = new EchoReference(90);
+  const canceller = await EchoCanceller.create(reference);
+  const stopWord = await StopWord.create(stopThreshold === undefined ? {} : { threshold: stopThreshold });
+  const rand = random(77);
+  let clock = 0;
+  const own = { wakes: 0, baselineWakes: 0, stops: 0, wakeAt: [] as number[], stopAt: [] as number[] };
+  const rawWake = await createOpenWakeWord({ model: 'hey_jarvis' }); // the baseline: the raw microphone
+  const ownS = await stream(ownMin, (i) => {
+    const text = paragraphs[(i * 7) % paragraphs.length];
+    if (text === undefined) return undefined;
+    const played = new Int16Array(espeak(text, i % 2 === 0 ? 'en-us' : 'en-gb').length + RATE); // a second's pause after each
+    played.set(espeak(text, i % 2 === 0 ? 'en-us' : 'en-gb'));
+    const delayMs = 60 + Math.round(rand() * 120);
+    const echo = sox(played, ['reverb', '50', '50', '60']);
+    const mix = new Float64Array(played.length);
+    addInto(mix, echo, Math.round((delayMs * RATE) / 1000));
+    addInto(mix, pink(played.length), 0, 0.3);
+    const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0); // the microphone's gain: loud, not clipped
+    for (let k = 0; k < mix.length; k++) mix[k] = (mix[k] ?? 0) * (29_000 / Math.max(1, peak));
+    reference.write(played, clock);
+    return toInt16(mix);
+  }, async (chunk, atS) => {
+    const at = clock;
+    clock += chunk.length;
+    const out = canceller.process(chunk, at);
+    const armed = reference.sounding(at - RATE / 4, at + chunk.length);
+    if (armed && stopWord.push(out, canceller.played(at, chunk.length, RATE / 5), atS) !== undefined) { own.stops++; own.stopAt.push(round(atS, 1)); }
+    if (await wake.process({ ...SPEECH_FORMAT, samples: out, atS })) { own.wakes++; own.wakeAt.push(round(atS, 1)); wake.reset(); }
+    if (await rawWake.process({ ...SPEECH_FORMAT, samples: chunk, atS })) { own.baselineWakes++; rawWake.reset(); }
+  });
+  canceller.destroy();
+  stopWord.free();
+  const perHour = (n: number, s: number) => round((n * 3600) / Math.max(1, s), 2);
+  const figures = {
+    wake_threshold: config.assistant.wake_threshold,
+    stop_kws_threshold: stopThreshold ?? 'default',
+    person_reading: { minutes: round(personS / 60, 1), wakes: personWakes, per_hour: perHour(personWakes, personS), at_s: personWakeAt },
+    iris_own_voice: { minutes: round(ownS / 60, 1), echo: 'espeak-ng en-us/en-gb, 60-180 ms late, reverb 50 %, microphone peaks at 29,000 of 32,767', self_wakes: own.wakes, self_wakes_per_hour: perHour(own.wakes, ownS), self_stops: own.stops, self_stops_per_hour: perHour(own.stops, ownS), baseline_self_wakes: own.baselineWakes, wake_at_s: own.wakeAt, stop_at_s: own.stopAt },
+  };
+  console.log(figures);
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-false-wakes', figures);
+  process.exit(0);
+}
 
 const key = (name: string, args: Record<string, unknown>) => `${name} ${JSON.stringify(args)}`;
 async function expectedCall(command: string): Promise<string> {
@@ -367,7 +572,7 @@ interface Row {
   measuredDelayMs?: number; erleDb?: number;
   cancelled: { wake: boolean; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
-  audioS: number; cpuS: number; chunkMsP95: number;
+  audioS: number; cpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
 
 const minConfidence = config.stt.min_confidence;
@@ -441,7 +646,7 @@ for (const part of PARTS) {
           ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
           cancelled: { ...judge(withFront), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
           baseline: judge(without),
-          audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2),
+          audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
         });
         if (condition.says === 'nothing') break; // IRIS alone: one per voice is enough
       }
@@ -486,11 +691,12 @@ const summary = {
   confident_wrong: Object.fromEntries(PARTS.map((p) => [p, { rooms: commandRows(p).length, front_end: commandRows(p).filter((r) => r.cancelled.wrong).length, ...(baselineOn ? { baseline: commandRows(p).filter((r) => r.baseline.wrong).length } : {}) }])),
   front_end_cpu_s_per_s: round(cpuS / audioS, 4),
   front_end_chunk_ms_p95: chunkP95[Math.floor(chunkP95.length * 0.95)] ?? null,
+  front_end_chunk_ms_max: Math.max(0, ...rows.map((r) => r.chunkMsMax)),
   front_end_added_latency_ms: 'no audio held back: output chunk = input chunk; the cost is the per-chunk processing time above',
   front_end_memory_mb: round(frontEndMemoryMb, 1),
   rooms: rows.length,
   audio_s: round(audioS, 0),
-  not_measured: ['false wakes per hour of continuous speech', 'webrtc-audio-processing (needs a C++ shim)', 'last word → first audio in these rooms'],
+  not_measured: ['false wakes per hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN=60 (results/room-false-wakes.json)', 'webrtc-audio-processing (needs a C++ shim)', 'last word → first audio in these rooms'],
 };
 console.table(table);
 console.log(summary);

@@ -9,11 +9,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
+import { probeEcho, stampArrivals } from '../src/daemon/room-ear.js';
 import { VoiceService, overSpeechOf } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
-import type { AudioSink } from '../src/pipeline/audio.js';
+import type { AudioChunk, AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
-import { EchoCanceller, EchoReference, estimateDelay } from '../src/pipeline/echo.js';
+import { EchoCanceller, EchoReference, delaySteps, estimateDelay } from '../src/pipeline/echo.js';
 import { frontEnd } from '../src/pipeline/frontend.js';
 import { Speaker, referenceSamples } from '../src/pipeline/playback.js';
 import { StopWord } from '../src/pipeline/stopword.js';
@@ -86,6 +87,20 @@ describe('echo cancellation', () => {
     const mic = new Int16Array(ref.length);
     mic.set(ref.subarray(0, ref.length - 1234), 1234); // 77.1 ms late
     expect(estimateDelay(mic, ref, maxLag)?.delaySamples).toBe(1234);
+  });
+
+  it('spreads a delay estimate over steps, so the canceller never holds one chunk up for all of it', () => {
+    const played = speechSamples('hello there, how are you doing today', { padS: [0.1, 0.1] });
+    const maxLag = 8000; // 500 ms, the canceller's
+    const ref = played.subarray(0, 32_000);
+    const mic = new Int16Array(ref.length);
+    mic.set(ref.subarray(0, ref.length - 1234), 1234);
+    const steps = delaySteps(mic, ref, maxLag);
+    let count = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) count++;
+    expect(step.value?.delaySamples).toBe(1234);
+    expect(count).toBeGreaterThanOrEqual(8); // ~1 ms each: 1,000 coarse lags in slices of 128, the fine search in fours
   });
 });
 
@@ -304,6 +319,39 @@ describe('the daemon in a room (real time)', () => {
     }
   }
 
+  /**
+   * A timer rings from the daemon's speaker, IRIS itself saying "stop" in it
+   * (echo `gain` × the person's level, 90 ms late); after `afterMs` the person says "stop".
+   * What happened before the person spoke, and how long after the word ended playback stopped.
+   */
+  async function stopOver(gain: number, afterMs: number) {
+    const room = new LiveRoom(90, gain);
+    const { voice, lines, asked } = await daemonIn(room, true);
+    try {
+      // Not "hey jarvis": over a canceller that has not converged yet (the daemon's first words)
+      // IRIS's own wake phrase can still wake it (docs/room.md, Left).
+      const text = 'Your timer for ten minutes is done. Say stop, and I will stop. Or ask me something else, I am listening. The ten minutes are up.';
+      voice.announce({ kind: 'timer', id: '7', due: new Date().toISOString(), text });
+      await until(() => room.playing > 0, 15_000);
+      await new Promise((r) => setTimeout(r, afterMs)); // IRIS's own "stop" has sounded
+      const before = { stopped: room.stoppedAtMs !== undefined, heard: lines.filter((line) => /heard "stop"|acknowledged|wake/.test(line)), asked: [...asked] };
+      const wordEndMs = room.say(commandSamples('stop', { padS: [0, 0] }));
+      await until(() => room.stoppedAtMs !== undefined && lines.some((line) => line.includes('acknowledged: #7')), 20_000);
+      return { before, lagMs: room.stoppedAtMs === undefined ? undefined : room.stoppedAtMs - wordEndMs, lines };
+    } finally {
+      room.close();
+      await voice.stop();
+    }
+  }
+
+  it('"stop" over a ringing timer stops it within 300 ms and acknowledges it; IRIS saying "stop" itself does not', async () => {
+    const { before, lagMs, lines } = await stopOver(1, 7_000);
+    expect(before).toEqual({ stopped: false, heard: [], asked: [] });
+    expect(lines.some((line) => line.includes('acknowledged: #7'))).toBe(true);
+    expect(lagMs).toBeDefined();
+    expect(lagMs).toBeLessThanOrEqual(300);
+  }, 90_000);
+
   // The command after the wake word is taken; whether it is understood over the last of IRIS's
   // words (the reply stops within 200 ms of the detection, later on a busy machine) is the
   // benchmark's to measure (scripts/bench-room.ts), not a pass/fail here.
@@ -313,6 +361,49 @@ describe('the daemon in a room (real time)', () => {
     expect(stopped).toBe(true);
     expect(asked.length >= 2 || lines.some((line) => /turn 2: .*wake \d/.test(line))).toBe(true);
   }, 90_000);
+});
+
+describe('the live microphone\'s clock', () => {
+  it('stamps each chunk when it arrived, not when a busy loop got round to reading it', async () => {
+    const microphone = new PushedAudio();
+    const arrived = new WeakMap<AudioChunk, number>();
+    const source = stampArrivals(microphone, arrived);
+    const pushedMs: number[] = [];
+    const frames = source.frames(new AbortController().signal)[Symbol.asyncIterator]();
+    const first = frames.next(); // reading starts; the pump takes chunks as they come
+    for (let i = 0; i < 5; i++) {
+      pushedMs.push(performance.now());
+      microphone.push(new Int16Array(1280));
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    await new Promise((r) => setTimeout(r, 300)); // the loop is busy (models loading)
+    const chunks = [(await first).value as AudioChunk];
+    for (let i = 1; i < 5; i++) chunks.push((await frames.next()).value as AudioChunk);
+    const readMs = performance.now();
+    microphone.end();
+    await frames.return?.();
+    chunks.forEach((chunk, i) => {
+      const at = arrived.get(chunk);
+      expect(at).toBeDefined();
+      expect(Math.abs((at ?? 0) - (pushedMs[i] ?? 0))).toBeLessThan(40);
+      expect(readMs - (at ?? 0)).toBeGreaterThan(250);
+    });
+  });
+});
+
+describe('iris doctor\'s echo probe', () => {
+  it('plays speech through the daemon\'s speaker path and measures the room\'s delay to the microphone', async () => {
+    const room = new LiveRoom(120, 0.8);
+    try {
+      const wav = encodeWav(speechSamples('Testing the echo canceller: one, two, three, four, five, six.', { padS: [0.1, 0.1] }));
+      const stats = await probeEcho(parseConfig('', 'test'), createLogger('iris', { write: () => undefined }), { source: room.microphone, sink: room.sink, wav });
+      expect(stats.canceller).toBe('speexdsp');
+      expect(stats.delayMs).toBeDefined();
+      expect(Math.abs((stats.delayMs ?? 0) - 120)).toBeLessThanOrEqual(30); // the live clock's stamps: a chunk read late moves it a little
+    } finally {
+      room.close();
+    }
+  }, 60_000);
 });
 
 describe('a wake word heard over IRIS', () => {

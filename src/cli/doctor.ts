@@ -15,7 +15,8 @@ import type { Logger } from '../log.js';
 import { EchoCanceller, EchoReference } from '../pipeline/echo.js';
 import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
-import { arecordArgs } from '../pipeline/capture.js';
+import { arecordArgs, arecordSource } from '../pipeline/capture.js';
+import { probeEcho } from '../daemon/room-ear.js';
 import { BlockList, isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { satelliteRooms } from '../config/schema.js';
@@ -36,7 +37,7 @@ export async function doctor(config: Config, configPath: string, stateDir: strin
   checks.push(await speechOutCheck(config, engines));
   checks.push(...(await audioChecks(config)));
   checks.push(await wakeWordCheck(config, engines));
-  checks.push(await echoCheck(config));
+  checks.push(await echoCheck(config, engines, log));
   checks.push(speechToTextCheck(config, log));
   checks.push(...(await satelliteChecks(config)));
   await iris.mcp.servers.startAll(); // a real start, not the cached tool lists
@@ -127,8 +128,8 @@ async function audioChecks(config: Config): Promise<Check[]> {
   return checks;
 }
 
-/** The echo canceller and the stop word load (the daemon measures the delay while it talks: `iris status`). */
-async function echoCheck(config: Config): Promise<Check> {
+/** The echo canceller and the stop word load, and the speaker-to-microphone delay the canceller measures on a test sentence. */
+async function echoCheck(config: Config, engines: Engines, log: Logger): Promise<Check> {
   if (!config.audio.echo_cancel) return { ok: true, what: 'echo canceller', detail: 'off ([audio] echo_cancel = false): IRIS cannot hear a person over its own voice' };
   try {
     (await EchoCanceller.create(new EchoReference(1))).destroy();
@@ -144,7 +145,19 @@ async function echoCheck(config: Config): Promise<Check> {
       stop = `off: ${messageOf(error)}`;
     }
   }
-  return { ok: true, what: 'echo canceller', detail: `speexdsp; the speaker-to-microphone delay is measured while IRIS talks (iris status shows it); stop word ${stop}` };
+  let delay = 'no microphone to measure the speaker-to-microphone delay with';
+  if (config.audio.input !== '') {
+    try {
+      const wav = await engines.tts().synthesize('Testing the echo canceller: one, two, three, four, five, six.');
+      const room = await probeEcho(config, log, { source: arecordSource({ device: config.audio.input }), sink: aplaySink({ device: config.audio.output }), wav });
+      delay = room.delayMs === undefined
+        ? 'no echo of a test sentence reached the microphone (nothing to cancel, or the speaker is too quiet)'
+        : `speaker-to-microphone delay ${Math.round(room.delayMs)} ms, measured on a test sentence`;
+    } catch (error) {
+      delay = `the delay could not be measured: ${messageOf(error)}`;
+    }
+  }
+  return { ok: true, what: 'echo canceller', detail: `speexdsp; ${delay}; stop word ${stop}` };
 }
 
 async function wakeWordCheck(config: Config, engines: Engines): Promise<Check> {

@@ -4,13 +4,15 @@
  * still works. The daemon's live microphone uses the speaker's reference and the arrival
  * clock; `iris listen --playback` a recording of what was played and the file's positions.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { SPEECH_FORMAT, type AudioSource } from '../pipeline/audio.js';
+import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
 import { EchoCanceller, EchoReference, liveClock } from '../pipeline/echo.js';
 import { frontEnd } from '../pipeline/frontend.js';
-import type { Speaker } from '../pipeline/playback.js';
+import type { AudioSink } from '../pipeline/audio.js';
+import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
 
 const OWN_LEAD = SPEECH_FORMAT.rate / 5;
@@ -65,10 +67,20 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   }
   let stopAtS: number | undefined;
   const speaker = input.speaker;
-  const source = frontEnd(input.source, {
+  // Live: each chunk stamped when it arrived, not when a busy loop got round to it (at start
+  // the models load while the microphone queues up seconds of audio).
+  const arrived = new WeakMap<AudioChunk, number>();
+  let arrivedSamples = 0;
+  const clock = liveClock(() => arrivedSamples);
+  const source = frontEnd(speaker ? stampArrivals(input.source, arrived) : input.source, {
     ...(canceller ? { canceller } : {}),
     ...(stopWord ? { stopWord } : {}),
-    clockOf: speaker ? liveClock() : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
+    clockOf: speaker
+      ? (chunk) => {
+        arrivedSamples = Math.round(((arrived.get(chunk) ?? performance.now()) * SPEECH_FORMAT.rate) / 1000);
+        return clock(chunk);
+      }
+      : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
     // IRIS's own audio, 0.2 s ahead of its echo: its spotter hears a "stop" IRIS says first.
     own: (at, length) => (canceller ? canceller.played(at, length, OWN_LEAD) : reference.read(at + OWN_LEAD, length)),
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
@@ -94,4 +106,102 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       stopWord?.free();
     },
   };
+}
+
+/** Chunks a reader fell this far behind on are dropped, oldest first (seconds). */
+const MAX_QUEUED_S = 30;
+
+/**
+ * `source` read as fast as it delivers, each chunk's arrival noted in `arrived`
+ * (performance.now() ms): the microphone's clock is when the audio came, which a loop busy
+ * with the models cannot tell from when it read it. A reader that falls more than
+ * `MAX_QUEUED_S` behind loses the oldest chunks.
+ */
+export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, number>): AudioSource {
+  return {
+    async *frames(signal) {
+      const inner = new AbortController();
+      const queue: AudioChunk[] = [];
+      let done = false;
+      let failure: unknown;
+      let wake: (() => void) | undefined;
+      const pump = (async () => {
+        try {
+          for await (const chunk of source.frames(AbortSignal.any([signal, inner.signal]))) {
+            arrived.set(chunk, performance.now());
+            queue.push(chunk);
+            if (queue.length > (MAX_QUEUED_S * SPEECH_FORMAT.rate) / Math.max(1, chunk.samples.length)) queue.shift();
+            wake?.();
+          }
+        } catch (error) {
+          failure = error;
+        } finally {
+          done = true;
+          wake?.();
+        }
+      })();
+      try {
+        for (;;) {
+          const chunk = queue.shift();
+          if (chunk !== undefined) {
+            yield chunk;
+            continue;
+          }
+          if (done) {
+            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(messageOf(failure));
+            return;
+          }
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+        }
+      } finally {
+        inner.abort(new DOMException('reader gone', 'AbortError'));
+        await pump;
+      }
+    },
+  };
+}
+
+export interface EchoProbe {
+  /** The microphone. */
+  source: AudioSource;
+  /** The speaker (wrapped in a `Speaker`, as the daemon's is). */
+  sink: AudioSink;
+  /** What to play: a WAV of speech a couple of seconds long (the delay is found by cross-correlation). */
+  wav: Buffer;
+  /** Microphone read before the sound starts and after it ends (ms); default 400 and 800. */
+  leadMs?: number;
+  tailMs?: number;
+}
+
+/**
+ * Play `wav` on the speaker while the microphone listens through the daemon's own front end
+ * (live clock, the speaker's reference, the canceller): the canceller in use and the delay it
+ * measured from speaker to microphone (`iris doctor`). No delay when no echo was heard (the
+ * speaker does not reach the microphone, or it is too quiet).
+ */
+export async function probeEcho(config: Config, log: Logger, probe: EchoProbe): Promise<RoomStats> {
+  const speaker = new Speaker(probe.sink);
+  const ear = await createFrontEnd({ ...config, audio: { ...config.audio, stop_word: false } }, log, { source: probe.source, speaker });
+  const controller = new AbortController();
+  let started: () => void = () => undefined;
+  const listening = new Promise<void>((resolve) => (started = resolve));
+  const reading = (async () => {
+    for await (const _chunk of ear.source.frames(controller.signal)) started(); // the canceller works as the chunks pass
+  })().catch((error: unknown) => {
+    if (!controller.signal.aborted) throw error;
+  });
+  try {
+    const silent = sleep(5_000, undefined, { signal: controller.signal }).then(() => { throw new Error('the microphone gave no audio in 5 s'); });
+    silent.catch(() => undefined); // aborted once measured
+    await Promise.race([listening, reading, silent]);
+    await sleep(probe.leadMs ?? 400);
+    await speaker.play(probe.wav, controller.signal);
+    await sleep(probe.tailMs ?? 800);
+    return ear.stats();
+  } finally {
+    controller.abort(new DOMException('measured', 'AbortError'));
+    await reading.catch(() => undefined);
+    ear.stop();
+  }
 }

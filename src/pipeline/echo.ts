@@ -134,6 +134,21 @@ export interface DelayEstimate {
  * at 16 kHz around the best coarse lag. Undefined when the reference is silent.
  */
 export function estimateDelay(mic: Int16Array, ref: Int16Array, maxLagSamples: number): DelayEstimate | undefined {
+  const steps = delaySteps(mic, ref, maxLagSamples);
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  return step.value;
+}
+
+/** Coarse lags correlated per step of `delaySteps`: ~1 ms of work, so a step fits beside a frame on the audio path. */
+const LAGS_PER_STEP = 128;
+
+/**
+ * `estimateDelay` in steps: each `next()` does a slice of the work (the decimation, `LAGS_PER_STEP`
+ * coarse lags, the fine search), so the canceller spreads an estimate over the next frames
+ * instead of holding one chunk up for all of it (8 ms on an idle core, 100+ ms on a busy one).
+ */
+export function* delaySteps(mic: Int16Array, ref: Int16Array, maxLagSamples: number): Generator<void, DelayEstimate | undefined> {
   const n = mic.length - maxLagSamples;
   if (n <= 0 || ref.length < mic.length) return undefined;
   const factor = 8; // 2 kHz: speech's energy is below 1 kHz, and lags cost 64× less
@@ -145,6 +160,7 @@ export function estimateDelay(mic: Int16Array, ref: Int16Array, maxLagSamples: n
   let best = 0;
   let bestScore = -Infinity;
   for (let lag = 0; lag <= lowLag; lag++) {
+    if (lag % LAGS_PER_STEP === 0) yield;
     const score = Math.abs(correlation(micLow, refLow, refLowSums, lag, lowN, lowLag));
     if (score > bestScore) {
       bestScore = score;
@@ -152,12 +168,14 @@ export function estimateDelay(mic: Int16Array, ref: Int16Array, maxLagSamples: n
     }
   }
   if (!(bestScore > 0)) return undefined;
+  yield;
   const micFull = Float32Array.from(mic);
   const refFull = Float32Array.from(ref);
   const refSums = squareSums(refFull);
   let fine = best * factor;
   let fineScore = -Infinity;
   for (let lag = Math.max(0, best * factor - factor); lag <= Math.min(maxLagSamples, best * factor + factor); lag++) {
+    if (lag % 4 === 0) yield;
     const score = Math.abs(correlation(micFull, refFull, refSums, lag, n, maxLagSamples));
     if (score > fineScore) {
       fineScore = score;
@@ -221,6 +239,10 @@ export class EchoCanceller {
   #delay: number | undefined;
   #sinceEstimate = 0;
   #pending: { delay: number } | undefined;
+  /** A delay estimate under way (`delaySteps`): a step per frame until the delay is known, then one per chunk. */
+  #job: Generator<void, DelayEstimate | undefined> | undefined;
+  /** A step of `#job` was taken in this chunk. */
+  #stepped = false;
   /** Where the microphone's clock last jumped: the ring before it does not line up. */
   #jumpAt = -Infinity;
   #micEnergy = 0;
@@ -271,9 +293,11 @@ export class EchoCanceller {
       const jump = at - this.#micEnd;
       if (this.#delay !== undefined) this.#delay = Math.min(this.#maxLag, Math.max(0, this.#delay + jump));
       this.#pending = undefined;
+      this.#job = undefined; // over audio that no longer lines up
       this.#jumpAt = at;
     }
     this.#remember(samples, at);
+    this.#stepped = false;
     const out = new Int16Array(samples.length);
     for (let offset = 0; offset + FRAME <= samples.length; offset += FRAME) {
       out.set(this.#frame(samples.subarray(offset, offset + FRAME), at + offset), offset);
@@ -302,7 +326,10 @@ export class EchoCanceller {
     if (!sounding) return mic;
     this.#sounding += FRAME;
     this.#sinceEstimate += FRAME;
-    if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + FRAME);
+    // Tracking (the delay known): one step per chunk, so no chunk carries more than ~1 ms of it.
+    if (this.#job) {
+      if (this.#delay === undefined || !this.#stepped) this.#step();
+    } else if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + FRAME);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = Math.max(0, this.#delay - MARGIN_SAMPLES);
     const ref = this.#reference.read(at - shift, FRAME, this.#refFrame);
@@ -312,7 +339,7 @@ export class EchoCanceller {
     return out;
   }
 
-  /** Re-estimate the delay over the last window; a change is taken when two estimates agree. */
+  /** Start re-estimating the delay over the last window (the work is spread over the next frames). */
   #track(end: number): void {
     if (this.#micEnd - end < 0 || end - this.#window - this.#maxLag < this.#micEnd - this.#micRing.length) return;
     const from = end - this.#window - this.#maxLag;
@@ -322,7 +349,17 @@ export class EchoCanceller {
     if (energy(ref, this.#maxLag) === 0) return;
     const mic = new Int16Array(this.#window + this.#maxLag);
     for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
-    const estimate = estimateDelay(mic, ref, this.#maxLag);
+    this.#job = delaySteps(mic, ref, this.#maxLag);
+    this.#step();
+  }
+
+  /** One step of the estimate under way; when it is done, a change is taken when two estimates agree. */
+  #step(): void {
+    this.#stepped = true;
+    const step = this.#job?.next();
+    if (!step?.done) return;
+    this.#job = undefined;
+    const estimate = step.value;
     if (!estimate || estimate.strength < this.#minStrength) return;
     const known = this.#delay;
     if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs

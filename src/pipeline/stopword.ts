@@ -13,39 +13,82 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { SPEECH_FORMAT } from './audio.js';
 import { SttError } from './stt.js';
 import { DEFAULT_DICTIONARY, MODEL_DIR, dictionaryEntries, loadLibrary, type PocketsphinxLibrary } from './pocketsphinx.js';
+
+const RATE = SPEECH_FORMAT.rate;
 
 export interface StopWordOptions {
   /** The word; default "stop". */
   word?: string;
-  /** pocketsphinx's `-kws_threshold`: higher misses more and mistakes less; default 1 (measured in scripts/bench-room.ts). */
+  /**
+   * pocketsphinx's `-kws_threshold` on the microphone: lower hears more and stops IRIS by
+   * mistake more. Default 1e-10; scripts/bench-room.ts measured ("stop" heard at 0 dB on dev /
+   * held-out, false stops per hour of IRIS talking): 1 → 42 % / – / 6, 1e-5 → 67–75 % / 33 % / 18,
+   * 1e-10 → 83–89 % / 67 % / 64 (docs/room.md). `[audio] stop_word = false` turns it off.
+   */
   threshold?: number;
+  /** The spotter on IRIS's own audio (a detection there vetoes one on the microphone); default 1e-15 (lower vetoes the person too: 1e-25 took 0 dB from 89 to 67 % heard). */
+  ownThreshold?: number;
   /** A detection on the microphone this soon after one in IRIS's own audio (fed ahead of its echo) is IRIS's (seconds); default 1. */
   ownVoiceS?: number;
+  /** How often each spotter starts a new utterance, so its level normalisation follows the echo's (seconds); default 2. */
+  restartS?: number;
+  /** Audio fed again after a restart, longer than the word (seconds); default 0.6. */
+  refeedS?: number;
 }
 
-/** One keyword spotter: 16 kHz samples in, whether the word ended in them. */
+/**
+ * One keyword spotter: 16 kHz samples in, whether the word ended in them. pocketsphinx
+ * normalises its features by a cepstral mean it updates only when an utterance ends (or
+ * after 8 s in one), and IRIS's echo makes the level swing by 20–30 dB (loud before the
+ * canceller converges, quiet after): a spotter left running on one long utterance keeps the
+ * wrong mean and misses the word. So the utterance is restarted every `restartSamples`, and
+ * the last `refeedSamples` are fed again, so a word said across the restart is still whole in
+ * the new one.
+ */
 class Spotter {
-  constructor(readonly lib: PocketsphinxLibrary, readonly decoder: unknown) {
+  /** What was fed since the last detection, at most `refeedSamples` of it (newest last). */
+  #recent: Int16Array[] = [];
+  #recentLength = 0;
+  #sinceRestart = 0;
+
+  constructor(readonly lib: PocketsphinxLibrary, readonly decoder: unknown, readonly restartSamples: number, readonly refeedSamples: number) {
     lib.startUtt(decoder);
   }
 
   push(samples: Int16Array): boolean {
-    this.lib.processRaw(this.decoder, samples);
-    if (this.lib.hyp(this.decoder) === null) return false;
-    this.reset();
-    return true;
+    if (this.#heard(samples)) return true;
+    this.#recent.push(samples);
+    this.#recentLength += samples.length;
+    while (this.#recentLength - (this.#recent[0]?.length ?? 0) >= this.refeedSamples) this.#recentLength -= this.#recent.shift()?.length ?? 0;
+    this.#sinceRestart += samples.length;
+    if (this.#sinceRestart < this.restartSamples) return false;
+    this.lib.endUtt(this.decoder);
+    this.lib.startUtt(this.decoder);
+    this.#sinceRestart = 0;
+    return this.#recent.some((chunk) => this.#heard(chunk));
   }
 
   reset(): void {
     this.lib.endUtt(this.decoder);
     this.lib.startUtt(this.decoder);
+    this.#recent = [];
+    this.#recentLength = 0;
+    this.#sinceRestart = 0;
   }
 
   free(): void {
     this.lib.endUtt(this.decoder);
     this.lib.free(this.decoder);
+  }
+
+  #heard(samples: Int16Array): boolean {
+    this.lib.processRaw(this.decoder, samples);
+    if (this.lib.hyp(this.decoder) === null) return false;
+    this.reset();
+    return true;
   }
 }
 
@@ -57,11 +100,11 @@ export class StopWord {
   /** When the spotter on IRIS's own audio last heard the word (stream seconds). */
   #ownAtS = -Infinity;
 
-  private constructor(word: string, mic: Spotter, own: Spotter, ownVoiceS: number) {
+  private constructor(word: string, mic: Spotter, own: Spotter, options: StopWordOptions) {
     this.word = word;
     this.#mic = mic;
     this.#own = own;
-    this.#ownVoiceS = ownVoiceS;
+    this.#ownVoiceS = options.ownVoiceS ?? 1;
   }
 
   static async create(options: StopWordOptions = {}): Promise<StopWord> {
@@ -75,13 +118,14 @@ export class StopWord {
     try {
       const dict = path.join(dir, 'stop.dict');
       await writeFile(dict, `${entries.map((e) => e.line).join('\n')}\n`);
-      const argv = ['-hmm', model, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(options.threshold ?? 1), '-logfn', '/dev/null'];
-      const [mic, own] = [lib.init(argv), lib.init(argv)];
+      const argv = (threshold: number) => ['-hmm', model, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-logfn', '/dev/null'];
+      const [mic, own] = [lib.init(argv(options.threshold ?? 1e-10)), lib.init(argv(options.ownThreshold ?? 1e-15))];
       if (!mic || !own) {
         for (const decoder of [mic, own]) if (decoder) lib.free(decoder); // the one that did start
         throw new SttError('stt_failed', 'pocketsphinx could not start the stop-word spotter');
       }
-      return new StopWord(word, new Spotter(lib, mic), new Spotter(lib, own), options.ownVoiceS ?? 1);
+      const [restart, refeed] = [(options.restartS ?? 2) * RATE, (options.refeedS ?? 0.6) * RATE];
+      return new StopWord(word, new Spotter(lib, mic, restart, refeed), new Spotter(lib, own, restart, refeed), options);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
