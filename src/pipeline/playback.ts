@@ -13,10 +13,9 @@ import { AudioError } from './capture.js';
 import { stopChild } from './child.js';
 import type { AudioSink } from './audio.js';
 import { EchoReference } from './echo.js';
-import { SPEECH_FORMAT } from './audio.js';
+import { referenceSamples } from './resample.js';
 import { encodeWav, wavInfo } from './wav.js';
 
-const RATE = SPEECH_FORMAT.rate;
 
 export interface AplayOptions {
   /** ALSA playback device. */
@@ -100,41 +99,6 @@ export class Speaker implements AudioSink {
     for (const controller of this.#playing) controller.abort(new DOMException('stopped', 'AbortError'));
     return any;
   }
-}
-
-/**
- * A clip as 16 kHz mono for the echo reference, quickly: it is made while the clip plays.
- * wavefile's sinc resampler (decodeWav) takes 0.6 s for 7 s of espeak-ng's 22,050 Hz; a
- * two-tap low-pass and linear interpolation take a few ms, and the canceller's adaptive filter
- * absorbs the small difference. Undefined for a WAV that is not 16-bit PCM (the player reports it).
- */
-export function referenceSamples(wav: Buffer): Int16Array | undefined {
-  let info: ReturnType<typeof wavInfo>;
-  try {
-    info = wavInfo(wav);
-  } catch {
-    return undefined;
-  }
-  if (info.width !== 2) return undefined;
-  const frames = Math.floor(Math.min(info.dataBytes, wav.length - info.dataOffset) / (2 * info.channels));
-  const mono = new Float32Array(frames);
-  for (let i = 0; i < frames; i++) {
-    let sum = 0;
-    for (let c = 0; c < info.channels; c++) sum += wav.readInt16LE(info.dataOffset + (i * info.channels + c) * 2);
-    mono[i] = sum / info.channels;
-  }
-  if (info.rate === RATE) return Int16Array.from(mono, Math.round);
-  const step = info.rate / RATE;
-  const out = new Int16Array(Math.floor(frames / step));
-  for (let i = 0; i < out.length; i++) {
-    const x = i * step;
-    const k = Math.floor(x);
-    const a = x - k;
-    // Neighbours averaged first: a gentle low-pass against aliasing when going down in rate.
-    const at = (j: number): number => ((mono[j - 1] ?? mono[j] ?? 0) + 2 * (mono[j] ?? 0) + (mono[j + 1] ?? mono[j] ?? 0)) / 4;
-    out[i] = Math.round(at(k) * (1 - a) + at(k + 1) * a);
-  }
-  return out;
 }
 
 /** A sink that keeps everything "played", as one WAV in the first clip's format. */

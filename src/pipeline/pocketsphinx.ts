@@ -19,10 +19,6 @@ import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from '.
 import { Resampler } from './resample.js';
 import { SttError, type SpeechToText, type SttStream, type Transcript } from './stt.js';
 
-// For stopword.ts, until it imports them from pocketsphinx-model.ts and pocketsphinx-binding.ts.
-export { DEFAULT_DICTIONARY, MODEL_DIR, dictionaryEntries } from './pocketsphinx-model.js';
-export { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
-
 export interface PocketsphinxOptions {
   /** Wake phrases the grammar allows before a command, e.g. ["hey jarvis"]. */
   wakePhrases: readonly string[];

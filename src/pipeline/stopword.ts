@@ -9,13 +9,10 @@
  * known before it sounds), and a detection on the microphone within `ownVoiceS` after one on
  * the reference is IRIS's own, not the person's.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { SPEECH_FORMAT } from './audio.js';
 import { SttError } from './stt.js';
-import { DEFAULT_DICTIONARY, MODEL_DIR, dictionaryEntries, loadLibrary, type PocketsphinxLibrary } from './pocketsphinx.js';
+import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
+import { DEFAULT_DICTIONARY, DEFAULT_MODEL, checkModel, dictionaryEntries, withDictionary } from './pocketsphinx-model.js';
 
 const RATE = SPEECH_FORMAT.rate;
 
@@ -109,16 +106,12 @@ export class StopWord {
 
   static async create(options: StopWordOptions = {}): Promise<StopWord> {
     const word = options.word ?? 'stop';
-    const model = `${MODEL_DIR}/en-us`;
-    if (!existsSync(model) || !existsSync(DEFAULT_DICTIONARY)) throw new SttError('stt_missing', 'pocketsphinx\'s English model is missing: apt install pocketsphinx-en-us');
+    checkModel();
     const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set([word]));
     if (entries.length === 0) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'iris-stop-'));
-    try {
-      const dict = path.join(dir, 'stop.dict');
-      await writeFile(dict, `${entries.map((e) => e.line).join('\n')}\n`);
-      const argv = (threshold: number) => ['-hmm', model, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-logfn', '/dev/null'];
+    return withDictionary(entries, (dict) => {
+      const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-logfn', '/dev/null'];
       const [mic, own] = [lib.init(argv(options.threshold ?? 1e-10)), lib.init(argv(options.ownThreshold ?? 1e-15))];
       if (!mic || !own) {
         for (const decoder of [mic, own]) if (decoder) lib.free(decoder); // the one that did start
@@ -126,9 +119,7 @@ export class StopWord {
       }
       const [restart, refeed] = [(options.restartS ?? 2) * RATE, (options.refeedS ?? 0.6) * RATE];
       return new StopWord(word, new Spotter(lib, mic, restart, refeed), new Spotter(lib, own, restart, refeed), options);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   }
 
   /**
