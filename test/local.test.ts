@@ -106,7 +106,18 @@ describe('the local path', () => {
     expect((await answerLocally('cancel the timer', host))?.reply).toBe('The tea or the pasta timer?');
     expect((await answerLocally('what timers do I have', host))?.reply).toMatch(/^You have 2: a tea timer .* a pasta timer/);
     await answerLocally('remind me in 20 minutes to check the oven', host);
-    expect((await answerLocally('stop the timer', host))?.reply).toBe('The tea timer, the pasta timer or the reminder to check the oven?');
+    // "the timer" means the timers: the reminder is not offered, and nothing is cancelled.
+    expect((await answerLocally('stop the timer', host))?.reply).toBe('The tea or the pasta timer?');
+    expect((await answerLocally('what timers do I have', host))?.reply).toMatch(/^You have 3:/);
+  });
+
+  it('cancels the one timer "the timer" means when a reminder is pending too, and says when there is no timer', async () => {
+    const host = setup();
+    await answerLocally('remind me in 20 minutes to check the oven', host);
+    expect((await answerLocally('cancel the timer', host))?.reply).toBe('You have no timers, only the reminder to check the oven.');
+    await answerLocally('set a tea timer for 3 minutes', host);
+    expect((await answerLocally('cancel the timer', host))?.reply).toBe('Cancelled the timer "tea".');
+    expect((await answerLocally('what timers do I have', host))?.reply).toMatch(/^You have one: a reminder .*check the oven/);
   });
 
   // A false match is worse than none: these must reach the model.

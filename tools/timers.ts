@@ -230,6 +230,11 @@ function createTimers(context: ToolContext): ToolSet {
             // "cancel the timer" with several pending: ask which, cancel nothing.
             if (wanted === '' && draft.timers.length > 1) return { ...errorResult(whichOne(draft.timers)), structuredContent: { refused: true } };
             const matches = matching(draft.timers, wanted);
+            // "cancel the timer" with a reminder pending too: only the timers are meant.
+            if (matches.length > 1 && isKind(draft.timers, wanted)) return { ...errorResult(whichOne(matches)), structuredContent: { refused: true } };
+            if (matches.length === 0 && isKind(draft.timers, wanted) && draft.timers.length > 0) {
+              return errorResult(`You have no ${wanted}s, only ${draft.timers.map(describeOne).join(', ')}.`);
+            }
             if (matches.length === 0) {
               const which = draft.timers.length === 0 ? 'There are no timers or reminders' : `No timer matches "${wanted}"`;
               return errorResult(`${which}. ${draft.timers.map((t) => `#${t.id} ${t.label || t.kind}`).join(', ')}`.trim());
@@ -276,9 +281,14 @@ export default timers;
 /** The `id` argument of cancel_timer as compared: "#3" → "3", a label in lower case, or "all". */
 const wantedId = (args: Record<string, unknown>): string => (typeof args.id === 'string' ? args.id : '').trim().replace(/^#/, '').toLowerCase();
 
-/** The records `wanted` names: all, the only one (no id), or those with that id or label. */
+/** "timer" or "reminder" said for a kind ("cancel the timer"), not as some record's label. */
+const isKind = (timers: TimerRecord[], wanted: string): boolean =>
+  (wanted === 'timer' || wanted === 'reminder') && !timers.some((t) => t.label.toLowerCase() === wanted);
+
+/** The records `wanted` names: all, the only one (no id), those of a kind, or those with that id or label. */
 function matching(timers: TimerRecord[], wanted: string): TimerRecord[] {
   if (wanted === 'all') return timers;
   if (wanted === '') return timers.length === 1 ? timers : [];
+  if (isKind(timers, wanted)) return timers.filter((t) => t.kind === wanted);
   return timers.filter((t) => t.id === wanted || t.label.toLowerCase() === wanted);
 }

@@ -95,6 +95,8 @@ export const SLOTS: Record<string, SlotType> = {
     typed: String.raw`\d{1,4}(?::\d{2})?(?: ?(?:am|pm|a m|p m|o'clock))?(?: (?:tomorrow|today|tonight)(?: morning)?)?`,
     spoken: "( {digit} | ten | eleven | twelve ) [ fifteen | thirty | forty five ] ( a.m. | p.m. | o'clock ) [ tomorrow ]",
   },
+  // What a cancel names when it names no timer: "cancel the timer" means a timer, not a reminder.
+  kind: { typed: '(?:timer|reminder|alarm)', spoken: '( timer | reminder )' },
   // A timer's number: "cancel timer 2".
   id: { typed: String.raw`#?\d+` },
   // Arithmetic, typed: anything with a digit (the calculator decides); spoken: two numbers
@@ -219,9 +221,10 @@ export const INTENTS: IntentSpec[] = [
   {
     name: 'cancel_timer',
     tool: 'cancel_timer',
-    sentences: ['( cancel | stop | delete ) [ the | my ] [ {name} ] ( timer | reminder )'],
-    typed: ['( cancel | stop | delete | remove | clear ) [ the | my ] [ {name} ] ( timer | reminder | alarm ) [ [ number ] {id} ]'],
-    args: (s) => (s.id !== undefined ? { id: s.id.replace(/^#/, '') } : s.name !== undefined ? { id: s.name } : {}),
+    sentences: ['( cancel | stop | delete ) [ the | my ] [ {name} ] {kind}'],
+    typed: ['( cancel | stop | delete | remove | clear ) [ the | my ] [ {name} ] {kind} [ [ number ] {id} ]'],
+    // An alarm is a reminder at a clock time.
+    args: (s) => (s.id !== undefined ? { id: s.id.replace(/^#/, '') } : s.name !== undefined ? { id: s.name } : { id: s.kind === 'alarm' ? 'reminder' : s.kind }),
   },
   {
     name: 'calculate',
