@@ -376,6 +376,7 @@ export class VoiceLoop<R> {
 
   #startTurn(command: Command, outer: AbortSignal): Promise<VoiceRun<R>> {
     const early = this.#early.get(command);
+    this.#early.delete(command);
     // An early answer under way becomes the turn: it goes on, and the wake word stops it as any reply.
     const controller = early?.controller ?? new AbortController();
     const stop = () => controller.abort(outer.reason);
