@@ -33,7 +33,7 @@ type EarlyFigures = Awaited<ReturnType<typeof benchEarlyAnswers>>;
 function printEarly(figures: EarlyFigures): void {
   for (const part of ['dev', 'heldout'] as const) {
     const f = figures[part];
-    console.log(`last word → first reply audio, early answers ${figures.early ? 'on' : 'off'}, ${part}: p50 ${f.last_word_to_first_audio_ms.p50} ms, p95 ${f.last_word_to_first_audio_ms.p95} ms (n ${f.last_word_to_first_audio_ms.n} right of ${f.clips}; ${f.wrong} wrong); cut-offs ${f.cut_offs}; answered early ${f.answered_early}, taken back ${f.taken_back} (${f.taken_back_while_sounding} while sounding, stopped p50 ${f.stop_after_voice_ms.p50} ms / max ${f.stop_after_voice_ms.max} ms after the voice came back)`);
+    console.log(`last word → first reply audio, early answers ${figures.early ? 'on' : 'off'}, ${part}: p50 ${f.last_word_to_first_audio_ms.p50} ms, p95 ${f.last_word_to_first_audio_ms.p95} ms (n ${f.last_word_to_first_audio_ms.n} right of ${f.clips}; ${f.wrong} wrong; whole commands p50 ${f.whole_ms.p50} / p95 ${f.whole_ms.p95}, continued p50 ${f.continued_ms.p50} / p95 ${f.continued_ms.p95}); decision in the audio + processing after it p50 ${f.decision_plus_processing_ms.p50} ms, p95 ${f.decision_plus_processing_ms.p95} ms (decision p50 ${f.decision_ms.p50}, p95 ${f.decision_ms.p95}); cut-offs ${f.cut_offs}; answered early ${f.answered_early}, taken back ${f.taken_back} (${f.taken_back_while_sounding} while sounding, stopped p50 ${f.stop_after_voice_ms.p50} ms / max ${f.stop_after_voice_ms.max} ms after the voice came back, heard p50 ${f.stop_heard_after_ms.p50} ms in)`);
   }
 }
 if (process.argv.includes('--early')) {

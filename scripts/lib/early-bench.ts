@@ -52,12 +52,18 @@ export interface EarlyRow {
   confidence: number;
   /** Last word → first audio of the answer kept (ms, wall clock). */
   waitMs?: number;
+  /** Of it, in the audio: last word → where the loop decided to answer (the early answer's pause, or the end of speech; ms). */
+  decisionMs?: number;
+  /** From that decision (when the loop made it) to the first audio (ms): `waitMs` less `decisionMs` is this plus how far the loop ran behind real time. */
+  processingMs?: number;
   /** The answer kept was to words that ended before the person's last word. */
   cutOff: boolean;
   answeredEarly: boolean;
   takenBack: number;
   /** The person's voice coming back → the early answer's sound stopped (ms), when it was sounding. */
   stopMs?: number;
+  /** Of `stopMs`: the voice coming back → the VAD hearing it, in the audio (ms). */
+  heardAfterMs?: number;
 }
 
 /** The clip at the pace it was spoken; `clock.t0` is when its first sample was (performance.now ms). */
@@ -85,11 +91,13 @@ function timedSink(): AudioSink & { stops: number[] } {
     play: async (wav, signal) => {
       const info = wavInfo(wav);
       const ms = (info.dataBytes / (info.width * info.channels) / info.rate) * 1000;
+      // When the stop is asked for (aplay is killed then), not when the rejection is handled.
+      const stopped = () => stops.push(performance.now());
+      signal?.addEventListener('abort', stopped, { once: true });
       try {
         await sleep(ms, undefined, signal ? { signal } : {});
-      } catch (error) {
-        stops.push(performance.now());
-        throw error;
+      } finally {
+        signal?.removeEventListener('abort', stopped);
       }
     },
   };
@@ -156,6 +164,7 @@ export async function benchEarlyAnswers(parts: { wake: WakeWordDetector; vad: Vo
         const call = run?.result?.route === 'local' ? run.result.tool_calls[0] : undefined;
         const first = run?.events.find((e) => e.type === 'first-audio');
         const eos = run?.events.find((e) => e.type === 'end_of_speech-end')?.data?.atS;
+        const decided = run?.events.find((e) => e.type === 'answer-early') ?? run?.events.find((e) => e.type === 'end_of_speech-end');
         const answerEarly = run?.events.find((e) => e.type === 'answer-early')?.data?.atS;
         /** Where in the audio the words answered ended: the early answer's pause, or the end of speech. */
         const answeredAtS = typeof answerEarly === 'number' ? answerEarly : typeof eos === 'number' ? eos : undefined;
@@ -168,13 +177,16 @@ export async function benchEarlyAnswers(parts: { wake: WakeWordDetector; vad: Vo
           transcript: run?.transcript ?? '',
           confidence: run?.confidence ?? 0,
           ...(first ? { waitMs: round(first.atMs - (clock.t0 + clip.lastWordEndS * 1000), 0) } : {}),
+          ...(answeredAtS === undefined ? {} : { decisionMs: round((answeredAtS - clip.lastWordEndS) * 1000, 0) }),
+          ...(first && decided ? { processingMs: round(first.atMs - decided.atMs, 0) } : {}),
           cutOff: call !== undefined && answeredAtS !== undefined && answeredAtS < clip.lastWordEndS - 0.05,
           answeredEarly: answerEarly !== undefined,
           takenBack: takenBack.length,
           ...(takenBack.length > 0 && stop !== undefined && resume !== undefined ? { stopMs: round(stop - (clock.t0 + resume * 1000), 0) } : {}),
+          ...(typeof takenBack[0]?.data?.atS === 'number' && resume !== undefined ? { heardAfterMs: round((takenBack[0].data.atS - resume) * 1000, 0) } : {}),
         };
         rows.push(row);
-        parts.log?.(`${part} ${voice.name} ${JSON.stringify(spoken)}${pauseS === undefined ? '' : ` (${pauseS} s)`}: ${row.made === row.expected ? 'right' : row.made === '' ? 'rejected' : `WRONG ${row.made}`} (${run?.outcome ?? 'no run'}: ${JSON.stringify(row.transcript)} ${round(row.confidence, 2)}), wait ${row.waitMs ?? '-'} ms${row.answeredEarly ? ', early' : ''}${row.takenBack ? `, taken back (stopped ${row.stopMs ?? 'before sounding'} ms after the voice came back)` : ''}${row.cutOff ? ', CUT OFF' : ''}`);
+        parts.log?.(`${part} ${voice.name} ${JSON.stringify(spoken)}${pauseS === undefined ? '' : ` (${pauseS} s)`}: ${row.made === row.expected ? 'right' : row.made === '' ? 'rejected' : `WRONG ${row.made}`} (${run?.outcome ?? 'no run'}: ${JSON.stringify(row.transcript)} ${round(row.confidence, 2)}), wait ${row.waitMs ?? '-'} ms${row.answeredEarly ? ', early' : ''}${row.takenBack ? `, taken back (stopped ${row.stopMs === undefined ? 'before sounding' : `${row.stopMs} ms after the voice came back, heard ${row.heardAfterMs} ms in`})` : ''}${row.cutOff ? ', CUT OFF' : ''}`);
       }
     }
   }
@@ -183,17 +195,28 @@ export async function benchEarlyAnswers(parts: { wake: WakeWordDetector; vad: Vo
   const figuresOf = (part: Part) => {
     const mine = rows.filter((r) => r.part === part);
     const waits = mine.filter((r) => right(r) && r.waitMs !== undefined).map((r) => r.waitMs ?? 0);
+    const kept = mine.filter((r) => right(r) && r.decisionMs !== undefined && r.processingMs !== undefined);
+    /** The wait with the loop keeping up with real time: the decision's place in the audio plus the work after it. */
+    const unloaded = kept.map((r) => (r.decisionMs ?? 0) + (r.processingMs ?? 0));
+    const spread = (xs: number[]) => ({ p50: round(percentile(xs, 0.5), 0), p95: round(percentile(xs, 0.95), 0), n: xs.length });
     const stops = mine.filter((r) => r.stopMs !== undefined).map((r) => r.stopMs ?? 0);
     return {
       clips: mine.length,
       right: mine.filter(right).length,
       wrong: mine.filter((r) => r.made !== '' && r.made !== r.expected && r.confidence >= config.stt.min_confidence).length,
-      last_word_to_first_audio_ms: { p50: round(percentile(waits, 0.5), 0), p95: round(percentile(waits, 0.95), 0), n: waits.length },
+      last_word_to_first_audio_ms: spread(waits),
+      /** Whole commands apart from those continued after a pause. */
+      whole_ms: spread(mine.filter((r) => right(r) && r.pauseS === undefined && r.waitMs !== undefined).map((r) => r.waitMs ?? 0)),
+      continued_ms: spread(mine.filter((r) => right(r) && r.pauseS !== undefined && r.waitMs !== undefined).map((r) => r.waitMs ?? 0)),
+      /** Decision in the audio + processing after it: the wait on a core the loop has to itself. */
+      decision_plus_processing_ms: spread(unloaded),
+      decision_ms: spread(kept.map((r) => r.decisionMs ?? 0)),
       cut_offs: mine.filter((r) => r.cutOff).length,
       answered_early: mine.filter((r) => r.answeredEarly).length,
       taken_back: mine.reduce((n, r) => n + r.takenBack, 0),
       taken_back_while_sounding: stops.length,
       stop_after_voice_ms: { p50: round(percentile(stops, 0.5), 0), max: stops.length === 0 ? null : Math.max(...stops) },
+      stop_heard_after_ms: spread(mine.filter((r) => r.stopMs !== undefined && r.heardAfterMs !== undefined).map((r) => r.heardAfterMs ?? 0)),
       continued: mine.filter((r) => r.pauseS !== undefined).length,
     };
   };

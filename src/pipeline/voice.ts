@@ -531,8 +531,8 @@ export class VoiceLoop<R> {
     const held = command.settle?.held ?? [];
     delete command.settle;
     this.#emit(command.run, 'settle-void');
+    this.#takeBack(command, atS); // first: the recogniser decodes the whole utterance again
     for (const samples of held) command.stream?.push(samples);
-    this.#takeBack(command, atS);
   }
 
   /**
