@@ -124,7 +124,7 @@ async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sin
     await new Promise((resolve) => setImmediate(resolve)); // a turn of the real loop: a timer's file written
   }
   await done;
-  return { run: run as VoiceRun<TurnResult>, sink, tts, events, loop };
+  return { run, sink, tts, events, loop };
 }
 
 describe('answer early, take it back', () => {
