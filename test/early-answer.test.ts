@@ -88,13 +88,14 @@ interface Play {
 }
 
 /** A speaker that plays for the clip's length on the fake clock, and stops when its signal aborts. */
-function speaker(position: Position): AudioSink & { plays: Play[] } {
+function speaker(position: Position, onPlay?: () => void): AudioSink & { plays: Play[] } {
   const plays: Play[] = [];
   return {
     plays,
     play: (wav, signal) => new Promise<void>((resolve, reject) => {
       const play: Play = { startedAtS: position.atS };
       plays.push(play);
+      onPlay?.();
       const stop = () => {
         clearTimeout(timer);
         play.stoppedAtS = position.atS;
@@ -110,9 +111,9 @@ function speaker(position: Position): AudioSink & { plays: Play[] } {
 }
 
 /** Run the loop over `parts` to its one run, advancing the fake clock chunk by chunk. */
-async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sink' | 'tts'>, parts: Int16Array[]) {
+async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sink' | 'tts'>, parts: Int16Array[], onPlay?: (loop: VoiceLoop<TurnResult>, position: Position) => void) {
   const position: Position = { atS: 0 };
-  const sink = speaker(position);
+  const sink = speaker(position, () => onPlay?.(loop, position));
   const tts = voice();
   const events: VoiceEvent[] = [];
   const loop = new VoiceLoop<TurnResult>({ vad: byLevel, sink, tts, followUpS: 0, minConfidence: 0.5, endpoint: { silenceS: 0.7 }, completePauseS: 0.2, onEvent: (e) => events.push(e), ...options });
@@ -198,6 +199,25 @@ describe('answer early, take it back', () => {
     expect(sink.plays[0]!.startedAtS).toBeLessThanOrEqual(13 * CHUNK_S + 0.2 + 2 * CHUNK_S);
     expect(run.events.some((e) => e.type === 'answer-early')).toBe(true);
     expect(run.timings.first_audio).toBeGreaterThanOrEqual(0);
+    expect(loop.earlyAnswers).toEqual({ started: 1, takenBack: 0 });
+  });
+
+  it('"stop" while an early answer plays ends it and the command, without taking "stop" for more words', async () => {
+    const conversation = setup.iris.conversation();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    let hushed: boolean | undefined;
+    const { run, sink, tts, loop } = await runPaced({
+      stt: recogniser('what time is it', 'what time is it stop', 13 * CHUNK_S),
+      respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+      commandState: prefixState,
+      earlyAnswer: (text) => conversation.answersEarly(text),
+    }, [speech(13), silence(25)], (l, position) => void queueMicrotask(() => (hushed ??= l.hush(position.atS))));
+    expect(hushed).toBe(true);
+    expect(run.outcome).toBe('cancelled');
+    expect(tts.said).toHaveLength(1);
+    expect(sink.plays).toHaveLength(1);
+    expect(sink.plays[0]!.stoppedAtS).toBeDefined();
+    expect(run.events.some((e) => e.type === 'stop-word')).toBe(true);
     expect(loop.earlyAnswers).toEqual({ started: 1, takenBack: 0 });
   });
 

@@ -151,6 +151,8 @@ export class VoiceLoop<R> {
   /** Each command's early answer while it runs (early.ts). */
   readonly #early = new WeakMap<Command, EarlyAnswer<R>>();
   readonly #earlyCounts: EarlyAnswerCounts = { started: 0, takenBack: 0 };
+  /** The early answer under way while its command is still heard, and that command's run. */
+  #answering: { early: EarlyAnswer<R>; run: number } | undefined;
 
   constructor(options: VoiceLoopOptions<R>) {
     this.#o = options;
@@ -188,6 +190,7 @@ export class VoiceLoop<R> {
    * taking a command; back to the wake word. Returns whether a reply was stopped.
    */
   hush(atS: number): boolean {
+    if (this.#hushEarly(atS)) return true;
     if (this.#state !== 'replying' || !this.#turn) return false;
     this.#emit(this.#turn.run, 'stop-word', { atS });
     this.#turn.controller.abort(new DOMException('stop word', 'AbortError'));
@@ -377,6 +380,7 @@ export class VoiceLoop<R> {
   #startTurn(command: Command, outer: AbortSignal): Promise<VoiceRun<R>> {
     const early = this.#early.get(command);
     this.#early.delete(command);
+    this.#answering = undefined; // from here it is the turn's reply
     // An early answer under way becomes the turn: it goes on, and the wake word stops it as any reply.
     const controller = early?.controller ?? new AbortController();
     const stop = () => controller.abort(outer.reason);
@@ -457,6 +461,20 @@ export class VoiceLoop<R> {
     else this.#answerEarly(command, atS);
   }
 
+  /**
+   * The stop word while an early answer plays (its command still being heard): the answer
+   * stops and the command ends quietly, as a reply's turn does; not taken for more words.
+   */
+  #hushEarly(atS: number): boolean {
+    const answering = this.#answering;
+    if (answering === undefined || answering.early.takenBack) return false;
+    this.#answering = undefined;
+    this.#emit(answering.run, 'stop-word', { atS });
+    answering.early.controller.abort(new DOMException('stop word', 'AbortError'));
+    this.#dropped = true;
+    return true;
+  }
+
   /** Whether whole words that could go on may be answered at the short pause (`earlyAnswer`). */
   #mayAnswerEarly(): boolean {
     return this.#o.earlyAnswer !== undefined && this.#o.mayAnswer === undefined && (this.#o.end ?? 'tts') === 'tts';
@@ -493,6 +511,7 @@ export class VoiceLoop<R> {
     const { run } = command;
     early.started = true;
     early.startedAtMs = performance.now();
+    this.#answering = { early, run };
     this.#earlyCounts.started += 1;
     const emit = (type: VoiceEventType, data?: Record<string, unknown>, atMs?: number) => {
       if (early.takenBack) return;
@@ -516,6 +535,7 @@ export class VoiceLoop<R> {
     const early = this.#early.get(command);
     if (early === undefined) return;
     this.#early.delete(command);
+    if (this.#answering?.early === early) this.#answering = undefined;
     early.takenBack = true;
     early.controller.abort(new DOMException('taken back', 'AbortError'));
     early.reply?.takeBack?.();
@@ -567,8 +587,10 @@ export class VoiceLoop<R> {
   }
 
   #finish(command: Command, outcome: Outcome, extra: { transcript?: string; confidence?: number; result?: R; said?: string; error?: string } = {}): VoiceRun<R> {
-    this.#early.get(command)?.controller.abort(new DOMException(outcome, 'AbortError')); // a command dropped while it was answered early
+    const early = this.#early.get(command);
+    early?.controller.abort(new DOMException(outcome, 'AbortError')); // a command dropped while it was answered early
     this.#early.delete(command);
+    if (early !== undefined && this.#answering?.early === early) this.#answering = undefined;
     command.stream?.cancel();
     this.#emit(command.run, 'run-end', { outcome });
     const events = this.#events.get(command.run) ?? [];
