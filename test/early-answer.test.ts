@@ -231,12 +231,14 @@ describe('answer early, take it back', () => {
       // Every word "whole but could go on": only the answer's own property keeps it waiting.
       commandState: () => ({ complete: true, extendable: true }),
       earlyAnswer: (text) => conversation.answersEarly(text),
+      takeBackS: 1.5,
     }, [speech(13), silence(25)]);
     expect(run.outcome).toBe('answered');
     expect(run.result?.tool_calls.map((c) => c.name)).toEqual(['set_timer']);
     expect(events.some((e) => e.type === 'answer-early')).toBe(false);
     expect(loop.earlyAnswers).toEqual({ started: 0, takenBack: 0 });
     expect(sink.plays[0]!.startedAtS).toBeGreaterThanOrEqual(lastWordS + 0.7); // silence_s, not complete_pause_s
+    expect(sink.plays[0]!.startedAtS).toBeLessThan(lastWordS + 1.2); // nor the take-back window of an early answer
   });
 
   it('judges by the tool: the time, sums and the timers left may be answered early; timers, cancels and open questions not', async () => {

@@ -501,6 +501,8 @@ export class VoiceLoop<R> {
     };
     const words = decide().catch(() => undefined);
     early.decided = words.then((w) => w !== undefined && !signal.aborted);
+    // Not answered early: the command ends as any other (its pause is not lengthened to `takeBackS`).
+    void early.decided.then((yes) => !yes && this.#early.get(command) === early && this.#early.delete(command));
     early.answer = words.then((w) => (w === undefined || signal.aborted ? undefined : this.#runEarly(command, early, w, atS)));
     early.answer.catch(() => undefined); // awaited when the command ends; a take-back rejects it
     this.#early.set(command, early);
