@@ -110,6 +110,15 @@ function speaker(position: Position, onPlay?: () => void): AudioSink & { plays: 
   };
 }
 
+/** Calls of the loop's `earlyAnswer` still being judged: the clock waits for them, as real time would (they take microseconds). */
+const judging = new Set<Promise<boolean>>();
+const judged = (judge: (text: string) => Promise<boolean>) => (text: string): Promise<boolean> => {
+  const verdict = judge(text);
+  judging.add(verdict);
+  void verdict.finally(() => judging.delete(verdict));
+  return verdict;
+};
+
 /** Run the loop over `parts` to its one run, advancing the fake clock chunk by chunk. */
 async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sink' | 'tts'>, parts: Int16Array[], onPlay?: (loop: VoiceLoop<TurnResult>, position: Position) => void) {
   const position: Position = { atS: 0 };
@@ -122,7 +131,10 @@ async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sin
   const done = loop.run(pacedSource(parts, position), new AbortController().signal, true).then(([r]) => (run = r));
   while (run === undefined) {
     await vi.advanceTimersByTimeAsync(CHUNK_S * 1000);
-    await new Promise((resolve) => setImmediate(resolve)); // a turn of the real loop: a timer's file written
+    // Turns of the real event loop, so work that is not on the fake clock (a dynamic import of the
+    // number reader, a timer's file written) is done before the next 80 ms of audio, as in real time.
+    for (let turn = 0; turn < 10; turn++) await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(judging);
   }
   await done;
   return { run, sink, tts, events, loop };
@@ -149,7 +161,7 @@ describe('answer early, take it back', () => {
       stt: recogniser('what time is it', 'what time is it in tokyo', 13 * CHUNK_S),
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       commandState: prefixState,
-      earlyAnswer: (text) => conversation.answersEarly(text),
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
       takeBackS: 1,
     }, [speech(13), silence(6), speech(8), silence(20)]);
 
@@ -190,7 +202,7 @@ describe('answer early, take it back', () => {
       stt: recogniser('what time is it', 'what time is it', 13 * CHUNK_S),
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       commandState: prefixState,
-      earlyAnswer: (text) => conversation.answersEarly(text),
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
     }, [speech(13), silence(25)]);
     expect(run.outcome).toBe('answered');
     expect(tts.said).toHaveLength(1);
@@ -210,7 +222,7 @@ describe('answer early, take it back', () => {
       stt: recogniser('what time is it', 'what time is it stop', 13 * CHUNK_S),
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       commandState: prefixState,
-      earlyAnswer: (text) => conversation.answersEarly(text),
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
     }, [speech(13), silence(25)], (l, position) => void queueMicrotask(() => (hushed ??= l.hush(position.atS))));
     expect(hushed).toBe(true);
     expect(run.outcome).toBe('cancelled');
@@ -230,7 +242,7 @@ describe('answer early, take it back', () => {
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       // Every word "whole but could go on": only the answer's own property keeps it waiting.
       commandState: () => ({ complete: true, extendable: true }),
-      earlyAnswer: (text) => conversation.answersEarly(text),
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
       takeBackS: 1.5,
     }, [speech(13), silence(25)]);
     expect(run.outcome).toBe('answered');
