@@ -85,9 +85,9 @@ export function summaryLine(run: number, events: readonly VoiceEvent[]): string 
     `first audio ${t.first_audio} ms`,
     `total ${t.total} ms`,
   ];
+  if (typeof transcript === 'string') parts.push(JSON.stringify(transcript));
   const takenBack = events.filter((e) => e.type === 'answer-taken-back').length;
   if (events.some((e) => e.type === 'answer-early')) parts.push('answered early');
   if (takenBack > 0) parts.push(`${takenBack} early answer${takenBack === 1 ? '' : 's'} taken back`);
-  if (typeof transcript === 'string') parts.push(JSON.stringify(transcript));
   return parts.join(', ');
 }
