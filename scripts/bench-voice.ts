@@ -2,8 +2,12 @@
  * Benchmark of the voice path on real models: wake-word and VAD CPU per second of audio (one
  * thread), pocketsphinx latency for a command, end of speech → first reply audio with an
  * instant model (pocketsphinx + espeak-ng), barge-in stop time of a real aplay, and the peak
- * RSS of the bundled daemon while it listens (no whisper). Prints figures and writes
- * scripts/results/voice.json. Run: `npx tsx scripts/bench-voice.ts` (part of `npm run bench`).
+ * RSS of the bundled daemon while it listens (no whisper), and last word → first reply audio
+ * with early answers in real time, dev and held-out apart (lib/early-bench.ts). Prints figures
+ * and writes scripts/results/voice.json. Run: `npx tsx scripts/bench-voice.ts` (part of `npm
+ * run bench`); `--early [--full] [--no-early]` runs only the early-answer part (one voice per
+ * synthesizer unless --full; --no-early: the same clips with early answers off) and writes
+ * scripts/results/voice-early[-off].json.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,7 +25,27 @@ import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
 import { request as ask } from '../src/daemon/control.js';
 import { OllamaDouble } from '../test/helpers/ollama-double.js';
 import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
+import { benchEarlyAnswers, type EarlyRow } from './lib/early-bench.js';
 import { speakToWav } from './lib/speech.js';
+
+const EARLY_CACHE = join(tmpdir(), 'iris-understanding-clips'); // the understanding bench's clips, shared
+type EarlyFigures = Awaited<ReturnType<typeof benchEarlyAnswers>>;
+function printEarly(figures: EarlyFigures): void {
+  for (const part of ['dev', 'heldout'] as const) {
+    const f = figures[part];
+    console.log(`last word → first reply audio, early answers ${figures.early ? 'on' : 'off'}, ${part}: p50 ${f.last_word_to_first_audio_ms.p50} ms, p95 ${f.last_word_to_first_audio_ms.p95} ms (n ${f.last_word_to_first_audio_ms.n} right of ${f.clips}; ${f.wrong} wrong; whole commands p50 ${f.whole_ms.p50} / p95 ${f.whole_ms.p95}, continued p50 ${f.continued_ms.p50} / p95 ${f.continued_ms.p95}); decision in the audio + processing after it p50 ${f.decision_plus_processing_ms.p50} ms, p95 ${f.decision_plus_processing_ms.p95} ms (decision p50 ${f.decision_ms.p50}, p95 ${f.decision_ms.p95}); cut-offs ${f.cut_offs}; answered early ${f.answered_early}, taken back ${f.taken_back} (${f.taken_back_while_sounding} while sounding, stopped p50 ${f.stop_after_voice_ms.p50} ms / max ${f.stop_after_voice_ms.max} ms after the voice came back, heard p50 ${f.stop_heard_after_ms.p50} ms in)`);
+  }
+}
+if (process.argv.includes('--early')) {
+  const early = !process.argv.includes('--no-early');
+  const [wakeModel, vadModel] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+  const state = mkdtempSync(join(tmpdir(), 'iris-bench-early-'));
+  const figures = await benchEarlyAnswers({ wake: wakeModel, vad: vadModel, cacheDir: EARLY_CACHE, stateDir: state, quick: !process.argv.includes('--full'), early, log: (line) => process.stderr.write(`${line}\n`) });
+  rmSync(state, { recursive: true, force: true });
+  printEarly(figures);
+  writeResults(early ? 'voice-early' : 'voice-early-off', figures);
+  process.exit(0);
+}
 
 const work = mkdtempSync(join(tmpdir(), 'iris-bench-voice-'));
 function speech(text: string, pad: [number, number] = [0.5, 1.5]): Int16Array {
@@ -107,6 +131,12 @@ async function daemonPeakRssMb(): Promise<{ listening: number; afterModelTurns: 
 }
 const rss = await daemonPeakRssMb();
 
+// 5. Last word → first reply audio with early answers, in real time (one voice per synthesizer).
+const earlyState = mkdtempSync(join(tmpdir(), 'iris-bench-early-'));
+const early = await benchEarlyAnswers({ wake, vad, cacheDir: EARLY_CACHE, stateDir: earlyState, quick: true });
+rmSync(earlyState, { recursive: true, force: true });
+const { rows: earlyRows, ...earlyFigures } = early;
+
 const figures = {
   wake_word: { cpu_ms_per_s: wakeMsPerS, cpu_s_per_s: round(wakeMsPerS / 1000, 3), target_s_per_s: 0.08, load_ms: wakeLoadMs },
   vad: { cpu_ms_per_s: vadMsPerS },
@@ -114,11 +144,13 @@ const figures = {
   end_of_speech_to_first_audio: { p50_ms: round(median(firstAudio), 0), target_ms: 300, runs: firstAudio.length },
   daemon_listening_peak_rss_mb: { value: rss.listening, target: 200, node_flags: nodeFlags },
   daemon_peak_rss_after_model_turns_mb: { value: rss.afterModelTurns },
+  early_answer: { ...earlyFigures, targets: { heldout_p95_ms: 600, p50_ms: 400, cut_offs: 0, stop_ms: 150 }, rows: earlyRows satisfies EarlyRow[] },
 };
 console.log(`wake word: ${wakeMsPerS} ms CPU per second of audio (${figures.wake_word.cpu_s_per_s} s/s; target ≤ 0.08), load ${wakeLoadMs} ms`);
 console.log(`VAD: ${vadMsPerS} ms CPU per second of audio`);
 console.log(`pocketsphinx: ${figures.pocketsphinx.p50_ms} ms for a ${figures.pocketsphinx.command_s} s command (p50)`);
 console.log(`end of speech → first audio (pocketsphinx + espeak-ng, instant reply): ${figures.end_of_speech_to_first_audio.p50_ms} ms p50 (target ≤ 300)`);
 console.log(`daemon peak RSS while listening, no whisper (node ${nodeFlags.join(' ')}): ${rss.listening} MB (target ≤ 200); after three model turns: ${rss.afterModelTurns} MB`);
+printEarly(early);
 rmSync(work, { recursive: true, force: true });
 writeResults('voice', figures);

@@ -67,6 +67,7 @@ describe('config', () => {
       ['audio', 'silence_s', 5],
       ['audio', 'complete_pause_s', 5],
       ['audio', 'incomplete_pause_s', 5],
+      ['audio', 'take_back_s', 5],
       ['audio', 'max_command_s', 60],
       ['audio', 'no_speech_s', 60],
       ['audio', 'announce_every_s', 600],

@@ -299,6 +299,18 @@ export const configSchema = {
           default: 1.5,
           description: 'Silence that ends words that are only the start of a command ("set a timer for fifteen" …), with the grammar recogniser; never less than silence_s (seconds).',
         },
+        early_answer: {
+          type: 'boolean',
+          default: true,
+          description: 'Answer a whole command that could still go on ("what time is it" … "in Tokyo") after complete_pause_s when the answer only reads (the time, a sum, the timers left): if the person goes on, IRIS stops within a chunk, forgets that answer and answers the whole command. Timers, cancels and remote tools always wait. Only with the echo canceller working (IRIS must not hear itself).',
+        },
+        take_back_s: {
+          type: 'number',
+          minimum: 0.2,
+          maximum: 5,
+          default: 1,
+          description: 'After an early answer, how long the person may pause and still go on, the answer then taken back; never less than silence_s (seconds).',
+        },
         max_command_s: { type: 'number', minimum: 1, maximum: 60, default: 15, description: 'Longest command (seconds).' },
         no_speech_s: { type: 'number', minimum: 1, maximum: 60, default: 5, description: 'Give up when no command starts this long after the wake word (seconds).' },
         earcon: { type: 'boolean', default: true, description: 'Play a short chime when IRIS starts listening.' },

@@ -13,7 +13,7 @@ import { resultText } from '../toolhost/api.js';
 import { ChatError, type ChatMessage } from './backend.js';
 import { Channel } from './channel.js';
 import { matchIntent } from '../intents/match.js';
-import { answerLocally, toolCallRecord, type ToolCallRecord } from './local.js';
+import { answerLocally, answersReadOnly, toolCallRecord, type ToolCallRecord } from './local.js';
 import { ModelTurn } from './model-turn.js';
 import { speakable } from './speech.js';
 import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type Pending, type Turn, type TurnInput, type TurnResult } from './types.js';
@@ -41,6 +41,8 @@ export class Conversation {
   #pending: Pending | undefined;
   #asked: Asked | undefined;
   #warming = false;
+  /** User messages of turns taken back: their rounds are never remembered. */
+  readonly #takenBack = new WeakSet<ChatMessage>();
 
   constructor(options: ConversationOptions) {
     this.#options = options;
@@ -81,25 +83,43 @@ export class Conversation {
     this.#asked = undefined;
   }
 
+  /**
+   * Whether `text` may be answered before the person has surely finished (the voice loop's
+   * early answer, taken back if they go on): the local path answers it with a read-only native
+   * tool, and no question is open (a held call's yes, a tool's question), which any turn would
+   * close.
+   */
+  async answersEarly(text: string): Promise<boolean> {
+    if (this.#pending !== undefined || this.#asked !== undefined) return false;
+    return answersReadOnly(await matchIntent(text), this.#options.host);
+  }
+
   turn(text: string, signal: AbortSignal = new AbortController().signal, input: TurnInput = {}): Turn {
     const sentences = new Channel<string>();
-    const result = this.#run(text, signal, sentences, input)
+    const user: ChatMessage = { role: 'user', content: text };
+    const result = this.#run(user, signal, sentences, input)
       .then((done) => {
         const question = this.#asked?.call.question;
         if (question !== undefined) return { ...done, question: { server: question.server, expires_at: new Date(question.expiresAt).toISOString() } };
         return this.#pending === undefined ? done : { ...done, confirm: { tool: this.#pending.call.label, expires_at: new Date(this.#pending.call.expiresAt).toISOString() } };
       })
       .finally(() => sentences.close());
-    return { sentences, result };
+    return { sentences, result, takeBack: () => this.#takeBack(user) };
   }
 
-  async #run(text: string, signal: AbortSignal, out: Channel<string>, input: TurnInput): Promise<TurnResult> {
+  /** Forget the round `user` opened, and never remember it (it may still be running). */
+  #takeBack(user: ChatMessage): void {
+    this.#takenBack.add(user);
+    this.#history = this.#history.filter((round) => !round.includes(user));
+  }
+
+  async #run(user: ChatMessage, signal: AbortSignal, out: Channel<string>, input: TurnInput): Promise<TurnResult> {
+    const text = user.content;
     const now = this.#options.now ?? Date.now;
     const started = performance.now();
     const { config, host } = this.#options;
     if (now() - this.#lastTurnAt > config.assistant.forget_after_s * 1000) this.reset();
     this.#lastTurnAt = now();
-    const user: ChatMessage = { role: 'user', content: text };
     const asked = this.#asked;
     this.#asked = undefined;
     if (asked?.call.waiting === true) {
@@ -205,6 +225,7 @@ export class Conversation {
   }
 
   #remember(round: ChatMessage[]): void {
+    if (round.some((message) => this.#takenBack.has(message))) return;
     this.#history.push(round);
     if (this.#history.length > MAX_KEPT_ROUNDS) this.#history.shift();
   }

@@ -66,6 +66,19 @@ function dateOf(result: CallToolResult): string {
 }
 
 /**
+ * Whether `match` is answered on the local path by a native tool that only reads (its
+ * `readOnlyHint`: the time, a sum, the timers left): such an answer changes nothing, so it may
+ * start before the person has surely finished and be taken back if they go on (the voice
+ * loop's early answer). Setting or cancelling a timer, and any remote tool, is not.
+ */
+export function answersReadOnly(match: IntentMatch | undefined, host: ToolHost): boolean {
+  const tool = match?.intent.tool;
+  if (tool === undefined || !host.has(tool)) return false;
+  const info = host.list().find((t) => t.name === tool);
+  return info?.source === 'native' && info.annotations?.readOnlyHint === true;
+}
+
+/**
  * Answer `utterance` on the local path, or `undefined` when it is not sure what was meant
  * (the caller then asks the model). `match` is the utterance's intent when the caller has it;
  * `origin` says whether it was typed (acts at once) or heard (the host may ask first).

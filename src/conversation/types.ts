@@ -39,6 +39,12 @@ export interface Turn {
   sentences: AsyncIterable<string>;
   /** Rejects only when the turn was cancelled (with the abort reason). */
   result: Promise<TurnResult>;
+  /**
+   * Take the turn back: what it remembered is dropped from the history, now or when it would
+   * be remembered (an early answer the person talked over: the voice loop answers the whole
+   * command instead).
+   */
+  takeBack(): void;
 }
 
 export interface ConversationOptions {

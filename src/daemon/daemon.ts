@@ -100,6 +100,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     log: log.child('voice'),
     engines,
     respond: (text, signal, heard) => spoken.turn(text, signal, heard), // `spoken` exists before the voice starts
+    answersEarly: (text) => spoken.answersEarly(text),
     onWake: () => spoken.warm(), // the model loads while the person speaks
     ...(options.voice ?? {}),
   });

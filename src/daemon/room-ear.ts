@@ -20,6 +20,8 @@ const OWN_LEAD = SPEECH_FORMAT.rate / 5;
 export interface RoomStats {
   /** The canceller in use ("speexdsp"), or why there is none. */
   canceller: string;
+  /** Whether IRIS's own audio is being cancelled from the microphone. */
+  cancelling: boolean;
   delayMs?: number;
   erleDb?: number;
   /** Where the stop word was last heard (stream seconds). */
@@ -96,6 +98,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       const echo = canceller?.stats;
       return {
         canceller: why,
+        cancelling: canceller !== undefined,
         ...(echo?.delayMs === undefined ? {} : { delayMs: echo.delayMs }),
         ...(echo?.erleDb === undefined ? {} : { erleDb: echo.erleDb }),
         ...(stopAtS === undefined ? {} : { stopAtS }),

@@ -66,6 +66,8 @@ export interface VoiceServiceOptions<R> {
   /** Where the engines come from (the daemon shares one with rooms and Wyoming); default: its own. */
   engines?: Engines;
   respond: Responder<R>;
+  /** Whether these words may be answered before the person has surely finished (the conversation's `answersEarly`); none: never. */
+  answersEarly?: (text: string) => Promise<boolean>;
   /** Called when the wake word fires: warm the model. */
   onWake?: () => void;
   /** Default: arecord on `[audio] input`. */
@@ -83,6 +85,8 @@ export interface VoiceStatus {
   wake_word?: string;
   /** The echo canceller in use (or why none) and the delay it measured between speaker and microphone (ms). */
   echo?: { canceller: string; delay_ms?: number };
+  /** Read-only answers started at a short pause (`[audio] early_answer`, with the canceller on), and of those taken back because the person went on. */
+  early_answers?: { on: boolean; started: number; taken_back: number };
 }
 
 const MAX_RETRY_MS = 60_000;
@@ -112,6 +116,8 @@ export class VoiceService<R> {
   #loop: VoiceLoop<R> | undefined;
   #announcer: Announcer | undefined;
   #ear: FrontEnd | undefined;
+  /** Early answers may start: `[audio] early_answer`, and IRIS's own voice is cancelled from the microphone. */
+  #answerEarly = false;
   #status: VoiceStatus = { state: 'off', detail: 'not started' };
 
   constructor(options: VoiceServiceOptions<R>) {
@@ -123,7 +129,12 @@ export class VoiceService<R> {
   get status(): VoiceStatus {
     const room = this.#ear?.stats();
     if (!room) return this.#status;
-    return { ...this.#status, echo: { canceller: room.canceller, ...(room.delayMs === undefined ? {} : { delay_ms: Math.round(room.delayMs) }) } };
+    const early = this.#loop?.earlyAnswers ?? { started: 0, takenBack: 0 };
+    return {
+      ...this.#status,
+      echo: { canceller: room.canceller, ...(room.delayMs === undefined ? {} : { delay_ms: Math.round(room.delayMs) }) },
+      early_answers: { on: this.#answerEarly, started: early.started, taken_back: early.takenBack },
+    };
   }
 
   /** Load the models and start listening in the background; never throws. */
@@ -145,12 +156,15 @@ export class VoiceService<R> {
     const parts = this.#parts;
     this.#log.info(`speech to text: ${parts.sttReason}`);
     await parts.sttStarted.catch((error: unknown) => this.#log.error(`speech to text: ${messageOf(error)}`));
+    const answersEarly = this.#o.answersEarly;
     const loop = new VoiceLoop<R>({
       ...loopOptions(config, parts, sink, this.#o.respond),
       overSpeech: overSpeechOf(sink),
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
+      ...(answersEarly && config.audio.early_answer ? { earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)), takeBackS: config.audio.take_back_s } : {}),
       onEvent: (event) => {
         if (event.type === 'wake-end') this.#announcer?.acknowledge();
+        if (event.type === 'answer-taken-back') this.#log.info(`turn ${event.run}: early answer taken back, the person went on`);
       },
       onRun: (run, line) => {
         if (run.outcome === 'no_speech' && run.followUp) this.#log.debug(line);
@@ -181,6 +195,8 @@ export class VoiceService<R> {
       return;
     }
     this.#ear = ear;
+    // Without the canceller IRIS hears its own answer, which would take every early one back.
+    this.#answerEarly = config.audio.early_answer && ear.stats().cancelling;
     this.#running = this.#listen(loop, ear.source);
   }
 

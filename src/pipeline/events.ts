@@ -22,6 +22,10 @@ export type VoiceEventType =
   | 'settle-start'
   | 'settle-end'
   | 'settle-void'
+  /** A read-only answer started at a short pause, while the person might still go on (`atS`: where in the audio). */
+  | 'answer-early'
+  /** The person went on (`atS`: where in the audio): the early answer stopped and was dropped. */
+  | 'answer-taken-back'
   | 'error';
 
 export interface VoiceEvent {
@@ -41,7 +45,7 @@ export interface Timings {
   stt: number;
   /** From handing the text to the conversation to its first token (ms). */
   first_token: number;
-  /** From the end of speech to the first reply audio ready to play (ms). */
+  /** From the end of speech (for an early answer: from its start) to the first reply audio ready to play (ms). */
   first_audio: number;
   /** The whole run, wall clock (ms). */
   total: number;
@@ -62,7 +66,7 @@ export function timingsOf(events: readonly VoiceEvent[]): Timings {
     end_of_speech: ms(audioS('end_of_speech-end') * 1000),
     stt: span('stt-start', 'stt-end'),
     first_token: span('conversation-start', 'first-token'),
-    first_audio: span('end_of_speech-end', 'first-audio'),
+    first_audio: span(at('answer-early') ? 'answer-early' : 'end_of_speech-end', 'first-audio'),
     total: span('run-start', 'run-end'),
   };
 }
@@ -82,6 +86,9 @@ export function summaryLine(run: number, events: readonly VoiceEvent[]): string 
     `total ${t.total} ms`,
   ];
   if (typeof transcript === 'string') parts.push(JSON.stringify(transcript));
+  const takenBack = events.filter((e) => e.type === 'answer-taken-back').length;
+  if (events.some((e) => e.type === 'answer-early')) parts.push('answered early');
+  if (takenBack > 0) parts.push(`${takenBack} early answer${takenBack === 1 ? '' : 's'} taken back`);
   return parts.join(', ');
 }
 

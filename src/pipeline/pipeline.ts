@@ -30,6 +30,8 @@ export interface Heard {
 export interface ReplyStream<R> {
   sentences: AsyncIterable<string>;
   result: Promise<R>;
+  /** Forget this reply: the conversation keeps nothing of it (an early answer taken back). */
+  takeBack?: () => void;
 }
 
 export type Responder<R> = (text: string, signal: AbortSignal, heard: Heard) => ReplyStream<R>;

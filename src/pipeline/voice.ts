@@ -10,15 +10,17 @@
  * ends the command being taken without a word (another room answers).
  */
 import { concatSamples, durationS, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
+import { earlyAnswer, settledWords, type EarlyAnswer, type EarlyAnswerCounts } from './early.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
 import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
-import { runPipeline, stripWakeWord, type PipelineStage, type Responder } from './pipeline.js';
-import type { SpeechToText, SttStream } from './stt.js';
+import { runPipeline, stripWakeWord, type PipelineStage, type Responder, type RunInput, type RunResult } from './pipeline.js';
+import type { SpeechToText, SttStream, Transcript } from './stt.js';
 import type { TextToSpeech } from './tts.js';
 import type { VoiceActivity } from './vad.js';
 import type { Detection, WakeWordDetector } from './wakeword.js';
 
 export type { Heard, ReplyStream, Responder } from './pipeline.js';
+export type { EarlyAnswerCounts } from './early.js';
 export { stripWakeWord } from './pipeline.js';
 
 /** `not_understood`: nothing was heard, or not surely enough to act on (below `minConfidence`). */
@@ -72,6 +74,19 @@ export interface VoiceLoopOptions<R> {
   completePauseS?: number;
   /** Silence that ends words that are only the start of a command ("set a timer for ten" …); default: the endpointer's. */
   incompletePauseS?: number;
+  /**
+   * Whether whole words that could still go on ("what time is it" … "in Tokyo") may be
+   * answered at `completePauseS` all the same: true only where the answer changes nothing (the
+   * conversation's `answersEarly`: a read-only local tool, no question open). The loop listens
+   * on; if the person goes on, the answer stops at once, is taken back (`ReplyStream.takeBack`)
+   * and the whole command is answered. Only with IRIS's own voice removed from the microphone
+   * (echo cancellation): its echo would take every early answer back. Needs a recogniser that
+   * scores at a pause (`settle`); not with `mayAnswer`. Default: none (such words wait the
+   * endpointer's full silence).
+   */
+  earlyAnswer?: (text: string) => boolean | Promise<boolean>;
+  /** After an early answer, the silence that ends the command: how long the person may still go on and have it taken back (seconds; never less than the endpointer's); default: the endpointer's. */
+  takeBackS?: number;
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
   /**
@@ -114,8 +129,8 @@ interface Command {
   wake?: Detection;
   /** The recogniser decoding as the audio arrives, when the engine can. */
   stream?: SttStream;
-  /** The words being scored at a pause (`stream.settle`), and the audio since. */
-  settle?: { held: Int16Array[] };
+  /** The words being scored at a pause (`stream.settle`), and the audio since; `tried`: an early answer was tried on them. */
+  settle?: { held: Int16Array[]; words: Promise<Transcript>; tried?: boolean };
   /** Speech has begun (`speech-start` emitted). */
   voiced?: boolean;
   /** The wake word came over IRIS's own audio (`overSpeech`). */
@@ -140,9 +155,19 @@ export class VoiceLoop<R> {
   #triggered: { wake?: Detection } | undefined;
   /** Set by `drop()`: the command being taken ends quietly at the next audio. */
   #dropped = false;
+  /** Each command's early answer while it runs (early.ts). */
+  readonly #early = new WeakMap<Command, EarlyAnswer<R>>();
+  readonly #earlyCounts: EarlyAnswerCounts = { started: 0, takenBack: 0 };
+  /** The early answer under way while its command is still heard, and that command's run. */
+  #answering: { early: EarlyAnswer<R>; run: number } | undefined;
 
   constructor(options: VoiceLoopOptions<R>) {
     this.#o = options;
+  }
+
+  /** Early answers started and taken back so far. */
+  get earlyAnswers(): EarlyAnswerCounts {
+    return { ...this.#earlyCounts };
   }
 
   /** Idle: not taking a command and not replying (announcements wait for this). */
@@ -172,6 +197,7 @@ export class VoiceLoop<R> {
    * taking a command; back to the wake word. Returns whether a reply was stopped.
    */
   hush(atS: number): boolean {
+    if (this.#hushEarly(atS)) return true;
     if (this.#state !== 'replying' || !this.#turn) return false;
     this.#emit(this.#turn.run, 'stop-word', { atS });
     this.#turn.controller.abort(new DOMException('stop word', 'AbortError'));
@@ -329,6 +355,7 @@ export class VoiceLoop<R> {
       await this.#turn?.done;
       return finished;
     } finally {
+      if (command) this.#early.get(command)?.controller.abort(new DOMException('stopped', 'AbortError'));
       command?.stream?.cancel();
       this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
     }
@@ -349,7 +376,7 @@ export class VoiceLoop<R> {
     else command.stream?.push(chunk.samples);
     const frames = await this.#o.vad.process(chunk);
     for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
-    if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command);
+    if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command, chunk.atS + speechOnsetS(frames));
     this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
     if (command.endpointer.state !== 'waiting' && !command.voiced) {
       command.voiced = true;
@@ -358,42 +385,57 @@ export class VoiceLoop<R> {
   }
 
   #startTurn(command: Command, outer: AbortSignal): Promise<VoiceRun<R>> {
-    const controller = new AbortController();
+    const early = this.#early.get(command);
+    this.#early.delete(command);
+    this.#answering = undefined; // from here it is the turn's reply
+    // An early answer under way becomes the turn: it goes on, and the wake word stops it as any reply.
+    const controller = early?.controller ?? new AbortController();
     const stop = () => controller.abort(outer.reason);
     if (outer.aborted) stop(); // an aborted signal fires no more 'abort' events
     outer.addEventListener('abort', stop, { once: true });
     this.#state = 'replying';
-    const work = this.#reply(command, controller.signal).finally(() => outer.removeEventListener('abort', stop));
+    const work = this.#reply(command, controller.signal, early).finally(() => outer.removeEventListener('abort', stop));
     this.#turn = { run: command.run, controller, done: work.then(() => undefined, () => undefined) };
     return work;
   }
 
-  /** The command's run of the pipeline, from speech to text on. */
-  async #reply(command: Command, signal: AbortSignal): Promise<VoiceRun<R>> {
+  /** The command's run of the pipeline, from speech to text on; an early answer's, when it answered. */
+  async #reply(command: Command, signal: AbortSignal, early?: EarlyAnswer<R>): Promise<VoiceRun<R>> {
     const { run } = command;
     let transcript: string | undefined;
     try {
-      if (this.#o.mayAnswer !== undefined && !(await this.#o.mayAnswer(run, signal))) return this.#finish(command, 'cancelled');
-      const { stt, tts, sink, respond, notUnderstood } = this.#o;
-      const minConfidence = command.overSpeech ? Math.max(this.#o.minConfidence ?? 0, this.#o.overSpeechMinConfidence ?? 0) : this.#o.minConfidence;
-      const done = await runPipeline(command.stream ? { recognition: command.stream } : { samples: concatSamples(command.chunks) }, {
-        start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
-        ...(minConfidence === undefined ? {} : { minConfidence }),
-        ...(notUnderstood === undefined ? {} : { notUnderstood }),
-        ...(command.wake ? { wakeWord: command.wake.word } : {}),
-        emit: (type, data, atMs) => {
+      let done: RunResult<R> | undefined;
+      if (early !== undefined && (await early.decided)) done = await early.answer;
+      if (done === undefined) {
+        if (this.#o.mayAnswer !== undefined && !(await this.#o.mayAnswer(run, signal))) return this.#finish(command, 'cancelled');
+        done = await this.#runCommand(command, command.stream ? { recognition: command.stream } : { samples: concatSamples(command.chunks) }, signal, (type, data, atMs) => {
           if (type === 'stt-end' && typeof data?.text === 'string') transcript = data.text;
           this.#emit(run, type, data, atMs);
-        },
-      });
+        });
+      }
       const { outcome, confidence, result, said } = done;
       return this.#finish(command, outcome === 'no_wake' ? 'no_speech' : outcome, { transcript: done.transcript ?? '', ...(confidence === undefined ? {} : { confidence }), ...(result === undefined ? {} : { result }), ...(said === undefined ? {} : { said }) });
     } catch (error) {
+      transcript ??= early?.transcript;
       if (signal.aborted) return this.#finish(command, 'cancelled', { ...(transcript === undefined ? {} : { transcript }) });
       const message = error instanceof Error ? error.message : String(error);
       this.#emit(run, 'error', { message });
       return this.#finish(command, 'failed', { ...(transcript === undefined ? {} : { transcript }), error: message });
     }
+  }
+
+  /** The pipeline from speech to text on, over the command's words. */
+  #runCommand(command: Command, input: RunInput, signal: AbortSignal, emit: (type: VoiceEventType, data?: Record<string, unknown>, atMs?: number) => void, respond = this.#o.respond): Promise<RunResult<R>> {
+    const { stt, tts, sink, notUnderstood } = this.#o;
+    // A command spoken over IRIS's own voice acts only at the stricter gate.
+    const minConfidence = command.overSpeech ? Math.max(this.#o.minConfidence ?? 0, this.#o.overSpeechMinConfidence ?? 0) : this.#o.minConfidence;
+    return runPipeline(input, {
+      start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
+      ...(minConfidence === undefined ? {} : { minConfidence }),
+      ...(notUnderstood === undefined ? {} : { notUnderstood }),
+      ...(command.wake ? { wakeWord: command.wake.word } : {}),
+      emit,
+    });
   }
 
   /**
@@ -411,24 +453,116 @@ export class VoiceLoop<R> {
     const words = judge(partial);
     // Half a command ("set a timer for fifteen" …, "remind me in ten minutes" …) is someone
     // still thinking: its pause must be longer to end it. Judged anew at each chunk, as the
-    // words so far change.
-    endpointer.waitFor(!words.complete && words.extendable && partial !== '' ? this.#o.incompletePauseS : undefined);
-    if (!words.complete || words.extendable) return;
+    // words so far change. After an early answer, the person may go on for `takeBackS`.
+    endpointer.waitFor(!words.complete && words.extendable && partial !== '' ? this.#o.incompletePauseS : this.#early.has(command) ? this.#o.takeBackS : undefined);
+    const early = words.extendable && this.#mayAnswerEarly();
+    if (!words.complete || (words.extendable && !early)) return;
     if (!command.settle && stream.settle) {
       // Score the words now, while the pause runs on: the transcript is then ready when the
       // pause ends the turn, instead of being worked out after it.
       this.#emit(command.run, 'settle-start', { atS });
-      command.settle = { held: [] };
-      stream.settle().then(() => this.#emit(command.run, 'settle-end'), () => undefined);
+      const scoring = stream.settle();
+      command.settle = { held: [], words: scoring };
+      scoring.then(() => this.#emit(command.run, 'settle-end'), () => undefined);
     }
-    if (endpointer.silenceS >= pauseS) endpointer.complete();
+    if (endpointer.silenceS < pauseS) return;
+    if (!early) endpointer.complete();
+    else this.#answerEarly(command, atS);
   }
 
-  /** Speech went on after a settle: the recogniser gets the held audio and decodes on. */
-  #unsettle(command: Command): void {
+  /**
+   * The stop word while an early answer plays (its command still being heard): the answer
+   * stops and the command ends quietly, as a reply's turn does; not taken for more words.
+   */
+  #hushEarly(atS: number): boolean {
+    const answering = this.#answering;
+    if (answering === undefined || answering.early.takenBack) return false;
+    this.#answering = undefined;
+    this.#emit(answering.run, 'stop-word', { atS });
+    answering.early.controller.abort(new DOMException('stop word', 'AbortError'));
+    this.#dropped = true;
+    return true;
+  }
+
+  /** Whether whole words that could go on may be answered at the short pause (`earlyAnswer`). */
+  #mayAnswerEarly(): boolean {
+    return this.#o.earlyAnswer !== undefined && this.#o.mayAnswer === undefined && (this.#o.end ?? 'tts') === 'tts';
+  }
+
+  /**
+   * The pause after whole words that could go on has lasted `completePauseS`: once their
+   * scoring is done, answer them now if they are sure enough and the answer is read-only,
+   * while the loop listens on. The command's end keeps it (`#startTurn`); more speech takes it
+   * back (`#takeBack`).
+   */
+  #answerEarly(command: Command, atS: number): void {
+    const settle = command.settle;
+    const judge = this.#o.earlyAnswer;
+    if (settle === undefined || settle.tried === true || judge === undefined || this.#early.has(command)) return;
+    settle.tried = true;
+    const early = earlyAnswer<R>();
+    const { signal } = early.controller;
+    const decide = async (): Promise<Transcript | undefined> => {
+      const words = await settle.words;
+      const text = stripWakeWord(words.text, command.wake?.word);
+      if (text === '' || words.confidence < (this.#o.minConfidence ?? 0) || signal.aborted) return undefined;
+      return (await judge(text)) && !signal.aborted ? words : undefined;
+    };
+    const words = decide().catch(() => undefined);
+    early.decided = words.then((w) => w !== undefined && !signal.aborted);
+    // Not answered early: the command ends as any other (its pause is not lengthened to `takeBackS`).
+    void early.decided.then((yes) => !yes && this.#early.get(command) === early && this.#early.delete(command));
+    early.answer = words.then((w) => (w === undefined || signal.aborted ? undefined : this.#runEarly(command, early, w, atS)));
+    early.answer.catch(() => undefined); // awaited when the command ends; a take-back rejects it
+    this.#early.set(command, early);
+  }
+
+  /** The early answer's run of the pipeline: its events into the command's run unless taken back. */
+  #runEarly(command: Command, early: EarlyAnswer<R>, words: Transcript, atS: number): Promise<RunResult<R>> {
+    const { run } = command;
+    early.started = true;
+    early.startedAtMs = performance.now();
+    this.#answering = { early, run };
+    this.#earlyCounts.started += 1;
+    const emit = (type: VoiceEventType, data?: Record<string, unknown>, atMs?: number) => {
+      if (early.takenBack) return;
+      if (type === 'stt-end' && typeof data?.text === 'string') early.transcript = data.text;
+      early.events.add(this.#emit(run, type, data, atMs));
+    };
+    emit('answer-early', { atS, text: stripWakeWord(words.text, command.wake?.word) });
+    return this.#runCommand(command, { recognition: settledWords(words) }, early.controller.signal, emit, (text, signal, heard) => {
+      const reply = this.#o.respond(text, signal, heard);
+      early.reply = reply;
+      if (early.takenBack) reply.takeBack?.(); // taken back while the conversation was being asked
+      return reply;
+    });
+  }
+
+  /**
+   * The person went on (at `atS` in the audio) after an early answer: it stops now, the
+   * conversation forgets it, its events leave the run, and the command goes on being heard.
+   */
+  #takeBack(command: Command, atS: number): void {
+    const early = this.#early.get(command);
+    if (early === undefined) return;
+    this.#early.delete(command);
+    if (this.#answering?.early === early) this.#answering = undefined;
+    early.takenBack = true;
+    early.controller.abort(new DOMException('taken back', 'AbortError'));
+    early.reply?.takeBack?.();
+    if (!early.started) return; // it had not begun to answer: nothing to take back
+    this.#earlyCounts.takenBack += 1;
+    const events = this.#events.get(command.run);
+    if (events) this.#events.set(command.run, events.filter((e) => !early.events.has(e)));
+    this.#emit(command.run, 'answer-taken-back', { atS, text: early.transcript ?? '', after_ms: Math.round(performance.now() - (early.startedAtMs ?? 0)) });
+  }
+
+  /** Speech went on (at `atS`) after a settle: the recogniser gets the held audio and decodes on; an early answer is taken back. */
+  #unsettle(command: Command, atS: number): void {
     const held = command.settle?.held ?? [];
     delete command.settle;
     this.#emit(command.run, 'settle-void');
+    this.#takeBack(command, atS); // first: the recogniser decodes the whole utterance again
     for (const samples of held) command.stream?.push(samples);
   }
 
@@ -464,6 +598,10 @@ export class VoiceLoop<R> {
   }
 
   #finish(command: Command, outcome: Outcome, extra: { transcript?: string; confidence?: number; result?: R; said?: string; error?: string } = {}): VoiceRun<R> {
+    const early = this.#early.get(command);
+    early?.controller.abort(new DOMException(outcome, 'AbortError')); // a command dropped while it was answered early
+    this.#early.delete(command);
+    if (early !== undefined && this.#answering?.early === early) this.#answering = undefined;
     command.stream?.cancel();
     this.#emit(command.run, 'run-end', { outcome });
     const events = this.#events.get(command.run) ?? [];
@@ -487,6 +625,16 @@ export class VoiceLoop<R> {
     this.#o.onEvent?.(event);
     return event;
   }
+}
+
+/** Where in a chunk its first speech frame begins (seconds). */
+function speechOnsetS(frames: readonly { seconds: number; isSpeech: boolean }[]): number {
+  let atS = 0;
+  for (const frame of frames) {
+    if (frame.isSpeech) return atS;
+    atS += frame.seconds;
+  }
+  return atS;
 }
 
 /** A run that took no command (ended at the wake word, gave way, or never started): nothing to hear. */
