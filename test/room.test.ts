@@ -390,6 +390,17 @@ describe('the live microphone\'s clock', () => {
       expect(readMs - (at ?? 0)).toBeGreaterThan(250);
     });
   });
+  it('loses nothing when the source is faster than real time: past 30 s ahead it is read only as the reader takes chunks', async () => {
+    const microphone = new PushedAudio(60); // it keeps 60 s unread itself
+    for (let i = 0; i < 500; i++) microphone.push(Int16Array.from({ length: 1280 }, () => i)); // 40 s, at once
+    microphone.end();
+    const seen: number[] = [];
+    for await (const chunk of stampArrivals(microphone, new WeakMap()).frames(new AbortController().signal)) {
+      seen.push(chunk.samples[0] ?? -1);
+      await new Promise((r) => setImmediate(r)); // a reader slower than the source
+    }
+    expect(seen).toEqual(Array.from({ length: 500 }, (_, i) => i));
+  });
 });
 
 describe('iris doctor\'s echo probe', () => {

@@ -111,14 +111,15 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   };
 }
 
-/** Chunks a reader fell this far behind on are dropped, oldest first (seconds). */
+/** How far ahead of its reader the source is read (seconds); past that it waits for the reader. */
 const MAX_QUEUED_S = 30;
 
 /**
  * `source` read as fast as it delivers, each chunk's arrival noted in `arrived`
  * (performance.now() ms): the microphone's clock is when the audio came, which a loop busy
- * with the models cannot tell from when it read it. A reader that falls more than
- * `MAX_QUEUED_S` behind loses the oldest chunks.
+ * with the models cannot tell from when it read it. Nothing is dropped: once `MAX_QUEUED_S`
+ * wait unread, the source is read only as the reader takes chunks (a source faster than real
+ * time — a file, ALSA's file plugin — is then paced by its reader, as without this).
  */
 export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, number>): AudioSource {
   return {
@@ -128,13 +129,17 @@ export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, 
       let done = false;
       let failure: unknown;
       let wake: (() => void) | undefined;
+      let drained: (() => void) | undefined;
       const pump = (async () => {
         try {
           for await (const chunk of source.frames(AbortSignal.any([signal, inner.signal]))) {
             arrived.set(chunk, performance.now());
             queue.push(chunk);
-            if (queue.length > (MAX_QUEUED_S * SPEECH_FORMAT.rate) / Math.max(1, chunk.samples.length)) queue.shift();
             wake?.();
+            if (queue.length > (MAX_QUEUED_S * SPEECH_FORMAT.rate) / Math.max(1, chunk.samples.length)) {
+              await new Promise<void>((resolve) => (drained = resolve));
+              drained = undefined;
+            }
           }
         } catch (error) {
           failure = error;
@@ -147,6 +152,7 @@ export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, 
         for (;;) {
           const chunk = queue.shift();
           if (chunk !== undefined) {
+            drained?.();
             yield chunk;
             continue;
           }
@@ -159,6 +165,7 @@ export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, 
         }
       } finally {
         inner.abort(new DOMException('reader gone', 'AbortError'));
+        drained?.();
         await pump;
       }
     },
