@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 
 /** The bundle test/global-setup.ts builds: what the package ships. */
 const ENTRY = fileURLToPath(new URL('../../dist/iris.mjs', import.meta.url));
@@ -10,12 +11,26 @@ export interface Run {
   stderr: string;
 }
 
+/**
+ * Every `iris` this test file started and that has not exited. A test that times out never
+ * reaches its own `finally`, so a daemon it started would run on after the file (spinning on
+ * a virtual microphone): whatever is left is killed when the file ends.
+ */
+const running = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+});
+
 /** Start the real `iris` executable (the bundle) with a private config and state dir. */
 export function startIris(args: string[], env: Record<string, string>, withInput = false): ChildProcess {
-  return spawn(process.execPath, [ENTRY, ...args], {
+  const child = spawn(process.execPath, [ENTRY, ...args], {
     env: { ...process.env, ...env },
     stdio: [withInput ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
 
 /** Run `iris ARGS` to completion. */
