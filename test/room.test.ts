@@ -345,13 +345,15 @@ describe('the daemon in a room (real time)', () => {
     }
   }
 
-  it('"stop" over a ringing timer stops it within 300 ms and acknowledges it; IRIS saying "stop" itself does not', async () => {
+  // Real time, a single word over an echo as loud as the person: the spotter hears it about two
+  // times in three (docs/room.md), so it is tried up to three times; no stop word fails all three.
+  it('"stop" over a ringing timer stops it within 300 ms and acknowledges it; IRIS saying "stop" itself does not', { retry: 2, timeout: 90_000 }, async () => {
     const { before, lagMs, lines } = await stopOver(1, 7_000);
     expect(before).toEqual({ stopped: false, heard: [], asked: [] });
     expect(lines.some((line) => line.includes('acknowledged: #7'))).toBe(true);
     expect(lagMs).toBeDefined();
     expect(lagMs).toBeLessThanOrEqual(300);
-  }, 90_000);
+  });
 
   // The command after the wake word is taken; whether it is understood over the last of IRIS's
   // words (the reply stops within 200 ms of the detection, later on a busy machine) is the
