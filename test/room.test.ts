@@ -408,7 +408,8 @@ describe('the live microphone\'s clock', () => {
 });
 
 describe('iris doctor\'s echo probe', () => {
-  it('plays speech through the daemon\'s speaker path and measures the room\'s delay to the microphone', async () => {
+  // Real time: the live clock's stamps jitter with the machine's load (36 ms off once in a fresh-clone run), so it is tried up to three times.
+  it('plays speech through the daemon\'s speaker path and measures the room\'s delay to the microphone', { retry: 2, timeout: 60_000 }, async () => {
     const room = new LiveRoom(120, 0.8);
     try {
       const wav = encodeWav(speechSamples('Testing the echo canceller: one, two, three, four, five, six.', { padS: [0.1, 0.1] }));
@@ -419,7 +420,7 @@ describe('iris doctor\'s echo probe', () => {
     } finally {
       room.close();
     }
-  }, 60_000);
+  });
 });
 
 describe('a wake word heard over IRIS', () => {
