@@ -4,10 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-ensure_node "dpkg-buildpackage dpkg-dev
+needs="dpkg-buildpackage dpkg-dev
 dh debhelper
-fakeroot fakeroot
+fakeroot fakeroot"
+# lintian runs on this machine, or in the Debian root $IRIS_LINT_ROOT when given (test-deb.sh).
+[ -n "${IRIS_LINT_ROOT:-}" ] || needs="$needs
 lintian lintian"
+ensure_node "$needs"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,6 +24,12 @@ git ls-files -z --cached --others --exclude-standard \
 [ -x .cache/whisper/bin/whisper-server ] && export IRIS_WHISPER_PREBUILT=$PWD/.cache/whisper
 (cd "$work/iris" && dpkg-buildpackage -us -uc -b >&2)
 deb=$(ls "$work"/iris_*_"$(dpkg --print-architecture)".deb)
-lintian --fail-on warning --suppress-tags initial-upload-closes-no-bugs "$deb" >&2
+lint=(lintian --fail-on warning --suppress-tags initial-upload-closes-no-bugs)
+if [ -n "${IRIS_LINT_ROOT:-}" ]; then
+  systemd-nspawn -q -D "$IRIS_LINT_ROOT" --register=no --keep-unit --bind-ro="$deb:/root/$(basename "$deb")" \
+    "${lint[@]}" "/root/$(basename "$deb")" >&2
+else
+  "${lint[@]}" "$deb" >&2
+fi
 cp "$deb" build/
 echo "build/$(basename "$deb")"

@@ -26,6 +26,10 @@ check() { # check "what" command...  (IRIS_DEB_VERBOSE=1 shows the commands' out
 # `test-deb.sh --base` only makes it (scripts/test.sh does that in the background while the
 # unit tests run); it is written under a temporary name, so a half-made one is never used.
 base=.cache/bookworm-systemd.tgz
+# lintian runs in a root of its own: on the host its XS perl modules would upgrade the host's
+# perl (5.36.0-7+deb12u2 → u4, seen on a fresh machine), and that root stays out of the
+# install and boot test's clean one.
+lint_base=.cache/bookworm-lintian.tgz
 mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
 mirror=${mirror:-http://deb.debian.org/debian}
 root=$(mktemp -d)
@@ -41,8 +45,19 @@ make_base() {
   printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
   tar -C "$root" -czf "$base.part" . && mv "$base.part" "$base"
 }
+# The lintian root: the base plus lintian (in a root of its own, made from the base tarball).
+make_lint_base() {
+  local lint_root
+  lint_root=$(mktemp -d) && tar -C "$lint_root" -xzf "$base" || return 1
+  systemd-nspawn -q -D "$lint_root" --register=no --keep-unit env DEBIAN_FRONTEND=noninteractive \
+    sh -c "apt-get install -y -qq --no-install-recommends lintian >/dev/null && apt-get clean" 2>&1 \
+    | grep -v 'Attempted to remove disk file system'
+  [ "${PIPESTATUS[0]}" -eq 0 ] && tar -C "$lint_root" -czf "$lint_base.part" . && mv "$lint_base.part" "$lint_base"
+  local rc=$?; rm -rf "$lint_root"; return $rc
+}
 if [ "${1:-}" = --base ]; then
   [ -f "$base" ] || make_base || { echo "FAIL making the Debian 12 root ($base)" >&2; exit 1; }
+  [ -f "$lint_base" ] || make_lint_base || { echo "FAIL making the lintian root ($lint_base)" >&2; exit 1; }
   exit 0
 fi
 if [ -f "$base" ]; then
@@ -50,9 +65,13 @@ if [ -f "$base" ]; then
 else
   make_base || { echo "FAIL debootstrap"; echo "deb: $passed passed, $((failed + 1)) failed"; exit 1; }
 fi
+[ -f "$lint_base" ] || make_lint_base || { echo "FAIL making the lintian root"; echo "deb: $passed passed, $((failed + 1)) failed"; exit 1; }
+lint_root=$(mktemp -d)
+trap 'cleanup; rm -rf "$lint_root"' EXIT
+tar -C "$lint_root" -xzf "$lint_base"
 
 mkdir -p .cache
-deb=$(bash scripts/build-deb.sh 2>.cache/build-deb.log) || { tail -20 .cache/build-deb.log; echo "FAIL building the .deb"; echo "deb: 0 passed, 1 failed"; exit 1; }
+deb=$(IRIS_LINT_ROOT=$lint_root bash scripts/build-deb.sh 2>.cache/build-deb.log) || { tail -20 .cache/build-deb.log; echo "FAIL building the .deb"; echo "deb: 0 passed, 1 failed"; exit 1; }
 check "lintian clean (checked by build-deb.sh)" test -f "$deb"
 check "systemd-analyze verify" bash -c "[ -z \"\$(systemd-analyze verify --man=no systemd/iris.service 2>&1)\" ]"
 check "unit exposure <= 1.5" bash -c "systemd-analyze security --offline=true systemd/iris.service | awk '/Overall exposure/ {exit !(\$(NF-2) <= 1.5)}'"

@@ -32,7 +32,6 @@ if [ "$(id -u)" -eq 0 ]; then
 dpkg-buildpackage dpkg-dev
 dh debhelper
 fakeroot fakeroot
-lintian lintian
 debootstrap debootstrap
 systemd-nspawn systemd-container
 piuparts piuparts"
