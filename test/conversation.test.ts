@@ -354,6 +354,27 @@ describe('warming the model, and confirmations by voice', () => {
     // Typed, the same request acts at once.
     expect((await ask(s, 'cancel all timers')).result.reply).toBe('Cancelled the 2 timers and reminders.');
   });
+
+  it('takes the answer to "which timer?": a named choice cancels that one, anything else is a request of its own', async () => {
+    const s = await start();
+    const conversation = s.iris.conversation();
+    const spoken = (text: string) => conversation.turn(text, undefined, { confidence: 0.9 }).result;
+    const typed = (text: string) => conversation.turn(text).result;
+    for (const timer of ['tea', 'pasta', 'egg']) await typed(`set a ${timer} timer for 5 minutes`);
+    expect((await typed('cancel the timer')).reply).toBe('The tea, the pasta or the egg timer?');
+    expect((await typed('the pasta one')).reply).toBe('Cancelled the timer "pasta".');
+    expect((await typed('what timers do I have')).reply).toMatch(/^You have 2: a tea timer .*; an egg timer/);
+    // A name that is not among the choices, or no name, cancels nothing: the question is dropped.
+    expect((await typed('cancel the timer')).reply).toBe('The tea or the egg timer?');
+    expect((await typed('the rice')).route).not.toBe('local');
+    expect((await typed('the tea')).route).not.toBe('local');
+    expect((await typed('what timers do I have')).reply).toMatch(/^You have 2:/);
+    // Heard, the named choice is confirmed as any spoken cancel of one of several.
+    expect((await spoken('cancel the timer')).reply).toBe('The tea or the egg timer?');
+    expect((await spoken('the first one')).reply).toBe('Cancel the tea timer? You have 2. Say yes or no.');
+    expect((await spoken('yes')).reply).toBe('Cancelled the timer "tea".');
+    expect((await typed('what timers do I have')).reply).toMatch(/^You have one: an egg timer/);
+  });
 });
 
 describe('failures said plainly', () => {

@@ -10,6 +10,7 @@ import { DateTime } from 'luxon';
 import {
   errorResult,
   textResult,
+  type CallToolResult,
   type ToolContext,
   type ToolModule,
   type ToolSet,
@@ -228,10 +229,10 @@ function createTimers(context: ToolContext): ToolSet {
           const wanted = wantedId(args);
           return mutate((draft) => {
             // "cancel the timer" with several pending: ask which, cancel nothing.
-            if (wanted === '' && draft.timers.length > 1) return { ...errorResult(whichOne(draft.timers)), structuredContent: { refused: true } };
+            if (wanted === '' && draft.timers.length > 1) return askWhich(draft.timers);
             const matches = matching(draft.timers, wanted);
             // "cancel the timer" with a reminder pending too: only the timers are meant.
-            if (matches.length > 1 && isKind(draft.timers, wanted)) return { ...errorResult(whichOne(matches)), structuredContent: { refused: true } };
+            if (matches.length > 1 && isKind(draft.timers, wanted)) return askWhich(matches);
             if (matches.length === 0 && isKind(draft.timers, wanted) && draft.timers.length > 0) {
               return errorResult(`You have no ${wanted}s, only ${draft.timers.map(describeOne).join(', ')}.`);
             }
@@ -276,6 +277,12 @@ function createTimers(context: ToolContext): ToolSet {
 }
 
 const timers: ToolModule = { toggle: 'timers', create: createTimers };
+
+/** "The tea or the pasta timer?": nothing is cancelled; `choices` let the next words answer it. */
+const askWhich = (among: TimerRecord[]): CallToolResult => ({
+  ...errorResult(whichOne(among)),
+  structuredContent: { refused: true, choices: among.map((t) => ({ id: String(t.id), label: describeOne(t) })) },
+});
 export default timers;
 
 /** The `id` argument of cancel_timer as compared: "#3" → "3", a label in lower case, or "all". */

@@ -4,7 +4,9 @@
  * the model's or a spoken command's — waits here for the next turn, which must be a whole yes
  * or no; anything else drops it and is a request of its own, and it expires. A running call
  * whose server asked the person something (asking.ts) waits here too: the next turn is the
- * answer. History and the token calibration live here. The reply streams out as complete
+ * answer. A tool's "which one?" ("The tea or the pasta timer?") waits for the next turn: naming
+ * one of its choices answers it; anything else is a request of its own. History and the token
+ * calibration live here. The reply streams out as complete
  * sentences.
  */
 import { isAbortError, messageOf } from '../errors.js';
@@ -13,7 +15,7 @@ import { resultText } from '../toolhost/api.js';
 import { ChatError, type ChatMessage } from './backend.js';
 import { Channel } from './channel.js';
 import { matchIntent } from '../intents/match.js';
-import { answerLocally, answersReadOnly, toolCallRecord, type ToolCallRecord } from './local.js';
+import { answerChoice, answerLocally, answersReadOnly, choose, toolCallRecord, type Choice, type LocalAnswer, type ToolCallRecord } from './local.js';
 import { ModelTurn } from './model-turn.js';
 import { speakable } from './speech.js';
 import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type Pending, type Turn, type TurnInput, type TurnResult } from './types.js';
@@ -40,6 +42,8 @@ export class Conversation {
   #clampLogged = false;
   #pending: Pending | undefined;
   #asked: Asked | undefined;
+  /** A tool asked which one ("The tea or the pasta timer?"): the next turn may name it. */
+  #choice: Choice | undefined;
   #warming = false;
   /** User messages of turns taken back: their rounds are never remembered. */
   readonly #takenBack = new WeakSet<ChatMessage>();
@@ -79,6 +83,7 @@ export class Conversation {
   reset(): void {
     this.#history = [];
     this.#pending = undefined;
+    this.#choice = undefined;
     this.#asked?.call.abandon();
     this.#asked = undefined;
   }
@@ -151,8 +156,16 @@ export class Conversation {
     }
 
     // What the person typed acts at once; what was heard is confirmed first where the tool asks.
-    const local = await answerLocally(text, host, signal, match, (input.heard ?? input.confidence !== undefined) ? 'spoken' : 'typed', this.#options.place?.room);
+    const how = { signal, origin: (input.heard ?? input.confidence !== undefined) ? 'spoken' as const : 'typed' as const, room: this.#options.place?.room };
+    // An answer to "which one?" names one of its choices; anything else is a request of its own.
+    const choice = this.#choice;
+    this.#choice = undefined;
+    const chosen = choice === undefined ? undefined : await choose(text, choice);
+    const local: LocalAnswer | undefined = choice !== undefined && chosen !== undefined
+      ? await answerChoice(choice, chosen, host, how)
+      : await answerLocally(text, host, signal, match, how.origin, how.room);
     if (local?.pending !== undefined) this.#pending = { call: local.pending };
+    this.#choice = local?.choice;
     if (local !== undefined) return this.#localReply(user, local.reply, local.tool_calls, out, started);
 
     return this.#model((turn) => turn.run([user], this.#memory), signal, out, started);

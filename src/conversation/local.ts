@@ -5,11 +5,11 @@
  */
 import { resultText, type CallOrigin, type CallToolResult, type PendingCall } from '../toolhost/api.js';
 import type { ToolHost } from '../toolhost/host.js';
-import { matchIntent, type IntentMatch } from '../intents/match.js';
+import { matchIntent, normalise, type IntentMatch } from '../intents/match.js';
 import type { ReminderSet } from '../../tools/timers.js';
 import { describeDuration } from '../../tools/timers/words.js';
 
-export { normalise } from '../intents/match.js';
+export { normalise };
 
 export interface ToolCallRecord {
   name: string;
@@ -26,6 +26,43 @@ export interface LocalAnswer {
   tool_calls: ToolCallRecord[];
   /** The tool host held the call for a yes: `reply` is its question. */
   pending?: PendingCall;
+  /** The tool asked which one ("The tea or the pasta timer?"): naming one answers it. */
+  choice?: Choice;
+}
+
+/** A tool's "which one?" (its result's `structuredContent.choices`): the tool, and each choice's id and label. */
+export interface Choice {
+  tool: string;
+  choices: { id: string; label: string }[];
+}
+
+/** Words that name no choice: "the tea one", "cancel the pasta timer please", "I mean the tea". */
+const NOT_A_NAME = new Set(['the', 'a', 'my', 'one', 'timer', 'reminder', 'to', 'please', 'cancel', 'stop', 'i', 'mean', 'that', 'oh']);
+const ORDINALS: Record<string, number> = { first: 0, '1st': 0, second: 1, '2nd': 1, third: 2, '3rd': 2 };
+/** The naming words: fillers out, and a last "one" (normalised to "1") after a name ("the pasta one"). */
+const nameOf = (text: string): string => text.replace(/(?<=\S) 1$/, '').split(' ').filter((w) => !NOT_A_NAME.has(w)).join(' ');
+
+/**
+ * The choice `utterance` names, by its label's own words ("the tea", "tea", "the pasta one")
+ * or its place ("the first one", "the last one"); undefined when it names none or several.
+ */
+export async function choose(utterance: string, choice: Choice): Promise<{ id: string } | undefined> {
+  const said = nameOf(await normalise(utterance));
+  if (said === '') return undefined;
+  const last = said === 'last' ? choice.choices.length - 1 : undefined;
+  const place = last ?? ORDINALS[said];
+  if (place !== undefined) return choice.choices[place] === undefined ? undefined : { id: choice.choices[place].id };
+  const named = await Promise.all(choice.choices.map(async (c) => nameOf(await normalise(c.label))));
+  const hits = choice.choices.filter((_, i) => named[i] === said);
+  return hits.length === 1 && hits[0] !== undefined ? { id: hits[0].id } : undefined;
+}
+
+/** The choices a tool's refusal offers, if any. */
+function choiceOf(tool: string, result: CallToolResult): Choice | undefined {
+  const choices = result.structuredContent?.choices;
+  if (!Array.isArray(choices)) return undefined;
+  const valid = choices.filter((c): c is { id: string; label: string } => typeof (c as { id?: unknown }).id === 'string' && typeof (c as { label?: unknown }).label === 'string');
+  return valid.length > 1 ? { tool, choices: valid } : undefined;
 }
 
 /** How each intent's tool result becomes a reply (given the slots heard), and whether a tool
@@ -94,13 +131,34 @@ export async function answerLocally(
   const found = match ?? await matchIntent(utterance);
   const tool = found?.intent.tool;
   if (found === undefined || tool === undefined || !host.has(tool)) return undefined;
-  const how = REPLIES[found.intent.name] ?? {};
-  const result = await host.call(tool, found.args, { origin, ...(signal === undefined ? {} : { signal }), ...(room === undefined ? {} : { room }) });
+  return callLocally(tool, found.args, REPLIES[found.intent.name] ?? {}, found.slots, host, { signal, origin, room });
+}
+
+/** The answer to a tool's "which one?" (`choose` found the choice named), as a local answer. */
+export async function answerChoice(
+  choice: Choice,
+  args: { id: string },
+  host: ToolHost,
+  how: { signal?: AbortSignal; origin: Exclude<CallOrigin, 'model'>; room?: string | undefined },
+): Promise<LocalAnswer | undefined> {
+  return host.has(choice.tool) ? callLocally(choice.tool, args, {}, {}, host, how) : undefined;
+}
+
+async function callLocally(
+  tool: string,
+  args: Record<string, unknown>,
+  how: (typeof REPLIES)[string],
+  slots: Readonly<Record<string, string>>,
+  host: ToolHost,
+  { signal, origin, room }: { signal?: AbortSignal | undefined; origin: Exclude<CallOrigin, 'model'>; room?: string | undefined },
+): Promise<LocalAnswer | undefined> {
+  const result = await host.call(tool, args, { origin, ...(signal === undefined ? {} : { signal }), ...(room === undefined ? {} : { room }) });
   if (result.pending !== undefined) return { reply: result.pending.question, tool_calls: [], pending: result.pending };
   // A request the tool could not read may be the model's to answer; a tool that broke (the
   // state dir not writable) is said as it is, not handed to the model to guess around.
   const refused = result.structuredContent?.refused === true;
   if (result.isError === true && how.errorMeansNoMatch === true && result.failed !== true && !refused) return undefined;
-  const reply = result.isError === true || how.reply === undefined ? resultText(result) : how.reply(result, found.slots);
-  return { reply, tool_calls: [toolCallRecord(tool, found.args, result)] };
+  const reply = result.isError === true || how.reply === undefined ? resultText(result) : how.reply(result, slots);
+  const choice = refused ? choiceOf(tool, result) : undefined;
+  return { reply, tool_calls: [toolCallRecord(tool, args, result)], ...(choice === undefined ? {} : { choice }) };
 }
