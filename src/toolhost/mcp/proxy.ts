@@ -68,7 +68,11 @@ export class McpProxy {
    * tool lists known now (cached or live), so it never waits for a server to start.
    */
   rank(words: string, limit: number, options?: RankOptions): RankedTool[] {
-    this.#index ??= new ToolIndex(this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools })), this.#wordVectors?.());
+    if (this.#index === undefined) {
+      const catalogue = this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools }));
+      // The word vectors are opened only once there are tools to rank.
+      this.#index = new ToolIndex(catalogue, catalogue.some((s) => s.tools.length > 0) ? this.#wordVectors?.() : undefined);
+    }
     return this.#index.rank(words, limit, options);
   }
 
