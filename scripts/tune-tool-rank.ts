@@ -62,6 +62,8 @@ const GRIDS: Record<string, Axes> = {
   wide: { meaningWeight: [1.5, 2, 3, 4], floor: [0.35, 0.4, 0.45], rarityFrom: [100], shares: [[0.35, 0.5], [0.45, 0.5], [0.35, 0.4]] },
   /** Within the budget: the weight against where the list ends. */
   budget: { meaningWeight: [0.5, 1, 1.5, 2, 3], floor: [0.4, 0.5], shares: [[0.25, 0.5], [0.35, 0.5], [0.45, 0.5], [0.35, 0.6], [0.45, 0.6]] },
+  /** Lower floors. */
+  floor: { floor: [0.1, 0.15, 0.2, 0.25, 0.3], meaningWeight: [1.5, 2, 3] },
   /** Fewer tools shown for the same recall: where the list ends. */
   cut: { shares: [0.25, 0.35, 0.45, 0.55, 0.65].flatMap((min) => [0.5, 0.6, 0.7, 0.8].map((gap) => [min, gap])) },
 };
