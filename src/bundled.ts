@@ -1,6 +1,6 @@
 /**
  * Files that ship beside the bundle in dist/models (scripts/build.ts puts them there): the
- * wake-word and VAD models, the tokenizer's vocabulary and its WebAssembly.
+ * wake-word and VAD models, the tokenizer's vocabulary and its WebAssembly, the word vectors.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,7 +29,7 @@ export function bundledFile(file: string, origin?: NpmOrigin): string {
     path.join(here, '..', 'dist', 'models', file), // from src/
   ];
   for (const candidate of candidates) if (candidate && existsSync(candidate)) return candidate;
-  const npmDir = origin && packageDir(origin.package);
+  const npmDir = origin && npmPackageDir(origin.package);
   return npmDir ? path.join(npmDir, origin.dir, file) : path.join(here, 'models', file);
 }
 
@@ -39,7 +39,7 @@ export function bundledFile(file: string, origin?: NpmOrigin): string {
  * map may not export package.json (tiktoken's does not: ERR_PACKAGE_PATH_NOT_EXPORTED) or any
  * entry `require` can name.
  */
-function packageDir(name: string): string | undefined {
+export function npmPackageDir(name: string): string | undefined {
   for (const modules of require.resolve.paths(name) ?? []) {
     const dir = path.join(modules, name);
     if (existsSync(path.join(dir, 'package.json'))) return dir;

@@ -9,6 +9,7 @@ import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { resultText } from '../src/toolhost/api.js';
 import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { compactWordVectors, openWordVectors, WordVectorFile } from '../src/toolhost/mcp/word-vectors.js';
 import { iris } from './helpers/cli.js';
 import { sayAll, withDouble, type Setup } from './helpers/conversation.js';
 import { serversToml, withServers, type McpSetup, type ServerSpec } from './helpers/mcp.js';
@@ -47,6 +48,15 @@ async function start(names: string[], tools: Record<string, number> = {}): Promi
 }
 
 const say = sayAll;
+
+/** Requests of the dev sets that share no word with their tool's text (after stemming and stop words). */
+const PARAPHRASES: [string, string][] = [
+  ["I've had my antibiotics", 'medications.log_dose'],
+  ['did the cat eat this morning', 'pets.get_feeding_log'],
+  ["what's Peter's mobile", 'contacts.find_contact'],
+  ['how stuffy and damp is the cellar', 'climate.get_temperature'],
+  ['what can I make for dinner with leftover potatoes', 'recipes.find_recipe'],
+];
 
 const offered = (s: Setup, chat: number) => s.double.chats[chat]?.tools?.map((t) => t.function.name) ?? [];
 
@@ -97,6 +107,49 @@ describe('ranking remote tools against the words', () => {
     expect(index.rank('the of and', 8)).toEqual([]);
     expect(index.rank('', 8)).toEqual([]);
     expect(index.rank('lights', 0)).toEqual([]);
+  });
+});
+
+describe('ranking by meaning: word vectors', () => {
+  it('compacts the vectors package\'s JSON: plain lower-case words by frequency, unit vectors, found by binary search', () => {
+    const source = { precision: 6, l2NormIndex: 3, wordIndex: 4, dimensions: 3, unkVector: [0, 0, 0, 0, 0], size: 5,
+      words: ['the', 'Cat', 'dog', 'a-b', 'zebra'],
+      vectors: { the: [2, 0, 0, 2, 0], Cat: [0, 1, 0, 1, 1], dog: [0, 3, 4, 5, 2], 'a-b': [1, 1, 1, 1, 3], zebra: [0, 0, -1, 1, 4] } };
+    const file = join(tempDir(), 'vectors.bin');
+    writeFileSync(file, compactWordVectors(Buffer.from(JSON.stringify(source)), 2)); // the 2 most frequent plain words: the, dog
+    const vectors = new WordVectorFile(file);
+    try {
+      expect([vectors.size, vectors.dimensions]).toEqual([2, 3]);
+      expect([...(vectors.vector('dog') ?? [])].map((v) => Math.round(v * 100) / 100)).toEqual([0, 0.6, 0.8]);
+      expect(vectors.rank('dog')).toBe(2);
+      expect([...(vectors.vector('the') ?? [])]).toEqual([1, 0, 0]);
+      for (const unknown of ['cat', 'Cat', 'a-b', 'zebra', 'do', 'dogs', '']) expect(vectors.vector(unknown)).toBeUndefined();
+    } finally {
+      vectors.close();
+    }
+  });
+
+  const vectors = openWordVectors();
+  const catalogue = HOME_SERVERS.map((s) => ({ name: s.name, description: s.about, tools: s.tools }));
+  const withMeaning = new ToolIndex(catalogue, vectors);
+  const wordsAlone = new ToolIndex(catalogue);
+  const found = (index: ToolIndex, words: string) => index.rank(words, 12).map((r) => r.path);
+
+  it('finds the tool of a request that shares no word with it, which shared words alone miss', () => {
+    expect(vectors?.size).toBe(100_000);
+    for (const [words, tool] of PARAPHRASES) {
+      expect(found(wordsAlone, words), words).not.toContain(tool);
+      expect(found(withMeaning, words), words).toContain(tool);
+    }
+  });
+
+  it('scores a tool as its shared words plus its meaning, and keeps what shared words find', () => {
+    const [best] = withMeaning.rank('dim the bedroom lights to thirty percent', 12);
+    expect(best).toMatchObject({ path: 'lights.set_brightness', words: 1 });
+    expect(best?.meaning).toBeGreaterThan(0);
+    expect(best?.score).toBeCloseTo((best?.words ?? 0) + (best?.meaning ?? 0), 2);
+    expect(withMeaning.rank('', 8)).toEqual([]);
+    expect(withMeaning.rank('zzzz qqqq', 8)).toEqual([]); // no word known: no meaning either
   });
 });
 
@@ -274,14 +327,14 @@ describe('iris tools search', () => {
     const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'control.sock') };
     const json = await iris(['tools', 'search', '--json', 'dim', 'the', 'bedroom', 'lights'], vars);
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout) as { query: string; exposed: { name: string; score: number }[]; tokens: number; budget: number; left_out: unknown[] };
+    const report = JSON.parse(json.stdout) as { query: string; exposed: { name: string; score: number; words: number; meaning: number }[]; tokens: number; budget: number; left_out: unknown[] };
     expect(report).toMatchObject({ query: 'dim the bedroom lights', budget: 1500, remote_tools: 40 });
-    expect(report.exposed[0]).toEqual({ name: 'lights.set_brightness', score: expect.any(Number) });
-    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(8);
+    expect(report.exposed[0]).toEqual({ name: 'lights.set_brightness', score: expect.any(Number), words: 1, meaning: expect.any(Number) });
+    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(12); // [tools] expose_max
     expect(report.tokens).toBeGreaterThan(0);
     expect(report.tokens).toBeLessThan(1500);
     const people = await iris(['tools', 'search', 'dim the bedroom lights'], vars);
-    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools in full \(\d+ tokens\):\n +\d+\.\d\d  lights\.set_brightness +Dim or brighten/);
+    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools in full \(\d+ tokens\):\n {2}score = words \+ meaning\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2}lights\.set_brightness +Dim or brighten/);
     expect((await iris(['tools', 'search', 'zzzz'], vars)).stdout).toBe('no remote tool matches "zzzz": the model gets only the meta-tools (of 40 remote tools)\n');
   }, 60_000);
 });

@@ -18,6 +18,7 @@ import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
 import { startDeviceSignIn } from '../toolhost/mcp/auth/device.js';
 import { httpAuth } from '../toolhost/mcp/auth/http.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
+import { openWordVectors, type WordVectorFile } from '../toolhost/mcp/word-vectors.js';
 import { registerNativeTools } from '../toolhost/native.js';
 import { createJsonStore } from '../toolhost/store.js';
 
@@ -87,7 +88,19 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
       ? { signInByCode: (name, server, signal) => startDeviceSignIn(name, server, { stateDir: options.stateDir, log: mcpLog, timeoutMs: current.mcp.connect_timeout_s * 1000, signal }) }
       : {}),
   });
-  const proxy = new McpProxy(servers);
+  let vectors: WordVectorFile | undefined | null = null; // null: not opened yet
+  const wordVectors = (): WordVectorFile | undefined => {
+    if (vectors !== null) return vectors;
+    try {
+      vectors = openWordVectors();
+      if (vectors === undefined) mcpLog.info('no word vectors in this installation: remote tools are ranked by shared words alone');
+    } catch (error) {
+      vectors = undefined;
+      mcpLog.warn(`word vectors unreadable, remote tools are ranked by shared words alone: ${messageOf(error)}`);
+    }
+    return vectors;
+  };
+  const proxy = new McpProxy(servers, wordVectors);
   const registerMetaTools = (): void => {
     for (const tool of proxy.metaTools()) {
       host.unregister(tool.name);
@@ -168,6 +181,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
         }
       }
       started.length = 0;
+      vectors?.close();
     },
   };
 }

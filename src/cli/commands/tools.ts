@@ -83,7 +83,7 @@ export function register(program: Command, session: Session): void {
 
   tools
     .command('search')
-    .description('which remote tools the first model request would show in full for these words, with their scores')
+    .description('which remote tools the first model request would show in full for these words, with their scores (shared words + meaning)')
     .argument('<query...>', 'the words, as the person would say them')
     .addOption(jsonOption())
     .action(async (words: string[], _opts, cmd: Command) => {
@@ -96,7 +96,7 @@ export function register(program: Command, session: Session): void {
       const ranked = iris.mcp.proxy.rank(query, config.tools.expose_max);
       const offered = iris.host.definitions();
       const shown = new Set(shownInFull(offered, ranked.map(fullDefinition), config.budget.tool_tokens, count).map((d) => d.name));
-      const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score });
+      const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score, words: r.words, meaning: r.meaning });
       const exposed = ranked.filter((r) => shown.has(r.path));
       const report = {
         query,
@@ -112,10 +112,12 @@ export function register(program: Command, session: Session): void {
         if (config.tools.expose_max === 0) return ['[tools] expose_max = 0: the model is shown only the meta-tools'];
         if (exposed.length === 0) return [`no remote tool matches "${query}": the model gets only the meta-tools (of ${report.remote_tools} remote tools)`];
         const width = Math.max(...ranked.map((r) => r.path.length));
+        const parts = (r: { score: number; words: number; meaning: number }) => `${r.score.toFixed(2).padStart(5)} = ${r.words.toFixed(2)} + ${r.meaning.toFixed(2)}`;
         return [
           `for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools in full (${report.tokens} tokens):`,
-          ...exposed.map((r) => `  ${r.score.toFixed(2).padStart(7)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
-          ...report.left_out.map((r) => `  ${r.score.toFixed(2).padStart(7)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
+          '  score = words + meaning',
+          ...exposed.map((r) => `  ${parts(r)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
+          ...report.left_out.map((r) => `  ${parts(r)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
         ];
       });
     });

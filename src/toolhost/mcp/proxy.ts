@@ -15,6 +15,7 @@ import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import type { RemoteTool } from './client.js';
 import { ToolIndex, type RankedTool, type RankOptions } from './rank.js';
+import type { WordVectors } from './word-vectors.js';
 import type { McpServers } from './servers.js';
 
 interface Entry {
@@ -44,8 +45,12 @@ export class McpProxy {
   /** The search index over every visible remote tool; built at first use after a change. */
   #index: ToolIndex | undefined;
 
-  constructor(servers: McpServers) {
+  readonly #wordVectors: (() => WordVectors | undefined) | undefined;
+
+  /** `wordVectors`: asked once, at the first ranking, for the ranking's meaning part (rank.ts). */
+  constructor(servers: McpServers, wordVectors?: () => WordVectors | undefined) {
     this.#servers = servers;
+    this.#wordVectors = wordVectors;
   }
 
   /** Forget compiled schemas and the search index: a server's tool list changed. */
@@ -63,7 +68,11 @@ export class McpProxy {
    * tool lists known now (cached or live), so it never waits for a server to start.
    */
   rank(words: string, limit: number, options?: RankOptions): RankedTool[] {
-    this.#index ??= new ToolIndex(this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools })));
+    if (this.#index === undefined) {
+      const catalogue = this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools }));
+      // The word vectors are opened only once there are tools to rank.
+      this.#index = new ToolIndex(catalogue, catalogue.some((s) => s.tools.length > 0) ? this.#wordVectors?.() : undefined);
+    }
     return this.#index.rank(words, limit, options);
   }
 
@@ -139,7 +148,7 @@ export class McpProxy {
     if (limit <= 0) return [];
     const again = recent.flatMap((path) => {
       const entry = this.#resolve(path);
-      return typeof entry === 'string' ? [] : [{ server: entry.server, tool: entry.tool, path: `${entry.server}.${entry.tool.name}`, score: 0 }];
+      return typeof entry === 'string' ? [] : [{ server: entry.server, tool: entry.tool, path: `${entry.server}.${entry.tool.name}`, score: 0, words: 0, meaning: 0 }];
     });
     const ranked = this.rank(words, limit).filter((r) => !again.some((a) => a.path === r.path));
     return [...again, ...ranked].slice(0, limit);

@@ -17,6 +17,8 @@ import MiniSearch from 'minisearch';
 import stem from 'wink-porter2-stemmer';
 import { eng } from 'stopword';
 import type { RemoteTool } from './client.js';
+import { MEANING_TUNING, MeaningIndex, type MeaningTuning } from './meaning.js';
+import type { WordVectors } from './word-vectors.js';
 
 /** A remote tool the words matched, best first. */
 export interface RankedTool {
@@ -24,8 +26,12 @@ export interface RankedTool {
   tool: RemoteTool;
   /** "server.tool", as `execute_tool` and the model know it. */
   path: string;
-  /** BM25 score (higher is better); comparable only within one search. */
+  /** `words` + `meaning` (higher is better); comparable only within one search. */
   score: number;
+  /** The shared-words part: BM25, as a share of the best BM25 score of this search (0–1). */
+  words: number;
+  /** The meaning part: nearness of the words in word-vector space (meaning.ts) × its weight; 0 without word vectors. */
+  meaning: number;
 }
 
 export interface IndexedServer {
@@ -109,9 +115,12 @@ export interface RankTuning {
   relatedWeight: number;
   /** MiniSearch's BM25+ parameters (k: term saturation, b: length normalisation, d: floor). */
   bm25?: { k: number; b: number; d: number };
+  /** Weight of the meaning score (0–1) beside the shared-words score (0–1, the best 1); chosen on the dev requests within the budget. */
+  meaningWeight: number;
+  meaning: MeaningTuning;
 }
 
-const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.5, keepAtLeast: 2, relatedWeight: 0.5 };
+export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.5, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 1.5, meaning: MEANING_TUNING };
 
 /**
  * Words a request says that no tool's text uses, and the words tools use for them. Only
@@ -149,12 +158,19 @@ export interface RankOptions {
   atGap?: boolean;
 }
 
+/** A text's words for the meaning part: lower-case, stop words dropped, not stemmed (vectors are per word form). */
+function meaningWords(text: string): string[] {
+  return tokenize(text).map((w) => w.toLowerCase()).filter((w) => !STOP.has(w));
+}
+
 export class ToolIndex {
   readonly #entries: { server: string; tool: RemoteTool }[] = [];
   readonly #search: MiniSearch<Document>;
   readonly #tuning: RankTuning;
+  readonly #meaning: MeaningIndex | undefined;
 
-  constructor(servers: readonly IndexedServer[], tuning: RankTuning = TUNING) {
+  /** `vectors`: word vectors for the meaning part; without them the ranking is by shared words alone. */
+  constructor(servers: readonly IndexedServer[], vectors?: WordVectors, tuning: RankTuning = TUNING) {
     this.#tuning = tuning;
     this.#search = new MiniSearch<Document>({
       fields: ['name', 'server', 'description', 'parameters'],
@@ -169,14 +185,18 @@ export class ToolIndex {
       },
     });
     const documents: Document[] = [];
+    const texts: string[][] = [];
     for (const server of servers) {
       const about = `${server.name} ${server.description ?? ''}`;
+      const serverWords = meaningWords(about);
       for (const tool of server.tools) {
         documents.push({ id: this.#entries.length, name: tool.name, server: about, description: tool.description ?? '', parameters: parameterText(tool) });
+        texts.push([...meaningWords(`${tool.name} ${tool.description ?? ''}`), ...serverWords]);
         this.#entries.push({ server: server.name, tool });
       }
     }
     this.#search.addAll(documents);
+    this.#meaning = vectors === undefined || tuning.meaningWeight <= 0 ? undefined : new MeaningIndex(texts, vectors, tuning.meaning);
   }
 
   get size(): number {
@@ -198,14 +218,29 @@ export class ToolIndex {
         ...(related === '' ? [] : [{ queries: [related], boostTerm: () => relatedWeight }]),
       ],
     });
-    const best = hits[0]?.score ?? 0;
-    const gap = options.atGap === false ? -1 : hits.findIndex((hit, i) => i >= keepAtLeast && hit.score < (hits[i - 1]?.score ?? 0) * gapShare);
-    return hits
+    // Both parts on a 0–1 scale: shared words as a share of the best match, meaning as it is.
+    const bestWords = hits[0]?.score ?? 0;
+    const parts = new Map<number, { words: number; meaning: number }>();
+    for (const hit of hits) parts.set(hit.id as number, { words: hit.score / bestWords, meaning: 0 });
+    if (this.#meaning !== undefined) {
+      const meaning = this.#meaning.score(meaningWords(words));
+      meaning.forEach((m, id) => {
+        if (m <= 0) return;
+        const part = parts.get(id);
+        if (part === undefined) parts.set(id, { words: 0, meaning: m * this.#tuning.meaningWeight });
+        else part.meaning = m * this.#tuning.meaningWeight;
+      });
+    }
+    const scored = [...parts].map(([id, p]) => ({ id, ...p, score: p.words + p.meaning })).sort((a, b) => b.score - a.score || a.id - b.id);
+    const best = scored[0]?.score ?? 0;
+    const gap = options.atGap === false ? -1 : scored.findIndex((hit, i) => i >= keepAtLeast && hit.score < (scored[i - 1]?.score ?? 0) * gapShare);
+    const round = (x: number) => Math.round(x * 1000) / 1000;
+    return scored
       .slice(0, gap < 0 ? limit : Math.min(gap, limit))
       .filter((hit) => hit.score >= best * minShare)
       .flatMap((hit) => {
-        const entry = this.#entries[hit.id as number];
-        return entry === undefined ? [] : [{ ...entry, path: `${entry.server}.${entry.tool.name}`, score: Math.round(hit.score * 100) / 100 }];
+        const entry = this.#entries[hit.id];
+        return entry === undefined ? [] : [{ ...entry, path: `${entry.server}.${entry.tool.name}`, score: round(hit.score), words: round(hit.words), meaning: round(hit.meaning) }];
       });
   }
 }

