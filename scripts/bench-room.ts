@@ -68,6 +68,8 @@ const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Nu
 const overSpeechOn = process.env.IRIS_BENCH_OVER_SPEECH !== '0';
 /** Residual-echo suppression to try instead of the default (dB, 0 = off), e.g. IRIS_BENCH_SUPPRESS_DB=0. */
 const suppressDb = process.env.IRIS_BENCH_SUPPRESS_DB === undefined ? undefined : Number(process.env.IRIS_BENCH_SUPPRESS_DB);
+/** How long IRIS's echo lasts after a wake word over it, to try instead of the loop's default (voice.ts `echoTailS`, seconds), e.g. IRIS_BENCH_ECHO_TAIL_S=0.4. */
+const echoTailS = process.env.IRIS_BENCH_ECHO_TAIL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_ECHO_TAIL_S);
 /** `--part dev` (tuning: never the held-out part) or `--part heldout`; default both. */
 const partArg = process.argv[process.argv.indexOf('--part') + 1];
 const PARTS: ('dev' | 'heldout')[] = process.argv.includes('--part') ? [partArg === 'heldout' ? 'heldout' : 'dev'] : ['dev', 'heldout'];
@@ -550,7 +552,7 @@ async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conv
     tokenizer: () => Promise.reject(new Error('no model')),
   });
   const loop = new VoiceLoop<TurnResult>({
-    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), overSpeech: () => overSpeech,
+    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
     onEvent: (event) => {
@@ -570,7 +572,7 @@ async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conv
 interface Row {
   part: Part; condition: string; person: string; says: string; expected: string; over: boolean; delayMs: number;
   measuredDelayMs?: number; erleDb?: number;
-  cancelled: { wake: boolean; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  cancelled: { wake: boolean; wakeAtS?: number; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
@@ -644,7 +646,7 @@ for (const part of PARTS) {
           part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, expected, over, delayMs: r.delayMs,
           ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
           ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
-          cancelled: { ...judge(withFront), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
+          cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2) }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
           baseline: judge(without),
           audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
         });
@@ -700,4 +702,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });

@@ -21,7 +21,7 @@ export interface Segment {
  * - `lost`: the share of the phone loop's speech frames after the first word that the grammar
  *   calls silence ("play some jazz music" became silence and "do it").
  */
-export function measureFit(words: Segment[], phones: Segment[]): { fit: number; lost: number } {
+export function measureFit(words: Segment[], phones: Segment[], echoFrames = 0): { fit: number; lost: number; echo?: Split; clean?: Split } {
   const isSilence = (word: string) => /^(?:<sil>|<s>|<\/s>|\[[A-Z]+\]|\+\+.*|\(NULL\)|SIL|\+.*)$/.test(word);
   const phoneScore = (from: number, to: number): number => {
     let total = 0;
@@ -33,6 +33,8 @@ export function measureFit(words: Segment[], phones: Segment[]): { fit: number; 
   };
   let gap = 0;
   let frames = 0;
+  /** The words over IRIS's echo (their middle before `echoFrames`) and those after, apart. */
+  const parts = { echo: { gap: 0, frames: 0 }, clean: { gap: 0, frames: 0 } };
   const silent = new Set<number>();
   let begun = false; // silence before the first word is pre-roll: the wake phrase, or earlier talk
   for (const w of words) {
@@ -44,8 +46,12 @@ export function measureFit(words: Segment[], phones: Segment[]): { fit: number; 
     const n = w.endFrame - w.startFrame + 1;
     if (n <= 0) continue;
     begun = true;
-    gap += phoneScore(w.startFrame, w.endFrame) - w.acoustic;
+    const wordGap = phoneScore(w.startFrame, w.endFrame) - w.acoustic;
+    gap += wordGap;
     frames += n;
+    const part = (w.startFrame + w.endFrame) / 2 < echoFrames ? parts.echo : parts.clean;
+    part.gap += wordGap;
+    part.frames += n;
   }
   let speech = 0;
   let lost = 0;
@@ -56,9 +62,16 @@ export function measureFit(words: Segment[], phones: Segment[]): { fit: number; 
       if (silent.has(f)) lost += 1;
     }
   }
-  const fit = frames === 0 ? Infinity : gap / frames;
+  const perFrame = (g: number, n: number) => (n === 0 ? Infinity : Math.round((g / n) * 10) / 10);
   const lostShare = speech === 0 ? 1 : lost / speech;
-  return { fit: Math.round(fit * 10) / 10, lost: Math.round(lostShare * 1000) / 1000 };
+  const split = echoFrames > 0 ? { echo: { fit: perFrame(parts.echo.gap, parts.echo.frames), frames: parts.echo.frames }, clean: { fit: perFrame(parts.clean.gap, parts.clean.frames), frames: parts.clean.frames } } : {};
+  return { fit: perFrame(gap, frames), lost: Math.round(lostShare * 1000) / 1000, ...split };
+}
+
+/** `fit` over some of a transcript's words, and how many 10 ms frames they span. */
+export interface Split {
+  fit: number;
+  frames: number;
 }
 
 /** The measures behind a pocketsphinx transcript's confidence (reported as `details`). */

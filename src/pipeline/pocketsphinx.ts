@@ -17,7 +17,7 @@ import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js
 import { confidenceOf, measureFit, type Measures } from './pocketsphinx-confidence.js';
 import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from './pocketsphinx-model.js';
 import { Resampler } from './resample.js';
-import { SttError, type SpeechToText, type SttStream, type Transcript } from './stt.js';
+import { SttError, type SpeechToText, type StreamOptions, type SttStream, type Transcript } from './stt.js';
 
 export interface PocketsphinxOptions {
   /** Wake phrases the grammar allows before a command, e.g. ["hey jarvis"]. */
@@ -96,7 +96,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * start turned "set a timer for ten minutes" into "two minute" (4 of 32 commands right
    * cold, 12 primed, on espeak-ng voices).
    */
-  const open = async (prime?: Int16Array): Promise<SttStream> => {
+  const open = async (prime?: Int16Array, options: StreamOptions = {}): Promise<SttStream> => {
     const { lib, grammars, phones, rivals } = await prepare();
     let release: () => void = () => undefined;
     const previous = queue;
@@ -144,7 +144,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     const score = (): { text: string; transcript: Promise<Transcript> } => {
       decoders.forEach((d) => lib.endUtt(d));
       const text = (lib.hyp(main) ?? '').trim().toLowerCase();
-      const { fit, lost } = measureFit(lib.segments(main), lib.segments(phones));
+      const { fit, lost, echo, clean } = measureFit(lib.segments(main), lib.segments(phones), Math.round((options.echoS ?? 0) * 100));
       const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
       const rest = async (): Promise<Transcript> => {
         let agreeing = 0;
@@ -154,7 +154,9 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
         const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
         const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
-        return { text, confidence, details: { fit: Number.isFinite(fit) ? fit : 999, lost, agreeing, margin } };
+        const finite = (x: number) => (Number.isFinite(x) ? x : 999);
+        const split = echo && clean ? { echo_fit: finite(echo.fit), echo_frames: echo.frames, clean_fit: finite(clean.fit), clean_frames: clean.frames } : {};
+        return { text, confidence, details: { fit: finite(fit), lost, agreeing, margin, ...split } };
       };
       return { text, transcript: rest() };
     };
