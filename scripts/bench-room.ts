@@ -79,6 +79,8 @@ const baselineOn = !process.argv.includes('--no-baseline');
  * reuse it, so a change to the loop or the recogniser is measured without the front end again.
  * Only while the front end's code and settings are unchanged. */
 const reuseFront = process.argv.includes('--reuse-front');
+/** `--front-only` (with `--reuse-front`): only fill the cache, no command is heard, so nothing is measured (the held-out rooms made ahead of the one run that measures them). */
+const frontOnly = process.argv.includes('--front-only');
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -636,6 +638,7 @@ for (const part of PARTS) {
           wrong: result.made !== '' && result.made !== expected && result.confidence >= gate,
         });
         const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
+        if (frontOnly) continue;
         const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : none;
         const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
         const [from, to] = r.personS ?? [Infinity, Infinity];

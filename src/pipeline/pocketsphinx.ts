@@ -119,17 +119,32 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     /** Everything heard, for the rival check and for decoding again after a settle. */
     const heard: Int16Array[] = [];
     let stretches: Resampler[] = [];
+    /** Where IRIS's echo ends (`options.echoS`), in samples of this utterance. */
+    const echoSamples = Math.round((options.echoS ?? 0) * 16_000);
+    /** Samples fed in this utterance, and the main decoder's frame count when the echo ended. */
+    let fed = 0;
+    let echoEnd: number | undefined;
+    const feedBlock = (block: Int16Array) => {
+      lib.processRaw(main, block);
+      lib.processRaw(phones, block);
+      perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+      fed += block.length;
+      if (echoEnd === undefined && echoSamples > 0 && fed >= echoSamples) echoEnd = lib.frames(main);
+    };
     const feed = (samples: Int16Array) => {
       for (let i = 0; i < samples.length; i += BLOCK) {
         const block = samples.subarray(i, i + BLOCK);
-        lib.processRaw(main, block);
-        lib.processRaw(phones, block);
-        perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+        // The block where the echo ends is fed in two, so that frame is known to 10 ms.
+        const cut = echoEnd === undefined && echoSamples > fed && echoSamples < fed + block.length ? echoSamples - fed : 0;
+        if (cut > 0) feedBlock(block.subarray(0, cut));
+        feedBlock(cut > 0 ? block.subarray(cut) : block);
       }
     };
     const begin = () => {
       decoders.forEach((d) => lib.startUtt(d));
       stretches = PERTURBATIONS.map((factor) => new Resampler(factor));
+      fed = 0;
+      echoEnd = undefined;
     };
     begin();
     /** `decoding`: in an utterance; `settled`: ended at a pause, `snapshot` its transcript;
@@ -144,7 +159,11 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     const score = (): { text: string; transcript: Promise<Transcript> } => {
       decoders.forEach((d) => lib.endUtt(d));
       const text = (lib.hyp(main) ?? '').trim().toLowerCase();
-      const { fit, lost, echo, clean } = measureFit(lib.segments(main), lib.segments(phones), Math.round((options.echoS ?? 0) * 100));
+      const words = lib.segments(main);
+      // Segment frames count on across utterances from the first one's (the utterance's start;
+      // silence longer than pocketsphinx's VAD keeps is not counted): the echo's end in them.
+      const echoFrames = echoSamples === 0 ? 0 : echoEnd === undefined ? Infinity : (words[0]?.startFrame ?? 0) + echoEnd;
+      const { fit, lost, echo, clean } = measureFit(words, lib.segments(phones), echoFrames);
       const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
       const rest = async (): Promise<Transcript> => {
         let agreeing = 0;
