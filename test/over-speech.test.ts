@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
-import { measureFit, type Segment } from '../src/pipeline/pocketsphinx-confidence.js';
+import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, SCORE_PARAMS, type Measures, type Segment } from '../src/pipeline/pocketsphinx-confidence.js';
 import type { SpeechToText, StreamOptions } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop } from '../src/pipeline/voice.js';
@@ -62,5 +62,27 @@ describe('pocketsphinx confidence over IRIS\'s echo', () => {
     expect(split.fit).toBe(all.fit);
     expect(split.echo).toEqual({ fit: 30, frames: 30 });
     expect(split.clean).toEqual({ fit: 10, frames: 60 });
+  });
+
+  // Shapes measured on bench-room's dev echo rooms (docs/room.md).
+  const right: Measures = { fit: 27.3, lost: 0, agreeing: 2, margin: Infinity, echo: { fit: 45.6, frames: 59, rivals: 0 }, clean: { fit: 17.7, frames: 112 } };
+
+  it('forgives the words over the echo what IRIS\'s residue costs them: a right command acts over speech', () => {
+    expect(confidenceOf(right, 2)).toBeLessThan(0.7); // the quiet room's scale: not sure enough
+    expect(confidenceOf(right, 2, OVER_SPEECH_PARAMS)).toBeGreaterThanOrEqual(0.7);
+    const { echo: _echo, clean: _clean, ...untold } = right;
+    expect(confidenceOf(untold, 2, OVER_SPEECH_PARAMS)).toBeLessThan(0.7); // not told where the echo was
+  });
+
+  it('does not forgive a number or place heard over the echo, and wants a rival word to win by more', () => {
+    const numberOverEcho: Measures = { ...right, echo: { fit: 45.6, frames: 59, rivals: 1 }, margin: 6 };
+    expect(confidenceOf(numberOverEcho, 2, OVER_SPEECH_PARAMS)).toBeLessThan(0.6);
+    // "set a timer for ten minutes" heard as "two minutes" after the echo: clean, and "two" beat "ten" by 2.4.
+    const tenAsTwo: Measures = { fit: 22.9, lost: 0, agreeing: 2, margin: 2.4, echo: { fit: 31.3, frames: 96, rivals: 0 }, clean: { fit: 15, frames: 101 } };
+    expect(confidenceOf(tenAsTwo, 2, OVER_SPEECH_PARAMS)).toBeLessThan(0.6);
+    expect(confidenceOf({ ...tenAsTwo, margin: 4.6 }, 2, OVER_SPEECH_PARAMS)).toBeGreaterThanOrEqual(0.7);
+    const allOverEcho: Measures = { ...right, clean: { fit: Infinity, frames: 0 } };
+    expect(confidenceOf(allOverEcho, 2, OVER_SPEECH_PARAMS)).toBeLessThan(0.6); // no word after the echo: nothing to go on
+    expect(SCORE_PARAMS.echoAllowance ?? 0).toBe(0); // a quiet room's scale is unchanged
   });
 });

@@ -84,6 +84,10 @@ export interface Measures {
   /** How much the transcript's rival-set words beat their best rival, per frame (Infinity
    * when it has none). */
   margin: number;
+  /** Heard over IRIS's voice (`StreamOptions.echoS`): the words over its echo and those after
+   * (`measureFit`), and how many of the words over it are from a rival set. */
+  echo?: Split & { rivals: number };
+  clean?: Split;
 }
 
 export interface ScoreParams {
@@ -96,6 +100,10 @@ export interface ScoreParams {
   perDisagreement: number;
   /** Margin (per frame) for full marks; less scales the confidence down. */
   marginGood: number;
+  /** Over IRIS's echo: how much worse (per frame) the words heard over it may fit for the same
+   * marks; not when a number or a place was heard there, nor when no word came after it.
+   * Default 0. */
+  echoAllowance?: number;
 }
 
 /**
@@ -106,12 +114,33 @@ export interface ScoreParams {
  */
 export const SCORE_PARAMS: ScoreParams = { fitGood: 15, fitBad: 40, lostWeight: 2, perDisagreement: 2 / 3, marginGood: 3 };
 
+/**
+ * For words heard over IRIS's own voice (a stream told `echoS`): what the canceller leaves of
+ * it costs the right words there a fit of 25–60, while after it they fit as in a quiet room
+ * (15–25), so up to 40 per frame is forgiven over the echo; a rival word must win by 5 per
+ * frame, not 3 ("ten" heard as "two" after the echo won by 2.4–2.8, right ones by 2.5–4.6).
+ * Chosen on scripts/bench-room.ts's dev echo rooms (docs/room.md): the most right commands
+ * with no wrong one at `[stt] over_speech_confidence` 0.7, nor at 0.6.
+ */
+export const OVER_SPEECH_PARAMS: ScoreParams = { ...SCORE_PARAMS, marginGood: 5, echoAllowance: 40 };
+
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));
+
+/** The fit with `allowance` per frame forgiven over the echo (`Measures.echo`). */
+function fitOverEcho(echo: Split, clean: Split, allowance: number): number {
+  const frames = echo.frames + clean.frames;
+  const gap = (part: Split) => (part.frames === 0 ? 0 : part.fit * part.frames);
+  return frames === 0 ? Infinity : (gap(echo) - allowance * echo.frames + gap(clean)) / frames;
+}
 
 /** A transcript's confidence, 0–1, from its measures. */
 export function confidenceOf(m: Measures, perturbations: number, p: ScoreParams = SCORE_PARAMS): number {
   if (!Number.isFinite(m.fit)) return 0;
-  const byFit = clamp01((p.fitBad - m.fit) / (p.fitBad - p.fitGood)) * clamp01(1 - p.lostWeight * m.lost);
+  const allowance = p.echoAllowance ?? 0;
+  // Forgiven only when some words came after the echo, and none over it was a number or place.
+  const forgive = m.echo !== undefined && m.clean !== undefined && m.clean.frames > 0 && m.echo.rivals === 0 && allowance > 0;
+  const fit = forgive && m.echo && m.clean ? fitOverEcho(m.echo, m.clean, allowance) : m.fit;
+  const byFit = clamp01((p.fitBad - fit) / (p.fitBad - p.fitGood)) * clamp01(1 - p.lostWeight * m.lost);
   const byAgreement = p.perDisagreement ** (perturbations - m.agreeing);
   const byMargin = Number.isFinite(m.margin) ? clamp01(m.margin / p.marginGood) : 1;
   return Math.round(byFit * byAgreement * byMargin * 1000) / 1000;

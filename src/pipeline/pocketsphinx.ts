@@ -14,7 +14,7 @@
  */
 import { grammarAndDictionary } from './grammar.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
-import { confidenceOf, measureFit, type Measures } from './pocketsphinx-confidence.js';
+import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, SCORE_PARAMS, type Measures } from './pocketsphinx-confidence.js';
 import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from './pocketsphinx-model.js';
 import { Resampler } from './resample.js';
 import { SttError, type SpeechToText, type StreamOptions, type SttStream, type Transcript } from './stt.js';
@@ -164,17 +164,21 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       // silence longer than pocketsphinx's VAD keeps is not counted): the echo's end in them.
       const echoFrames = echoSamples === 0 ? 0 : echoEnd === undefined ? Infinity : (words[0]?.startFrame ?? 0) + echoEnd;
       const { fit, lost, echo, clean } = measureFit(words, lib.segments(phones), echoFrames);
+      // A number or a place heard over the echo: its fit is not forgiven (the rival check has
+      // little to go on there, and a command's first words are lost there).
+      const echoRivals = words.filter((w) => (w.startFrame + w.endFrame) / 2 < echoFrames && rivals.some((set) => set.includes(w.word.replace(/\(\d+\)$/, '')))).length;
       const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
       const rest = async (): Promise<Transcript> => {
         let agreeing = 0;
         for (const other of others) if (await agree(text, other)) agreeing += 1;
-        const measures: Measures = { fit, lost, agreeing, margin: Infinity };
+        const measures: Measures = { fit, lost, agreeing, margin: Infinity, ...(echo && clean ? { echo: { ...echo, rivals: echoRivals }, clean } : {}) };
+        const params = echoSamples > 0 ? OVER_SPEECH_PARAMS : SCORE_PARAMS;
         // The rival check costs a decode per word checked: only when the rest leaves a chance.
-        if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
-        const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
+        if (text !== '' && confidenceOf(measures, perturbed.length, params) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
+        const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length, params);
         const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
         const finite = (x: number) => (Number.isFinite(x) ? x : 999);
-        const split = echo && clean ? { echo_fit: finite(echo.fit), echo_frames: echo.frames, clean_fit: finite(clean.fit), clean_frames: clean.frames } : {};
+        const split = echo && clean ? { echo_fit: finite(echo.fit), echo_frames: echo.frames, clean_fit: finite(clean.fit), clean_frames: clean.frames, echo_rivals: echoRivals } : {};
         return { text, confidence, details: { fit: finite(fit), lost, agreeing, margin, ...split } };
       };
       return { text, transcript: rest() };
