@@ -23,7 +23,8 @@
  * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
  *
  * As the daemon, a command whose wake word came while IRIS sounded is "over speech" (the loop's
- * `overSpeech`: primed with 160 ms, acted on at `[stt] over_speech_confidence`). Every command
+ * `overSpeech`: primed with 160 ms, the words over the echo (`echoTailS`, IRIS_BENCH_ECHO_TAIL_S)
+ * scored on pocketsphinx's over-speech scale, acted on at `[stt] over_speech_confidence`). Every command
  * room counts toward the no-wrong rule (`summary.confident_wrong`, per part): echo, reverberant
  * rooms up to RT60 ~0.6 s, babble, babble in a reverberant room.
  *
