@@ -23,7 +23,8 @@
  * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
  *
  * As the daemon, a command whose wake word came while IRIS sounded is "over speech" (the loop's
- * `overSpeech`: primed with 160 ms, acted on at `[stt] over_speech_confidence`). Every command
+ * `overSpeech`: primed with 160 ms, the words over the echo (`echoTailS`, IRIS_BENCH_ECHO_TAIL_S)
+ * scored on pocketsphinx's over-speech scale, acted on at `[stt] over_speech_confidence`). Every command
  * room counts toward the no-wrong rule (`summary.confident_wrong`, per part): echo, reverberant
  * rooms up to RT60 ~0.6 s, babble, babble in a reverberant room.
  *
@@ -68,6 +69,8 @@ const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Nu
 const overSpeechOn = process.env.IRIS_BENCH_OVER_SPEECH !== '0';
 /** Residual-echo suppression to try instead of the default (dB, 0 = off), e.g. IRIS_BENCH_SUPPRESS_DB=0. */
 const suppressDb = process.env.IRIS_BENCH_SUPPRESS_DB === undefined ? undefined : Number(process.env.IRIS_BENCH_SUPPRESS_DB);
+/** How long IRIS's echo lasts after a wake word over it, to try instead of the loop's default (voice.ts `echoTailS`, seconds), e.g. IRIS_BENCH_ECHO_TAIL_S=0.4. */
+const echoTailS = process.env.IRIS_BENCH_ECHO_TAIL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_ECHO_TAIL_S);
 /** `--part dev` (tuning: never the held-out part) or `--part heldout`; default both. */
 const partArg = process.argv[process.argv.indexOf('--part') + 1];
 const PARTS: ('dev' | 'heldout')[] = process.argv.includes('--part') ? [partArg === 'heldout' ? 'heldout' : 'dev'] : ['dev', 'heldout'];
@@ -77,6 +80,8 @@ const baselineOn = !process.argv.includes('--no-baseline');
  * reuse it, so a change to the loop or the recogniser is measured without the front end again.
  * Only while the front end's code and settings are unchanged. */
 const reuseFront = process.argv.includes('--reuse-front');
+/** `--front-only` (with `--reuse-front`): only fill the cache, no command is heard, so nothing is measured (the held-out rooms made ahead of the one run that measures them). */
+const frontOnly = process.argv.includes('--front-only');
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -550,7 +555,7 @@ async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conv
     tokenizer: () => Promise.reject(new Error('no model')),
   });
   const loop = new VoiceLoop<TurnResult>({
-    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), overSpeech: () => overSpeech,
+    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
     onEvent: (event) => {
@@ -570,7 +575,7 @@ async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conv
 interface Row {
   part: Part; condition: string; person: string; says: string; expected: string; over: boolean; delayMs: number;
   measuredDelayMs?: number; erleDb?: number;
-  cancelled: { wake: boolean; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  cancelled: { wake: boolean; wakeAtS?: number; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
@@ -634,6 +639,7 @@ for (const part of PARTS) {
           wrong: result.made !== '' && result.made !== expected && result.confidence >= gate,
         });
         const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
+        if (frontOnly) continue;
         const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : none;
         const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
         const [from, to] = r.personS ?? [Infinity, Infinity];
@@ -644,7 +650,7 @@ for (const part of PARTS) {
           part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, expected, over, delayMs: r.delayMs,
           ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
           ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
-          cancelled: { ...judge(withFront), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
+          cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2) }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
           baseline: judge(without),
           audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
         });
@@ -700,4 +706,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });

@@ -5,11 +5,49 @@
  * one at the threshold and none 0.1 below it (a margin of safety). The held-out part is
  * printed beside each candidate, never used to choose. Run after the benchmark:
  * `npx tsx scripts/tune-confidence.ts`.
+ *
+ * `--over-speech`: how `OVER_SPEECH_PARAMS` were chosen instead, from the dev echo rooms of
+ * scripts/bench-room.ts (results/room-cmd-dev-measures.json: the split measures of each command
+ * heard over IRIS): the allowance over the echo and the rival margin with the most right
+ * commands and no wrong one at `[stt] over_speech_confidence` 0.7, nor at 0.6.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { confidenceOf, SCORE_PARAMS, type ScoreParams } from '../src/pipeline/pocketsphinx-confidence.js';
+import { confidenceOf, OVER_SPEECH_PARAMS, SCORE_PARAMS, type Measures, type ScoreParams } from '../src/pipeline/pocketsphinx-confidence.js';
 import { ROOT } from './lib/bench.js';
+
+if (process.argv.includes('--over-speech')) {
+  interface RoomRow { part: string; over: boolean; expected: string; cancelled: { made: string; details?: Record<string, number> } }
+  const rooms = (JSON.parse(readFileSync(join(ROOT, 'scripts/results/room-cmd-dev-measures.json'), 'utf8')) as { rows: RoomRow[] }).rows
+    .filter((r) => r.part === 'dev' && r.over && r.expected !== '' && r.cancelled.made !== '' && r.cancelled.details?.echo_frames !== undefined);
+  const finite = (x: number | undefined) => (x === undefined || x >= 999 ? Infinity : x);
+  const measuresOf = (d: Record<string, number>): Measures => ({
+    fit: finite(d.fit), lost: d.lost ?? 1, agreeing: d.agreeing ?? 0, margin: finite(d.margin),
+    echo: { fit: finite(d.echo_fit), frames: d.echo_frames ?? 0, rivals: d.echo_rivals ?? 0 },
+    clean: { fit: finite(d.clean_fit), frames: d.clean_frames ?? 0 },
+  });
+  const tallyOver = (p: ScoreParams, threshold: number) => {
+    let right = 0;
+    let wrong = 0;
+    for (const r of rooms) {
+      if (confidenceOf(measuresOf(r.cancelled.details ?? {}), 2, p) < threshold) continue;
+      if (r.cancelled.made === r.expected) right += 1;
+      else wrong += 1;
+    }
+    return { right, wrong };
+  };
+  const found: { p: ScoreParams; right: number }[] = [];
+  for (const echoAllowance of [0, 10, 20, 30, 40, 50, 60]) for (const marginGood of [3, 3.5, 4, 4.5, 5, 6]) {
+    const p = { ...SCORE_PARAMS, echoAllowance, marginGood };
+    const at = tallyOver(p, 0.7);
+    if (at.wrong === 0 && tallyOver(p, 0.6).wrong === 0) found.push({ p, right: at.right });
+  }
+  found.sort((a, b) => b.right - a.right);
+  console.log(`${rooms.length} dev commands heard over IRIS; best (no wrong answer at 0.7 nor 0.6):`);
+  for (const c of found.slice(0, 5)) console.log(`allowance ${c.p.echoAllowance ?? 0}, marginGood ${c.p.marginGood}: ${c.right} right`);
+  console.log('in use', JSON.stringify(OVER_SPEECH_PARAMS), tallyOver(OVER_SPEECH_PARAMS, 0.7), 'quiet scale', tallyOver(SCORE_PARAMS, 0.7));
+  process.exit(0);
+}
 
 interface Row { part: 'dev' | 'heldout'; wake: boolean; made: string; expected: string; details: Record<string, number> }
 const { rows } = JSON.parse(readFileSync(join(ROOT, 'scripts/results/understanding.json'), 'utf8')) as { rows: Row[] };

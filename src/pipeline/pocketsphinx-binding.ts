@@ -23,6 +23,8 @@ export interface PocketsphinxLibrary {
   /** The best path's score (log base 1.0001, acoustic and grammar weights together). */
   pathScore(decoder: unknown): number;
   segments(decoder: unknown): Segment[];
+  /** The frame the search has reached (`Segment` frames count on from it; silence dropped). */
+  frames(decoder: unknown): number;
 }
 
 /** The binding per library file: koffi declares each function once per process. */
@@ -57,6 +59,7 @@ async function bind(file: string): Promise<PocketsphinxLibrary> {
   const segWord = ps.func('const char *ps_seg_word(void *seg)');
   const segFrames = ps.func('void ps_seg_frames(void *seg, _Out_ int *sf, _Out_ int *ef)');
   const segProb = ps.func('int32_t ps_seg_prob(void *seg, _Out_ int32_t *ascr, _Out_ int32_t *lscr, _Out_ int32_t *lback)');
+  const nFrames = ps.func('int ps_get_n_frames(void *ps)');
   return {
     init: (argv) => {
       const config: unknown = parse(null, args(), argv.length, argv, 1);
@@ -75,6 +78,7 @@ async function bind(file: string): Promise<PocketsphinxLibrary> {
       getHyp(decoder, out);
       return out[0] ?? 0;
     },
+    frames: (decoder) => nFrames(decoder) as number,
     segments: (decoder) => {
       const out: Segment[] = [];
       for (let seg: unknown = segIter(decoder); seg !== null; seg = segNext(seg)) {

@@ -21,7 +21,7 @@ export interface Segment {
  * - `lost`: the share of the phone loop's speech frames after the first word that the grammar
  *   calls silence ("play some jazz music" became silence and "do it").
  */
-export function measureFit(words: Segment[], phones: Segment[]): { fit: number; lost: number } {
+export function measureFit(words: Segment[], phones: Segment[], echoFrames = 0): { fit: number; lost: number; echo?: Split; clean?: Split } {
   const isSilence = (word: string) => /^(?:<sil>|<s>|<\/s>|\[[A-Z]+\]|\+\+.*|\(NULL\)|SIL|\+.*)$/.test(word);
   const phoneScore = (from: number, to: number): number => {
     let total = 0;
@@ -33,6 +33,8 @@ export function measureFit(words: Segment[], phones: Segment[]): { fit: number; 
   };
   let gap = 0;
   let frames = 0;
+  /** The words over IRIS's echo (their middle before `echoFrames`) and those after, apart. */
+  const parts = { echo: { gap: 0, frames: 0 }, clean: { gap: 0, frames: 0 } };
   const silent = new Set<number>();
   let begun = false; // silence before the first word is pre-roll: the wake phrase, or earlier talk
   for (const w of words) {
@@ -44,8 +46,12 @@ export function measureFit(words: Segment[], phones: Segment[]): { fit: number; 
     const n = w.endFrame - w.startFrame + 1;
     if (n <= 0) continue;
     begun = true;
-    gap += phoneScore(w.startFrame, w.endFrame) - w.acoustic;
+    const wordGap = phoneScore(w.startFrame, w.endFrame) - w.acoustic;
+    gap += wordGap;
     frames += n;
+    const part = (w.startFrame + w.endFrame) / 2 < echoFrames ? parts.echo : parts.clean;
+    part.gap += wordGap;
+    part.frames += n;
   }
   let speech = 0;
   let lost = 0;
@@ -56,9 +62,16 @@ export function measureFit(words: Segment[], phones: Segment[]): { fit: number; 
       if (silent.has(f)) lost += 1;
     }
   }
-  const fit = frames === 0 ? Infinity : gap / frames;
+  const perFrame = (g: number, n: number) => (n === 0 ? Infinity : Math.round((g / n) * 10) / 10);
   const lostShare = speech === 0 ? 1 : lost / speech;
-  return { fit: Math.round(fit * 10) / 10, lost: Math.round(lostShare * 1000) / 1000 };
+  const split = echoFrames > 0 ? { echo: { fit: perFrame(parts.echo.gap, parts.echo.frames), frames: parts.echo.frames }, clean: { fit: perFrame(parts.clean.gap, parts.clean.frames), frames: parts.clean.frames } } : {};
+  return { fit: perFrame(gap, frames), lost: Math.round(lostShare * 1000) / 1000, ...split };
+}
+
+/** `fit` over some of a transcript's words, and how many 10 ms frames they span. */
+export interface Split {
+  fit: number;
+  frames: number;
 }
 
 /** The measures behind a pocketsphinx transcript's confidence (reported as `details`). */
@@ -71,6 +84,10 @@ export interface Measures {
   /** How much the transcript's rival-set words beat their best rival, per frame (Infinity
    * when it has none). */
   margin: number;
+  /** Heard over IRIS's voice (`StreamOptions.echoS`): the words over its echo and those after
+   * (`measureFit`), and how many of the words over it are from a rival set. */
+  echo?: Split & { rivals: number };
+  clean?: Split;
 }
 
 export interface ScoreParams {
@@ -83,6 +100,10 @@ export interface ScoreParams {
   perDisagreement: number;
   /** Margin (per frame) for full marks; less scales the confidence down. */
   marginGood: number;
+  /** Over IRIS's echo: how much worse (per frame) the words heard over it may fit for the same
+   * marks; not when a number or a place was heard there, nor when no word came after it.
+   * Default 0. */
+  echoAllowance?: number;
 }
 
 /**
@@ -93,12 +114,33 @@ export interface ScoreParams {
  */
 export const SCORE_PARAMS: ScoreParams = { fitGood: 15, fitBad: 40, lostWeight: 2, perDisagreement: 2 / 3, marginGood: 3 };
 
+/**
+ * For words heard over IRIS's own voice (a stream told `echoS`): what the canceller leaves of
+ * it costs the right words there a fit of 25–60, while after it they fit as in a quiet room
+ * (15–25), so up to 40 per frame is forgiven over the echo; a rival word must win by 5 per
+ * frame, not 3 ("ten" heard as "two" after the echo won by 2.4–2.8, right ones by 2.5–4.6).
+ * Chosen on scripts/bench-room.ts's dev echo rooms (docs/room.md): the most right commands
+ * with no wrong one at `[stt] over_speech_confidence` 0.7, nor at 0.6.
+ */
+export const OVER_SPEECH_PARAMS: ScoreParams = { ...SCORE_PARAMS, marginGood: 5, echoAllowance: 40 };
+
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));
+
+/** The fit with `allowance` per frame forgiven over the echo (`Measures.echo`). */
+function fitOverEcho(echo: Split, clean: Split, allowance: number): number {
+  const frames = echo.frames + clean.frames;
+  const gap = (part: Split) => (part.frames === 0 ? 0 : part.fit * part.frames);
+  return frames === 0 ? Infinity : (gap(echo) - allowance * echo.frames + gap(clean)) / frames;
+}
 
 /** A transcript's confidence, 0–1, from its measures. */
 export function confidenceOf(m: Measures, perturbations: number, p: ScoreParams = SCORE_PARAMS): number {
   if (!Number.isFinite(m.fit)) return 0;
-  const byFit = clamp01((p.fitBad - m.fit) / (p.fitBad - p.fitGood)) * clamp01(1 - p.lostWeight * m.lost);
+  const allowance = p.echoAllowance ?? 0;
+  // Forgiven only when some words came after the echo, and none over it was a number or place.
+  const forgive = m.echo !== undefined && m.clean !== undefined && m.clean.frames > 0 && m.echo.rivals === 0 && allowance > 0;
+  const fit = forgive && m.echo && m.clean ? fitOverEcho(m.echo, m.clean, allowance) : m.fit;
+  const byFit = clamp01((p.fitBad - fit) / (p.fitBad - p.fitGood)) * clamp01(1 - p.lostWeight * m.lost);
   const byAgreement = p.perDisagreement ** (perturbations - m.agreeing);
   const byMargin = Number.isFinite(m.margin) ? clamp01(m.margin / p.marginGood) : 1;
   return Math.round(byFit * byAgreement * byMargin * 1000) / 1000;

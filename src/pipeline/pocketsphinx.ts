@@ -14,10 +14,10 @@
  */
 import { grammarAndDictionary } from './grammar.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
-import { confidenceOf, measureFit, type Measures } from './pocketsphinx-confidence.js';
+import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, SCORE_PARAMS, type Measures } from './pocketsphinx-confidence.js';
 import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from './pocketsphinx-model.js';
 import { Resampler } from './resample.js';
-import { SttError, type SpeechToText, type SttStream, type Transcript } from './stt.js';
+import { SttError, type SpeechToText, type StreamOptions, type SttStream, type Transcript } from './stt.js';
 
 export interface PocketsphinxOptions {
   /** Wake phrases the grammar allows before a command, e.g. ["hey jarvis"]. */
@@ -96,7 +96,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
    * start turned "set a timer for ten minutes" into "two minute" (4 of 32 commands right
    * cold, 12 primed, on espeak-ng voices).
    */
-  const open = async (prime?: Int16Array): Promise<SttStream> => {
+  const open = async (prime?: Int16Array, options: StreamOptions = {}): Promise<SttStream> => {
     const { lib, grammars, phones, rivals } = await prepare();
     let release: () => void = () => undefined;
     const previous = queue;
@@ -119,17 +119,32 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     /** Everything heard, for the rival check and for decoding again after a settle. */
     const heard: Int16Array[] = [];
     let stretches: Resampler[] = [];
+    /** Where IRIS's echo ends (`options.echoS`), in samples of this utterance. */
+    const echoSamples = Math.round((options.echoS ?? 0) * 16_000);
+    /** Samples fed in this utterance, and the main decoder's frame count when the echo ended. */
+    let fed = 0;
+    let echoEnd: number | undefined;
+    const feedBlock = (block: Int16Array) => {
+      lib.processRaw(main, block);
+      lib.processRaw(phones, block);
+      perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+      fed += block.length;
+      if (echoEnd === undefined && echoSamples > 0 && fed >= echoSamples) echoEnd = lib.frames(main);
+    };
     const feed = (samples: Int16Array) => {
       for (let i = 0; i < samples.length; i += BLOCK) {
         const block = samples.subarray(i, i + BLOCK);
-        lib.processRaw(main, block);
-        lib.processRaw(phones, block);
-        perturbed.forEach((d, k) => lib.processRaw(d, stretches[k]?.push(block) ?? block));
+        // The block where the echo ends is fed in two, so that frame is known to 10 ms.
+        const cut = echoEnd === undefined && echoSamples > fed && echoSamples < fed + block.length ? echoSamples - fed : 0;
+        if (cut > 0) feedBlock(block.subarray(0, cut));
+        feedBlock(cut > 0 ? block.subarray(cut) : block);
       }
     };
     const begin = () => {
       decoders.forEach((d) => lib.startUtt(d));
       stretches = PERTURBATIONS.map((factor) => new Resampler(factor));
+      fed = 0;
+      echoEnd = undefined;
     };
     begin();
     /** `decoding`: in an utterance; `settled`: ended at a pause, `snapshot` its transcript;
@@ -144,17 +159,27 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     const score = (): { text: string; transcript: Promise<Transcript> } => {
       decoders.forEach((d) => lib.endUtt(d));
       const text = (lib.hyp(main) ?? '').trim().toLowerCase();
-      const { fit, lost } = measureFit(lib.segments(main), lib.segments(phones));
+      const words = lib.segments(main);
+      // Segment frames count on across utterances from the first one's (the utterance's start;
+      // silence longer than pocketsphinx's VAD keeps is not counted): the echo's end in them.
+      const echoFrames = echoSamples === 0 ? 0 : echoEnd === undefined ? Infinity : (words[0]?.startFrame ?? 0) + echoEnd;
+      const { fit, lost, echo, clean } = measureFit(words, lib.segments(phones), echoFrames);
+      // A number or a place heard over the echo: its fit is not forgiven (the rival check has
+      // little to go on there, and a command's first words are lost there).
+      const echoRivals = words.filter((w) => (w.startFrame + w.endFrame) / 2 < echoFrames && rivals.some((set) => set.includes(w.word.replace(/\(\d+\)$/, '')))).length;
       const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
       const rest = async (): Promise<Transcript> => {
         let agreeing = 0;
         for (const other of others) if (await agree(text, other)) agreeing += 1;
-        const measures: Measures = { fit, lost, agreeing, margin: Infinity };
+        const measures: Measures = { fit, lost, agreeing, margin: Infinity, ...(echo && clean ? { echo: { ...echo, rivals: echoRivals }, clean } : {}) };
+        const params = echoSamples > 0 ? OVER_SPEECH_PARAMS : SCORE_PARAMS;
         // The rival check costs a decode per word checked: only when the rest leaves a chance.
-        if (text !== '' && confidenceOf(measures, perturbed.length) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
-        const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length);
+        if (text !== '' && confidenceOf(measures, perturbed.length, params) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
+        const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length, params);
         const margin = Number.isFinite(measures.margin) ? Math.round(measures.margin * 10) / 10 : 999;
-        return { text, confidence, details: { fit: Number.isFinite(fit) ? fit : 999, lost, agreeing, margin } };
+        const finite = (x: number) => (Number.isFinite(x) ? x : 999);
+        const split = echo && clean ? { echo_fit: finite(echo.fit), echo_frames: echo.frames, clean_fit: finite(clean.fit), clean_frames: clean.frames, echo_rivals: echoRivals } : {};
+        return { text, confidence, details: { fit: finite(fit), lost, agreeing, margin, ...split } };
       };
       return { text, transcript: rest() };
     };

@@ -14,9 +14,17 @@ export interface SpeechToText {
   transcribe(samples: Int16Array, signal?: AbortSignal): Promise<Transcript>;
   /** Decode while the audio arrives, when the engine can (pocketsphinx); `prime` is audio
    * from just before (the wake phrase) to adapt to the room and voice; optional. */
-  stream?(prime?: Int16Array): Promise<SttStream>;
+  stream?(prime?: Int16Array, options?: StreamOptions): Promise<SttStream>;
   /** Stop helpers; optional. */
   stop?(): Promise<void>;
+}
+
+/** What the recogniser is told about an utterance's audio. */
+export interface StreamOptions {
+  /** The first `echoS` seconds of the audio pushed were heard over IRIS's own voice (what the
+   * echo canceller left of it is under the words): the engine may score the words there on a
+   * scale of their own. Default 0. */
+  echoS?: number;
 }
 
 /** What was heard, and how sure the engine is of it. */
@@ -110,11 +118,11 @@ export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
     },
   };
   if (first.stream === undefined) return pool;
-  pool.stream = async (prime) => {
+  pool.stream = async (prime, options) => {
     const engine = await take();
     let stream: SttStream;
     try {
-      stream = await (engine.stream?.(prime) ?? Promise.reject(new SttError('stt_failed', `${engine.name} cannot decode as audio arrives`)));
+      stream = await (engine.stream?.(prime, options) ?? Promise.reject(new SttError('stt_failed', `${engine.name} cannot decode as audio arrives`)));
     } catch (error) {
       give(engine);
       throw error;

@@ -108,6 +108,14 @@ export interface VoiceLoopOptions<R> {
    * this confidence or above, when higher than `minConfidence`: what is left of the echo makes
    * the recogniser surer of wrong words than in a quiet room. Default: `minConfidence`. */
   overSpeechMinConfidence?: number;
+  /**
+   * After a wake word over IRIS's own audio (`overSpeech`), how long its echo may still reach
+   * the microphone (seconds): barge-in stops playback at once, but the player's buffer, the
+   * speaker-to-microphone delay (up to 0.25 s) and the room's tail follow. The recogniser is
+   * told (`StreamOptions.echoS`) and scores the words heard until then on a scale of their
+   * own. Default 0.6.
+   */
+  echoTailS?: number;
   /** Called when the wake word fires (the daemon warms the model then). */
   onWake?: () => void;
   /** Every stage event, as it happens. */
@@ -144,6 +152,9 @@ interface Command {
  * then voids (the recogniser must decode the utterance again).
  */
 const SETTLE_AT = 0.5;
+
+/** `echoTailS`'s default: the bench cuts IRIS 0.2 s after the wake word, its echo arrives 40–200 ms late, and the room's tail (RT60 up to 0.6 s) is mostly cancelled after that. */
+const ECHO_TAIL_S = 0.6;
 
 export class VoiceLoop<R> {
   readonly #o: VoiceLoopOptions<R>;
@@ -226,9 +237,12 @@ export class VoiceLoop<R> {
       this.#emit(run, 'end_of_speech-start');
       const audio = await this.#wordBoundary(before);
       const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
+      // Over IRIS, its echo lies under the words until `echoTailS` after the wake word.
+      const last = before.at(-1);
+      const echoS = overSpeech && last ? Math.max(0, last.atS + durationS(last.samples.length) + (this.#o.echoTailS ?? ECHO_TAIL_S) - (audio[0]?.atS ?? last.atS)) : 0;
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
-      const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)));
+      const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)), echoS > 0 ? { echoS } : undefined);
       if (start !== starts) {
         report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
