@@ -13,6 +13,7 @@ import { parseConfig } from '../src/config/load.js';
 import { renderDefaultConfig } from '../src/config/defaults.js';
 import { DEFAULT_ECHO_ENGINE, EchoCanceller, EchoReference } from '../src/pipeline/echo.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
+import { WebrtcEcho } from '../src/pipeline/webrtc-aec.js';
 import { speechSamples } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -83,20 +84,25 @@ describe('webrtc-audio-processing as the echo canceller', () => {
     expect(removedDb).toBeGreaterThanOrEqual(20);
   });
 
-  it.skipIf(!installed)(title('leaves the person\'s voice: speech with no echo in it passes within 3 dB'), async () => {
-    const played = reply();
-    const person = speechSamples('hey jarvis, what time is it in tokyo', { voice: 'en-gb', padS: [0.2, 0.2] });
-    const mic = Int16Array.from(echoOf(played, 80)); // IRIS, then IRIS silent while the person speaks
-    const reference = new EchoReference(30);
-    reference.write(played, 0);
-    const canceller = await EchoCanceller.create(reference, { engine: 'webrtc', onFallback: (reason) => { throw new Error(reason); } });
-    cancel(canceller, mic);
-    // The person alone, right after the reply (within the filter's tail, so the canceller still runs).
-    const at = mic.length - (mic.length % 1280);
-    const out = new Int16Array(person.length - (person.length % 1280));
-    for (let k = 0; k < out.length; k += 1280) out.set(canceller.process(person.subarray(k, k + 1280), at + k), k);
-    canceller.destroy();
-    expect(Math.abs(10 * Math.log10(energy(out) / energy(person.subarray(0, out.length))))).toBeLessThanOrEqual(3);
+  it.skipIf(!installed)(title('the shim hands webrtc its options: the extended filter finds an echo 60 ms later than it was told'), async () => {
+    // webrtc::Config keys options by the address of a static in a template: a shim built with
+    // hidden visibility has its own copy, and the library silently ignored the options (1.6 dB here).
+    let seed = 1;
+    const noise = Int16Array.from({ length: 8 * RATE }, () => Math.round((((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) * 2 - 1) * 3000));
+    const late = Math.round(0.06 * RATE);
+    const mic = new Int16Array(noise.length);
+    for (let i = late; i < mic.length; i++) mic[i] = Math.round((noise[i - late] ?? 0) / 2);
+    const removed = async (extendedFilter: boolean): Promise<number> => {
+      const webrtc = await WebrtcEcho.create({ rate: RATE, mode: 'aec', suppression: 0, extendedFilter, delayAgnostic: false, highPass: true });
+      webrtc.delayMs = 0; // told nothing of the 60 ms
+      const out = new Int16Array(mic.length);
+      for (let at = 0; at + 160 <= mic.length; at += 160) out.set(webrtc.process(mic.subarray(at, at + 160), noise.subarray(at, at + 160)), at);
+      webrtc.destroy();
+      const from = mic.length / 2;
+      return 10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)));
+    };
+    expect(await removed(true)).toBeGreaterThanOrEqual(12);
+    expect(await removed(false)).toBeLessThan(6); // the plain filter needs the delay it is told
   });
 
   it('falls back to speexdsp, saying why, when the shim is missing: the voice still works', async () => {
