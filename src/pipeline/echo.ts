@@ -233,8 +233,12 @@ export interface EchoCancellerOptions {
 
 /** speexdsp's frame: 16 ms, a power of two (its FFT is fastest there); 1280-sample chunks are 5 of them. */
 const SPEEX_FRAME = 256;
-/** webrtc's settings, chosen on bench-room's dev rooms (docs/room.md): the AEC with the extended filter, high suppression, our own delay. */
-const WEBRTC = { mode: 'aec', suppression: 2, extendedFilter: true, delayAgnostic: false, highPass: true } as const;
+/**
+ * webrtc's settings, the best of seven tried on bench-room's dev echo rooms (docs/room.md): the
+ * AEC (not AECM) with the extended filter, low suppression (moderate and high cut the person
+ * harder), told the measured delay rather than handed a reference aligned here.
+ */
+const WEBRTC = { mode: 'aec', suppression: 0, extendedFilter: true, delayAgnostic: false, highPass: true, reportDelay: true } as const;
 /** The reference is shifted this much less than the delay: the filter is causal, so an estimate a little long must still leave the echo inside it. */
 const MARGIN_SAMPLES = 160;
 
@@ -299,8 +303,8 @@ export class EchoCanceller {
   static async create(reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> {
     if ((options.engine ?? DEFAULT_ECHO_ENGINE) === 'webrtc') {
       try {
-        const { reportDelay = false, ...settings } = options.webrtc ?? {};
-        const webrtc = await WebrtcEcho.create({ rate: RATE, ...WEBRTC, ...settings });
+        const { reportDelay, ...settings } = { ...WEBRTC, ...options.webrtc };
+        const webrtc = await WebrtcEcho.create({ rate: RATE, ...settings });
         webrtc.delayMs = (MARGIN_SAMPLES * 1000) / RATE; // the reference is aligned here; what is left is the margin
         return new EchoCanceller(reference, webrtc, { ...options, alignHere: !reportDelay });
       } catch (error) {
