@@ -14,6 +14,7 @@ import { renderDefaultConfig } from '../src/config/defaults.js';
 import { DEFAULT_ECHO_ENGINE, EchoCanceller, EchoReference } from '../src/pipeline/echo.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { WebrtcEcho } from '../src/pipeline/webrtc-aec.js';
+import { iris } from './helpers/cli.js';
 import { speechSamples } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -114,6 +115,24 @@ describe('webrtc-audio-processing as the echo canceller', () => {
     expect(reasons).toHaveLength(1);
     expect(reasons[0]).toMatch(/webrtc: .*does not load; using speexdsp/);
   });
+
+  it.skipIf(!installed)(title('iris listen --playback with echo_canceller = "webrtc" cancels with it; without the shim it says so and cancels with speexdsp'), async () => {
+    const dir = tempDir();
+    const played = reply();
+    writeFileSync(join(dir, 'ref.wav'), encodeWav(played));
+    writeFileSync(join(dir, 'mic.wav'), encodeWav(echoOf(played, 150)));
+    writeFileSync(join(dir, 'config'), '[audio]\necho_canceller = "webrtc"\n');
+    const vars = { IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 's') };
+    const args = ['listen', '--file', join(dir, 'mic.wav'), '--playback', join(dir, 'ref.wav'), '--end', 'wake', '--json'];
+    const run = await iris(args, vars);
+    expect(run.stderr).toBe(''); // the shim from .cache/webrtc-aec, found beside the checkout's dist/
+    const report = JSON.parse(run.stdout) as { echo: { delay_ms: number; erle_db: number } };
+    expect(Math.abs(report.echo.delay_ms - 150)).toBeLessThanOrEqual(10);
+    expect(report.echo.erle_db).toBeGreaterThan(10);
+    const missing = await iris(args, { ...vars, IRIS_WEBRTC_AEC: join(dir, 'no-such-shim.so') });
+    expect(missing.stderr).toMatch(/echo canceller webrtc: .*using speexdsp/);
+    expect(Math.abs((JSON.parse(missing.stdout) as { echo: { delay_ms: number } }).echo.delay_ms - 150)).toBeLessThanOrEqual(10);
+  }, 60_000);
 
   it('is chosen by [audio] echo_canceller, documented in the defaults, and echo_cancel keeps meaning on/off', () => {
     expect(parseConfig('', 'test').audio.echo_canceller).toBe(DEFAULT_ECHO_ENGINE);
