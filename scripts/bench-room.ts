@@ -15,8 +15,13 @@
  * (the right tool call), confidently wrong calls, "stop" heard, self-wakes and self-stops (IRIS
  * alone, saying "hey jarvis" and "stop" itself), ERLE, the front end's CPU per second of audio,
  * the latency it adds (it holds no audio back: its per-chunk processing time) and its memory.
- * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below). Not measured:
- * webrtc-audio-processing.
+ * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below).
+ *
+ * The canceller: `--echo webrtc` (or IRIS_BENCH_ECHO=webrtc) runs webrtc-audio-processing's AEC
+ * instead of speexdsp (default: echo.ts `DEFAULT_ECHO_ENGINE`); IRIS_BENCH_WEBRTC='{"delayAgnostic":true}'
+ * tries other webrtc settings (echo.ts `EchoCancellerOptions.webrtc`). A canceller that cannot
+ * load fails the bench rather than falling back. The canceller's own CPU (without the stop word)
+ * is reported apart: `canceller_cpu_s_per_s`.
  *
  * The daemon stops talking when it hears the wake word, so a command is mostly spoken over
  * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
@@ -29,7 +34,7 @@
  * rooms up to RT60 ~0.6 s, babble, babble in a reverberant room.
  *
  * Run: `taskset -c 1 npx tsx scripts/bench-room.ts [--quick] [--no-barge-in] [--part dev]
- * [--no-baseline] [--reuse-front]` (IRIS_BENCH_ONLY names conditions, IRIS_BENCH_NAME the
+ * [--no-baseline] [--reuse-front] [--echo webrtc]` (IRIS_BENCH_ONLY names conditions, IRIS_BENCH_NAME the
  * results file); writes scripts/results/room.json. Tune on `--part dev` only.
  */
 import { execFileSync } from 'node:child_process';
@@ -44,7 +49,7 @@ import { RIVALS } from '../src/intents/sentences.js';
 import { silentLogger } from '../src/log.js';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
-import { EchoCanceller, EchoReference } from '../src/pipeline/echo.js';
+import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, EchoReference, type EchoCancellerOptions, type EchoEngineName } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { frontEnd } from '../src/pipeline/frontend.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
@@ -82,6 +87,15 @@ const baselineOn = !process.argv.includes('--no-baseline');
 const reuseFront = process.argv.includes('--reuse-front');
 /** `--front-only` (with `--reuse-front`): only fill the cache, no command is heard, so nothing is measured (the held-out rooms made ahead of the one run that measures them). */
 const frontOnly = process.argv.includes('--front-only');
+/** `--echo webrtc` / IRIS_BENCH_ECHO: the canceller measured. */
+const echoArg = process.argv.includes('--echo') ? process.argv[process.argv.indexOf('--echo') + 1] : process.env.IRIS_BENCH_ECHO;
+const echoEngine: EchoEngineName = ECHO_ENGINES.find((e) => e === echoArg) ?? DEFAULT_ECHO_ENGINE;
+if (echoArg !== undefined && echoArg !== echoEngine) throw new Error(`--echo ${echoArg}: one of ${ECHO_ENGINES.join(', ')}`);
+/** webrtc settings to try (JSON), e.g. IRIS_BENCH_WEBRTC='{"extendedFilter":false,"reportDelay":true}'. */
+const webrtcSettings = process.env.IRIS_BENCH_WEBRTC === undefined ? undefined : (JSON.parse(process.env.IRIS_BENCH_WEBRTC) as EchoCancellerOptions['webrtc']);
+/** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
+const makeCanceller = (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
+  EchoCanceller.create(reference, { ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -316,7 +330,7 @@ if (kwsSweep) {
           // The canceller once: its output, and IRIS's own audio as the front end hands it to the spotter on it.
           const reference = new EchoReference(r.played.length / RATE + 2);
           reference.write(r.played, 0);
-          const canceller = await EchoCanceller.create(reference);
+          const canceller = await makeCanceller(reference);
           const out = new Int16Array(r.mic.length);
           const own = new Int16Array(r.mic.length);
           for (let at = 0; at + 1280 <= r.mic.length; at += 1280) {
@@ -396,7 +410,10 @@ const { host } = nativeHost(join(CACHE, `state-${process.pid}`));
 const gc = (globalThis as { gc?: () => void }).gc;
 gc?.();
 const rssBefore = process.memoryUsage().rss;
-const probe = { canceller: await EchoCanceller.create(new EchoReference()), stop: await StopWord.create() };
+const probeCanceller = await makeCanceller(new EchoReference());
+gc?.();
+const cancellerMemoryMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
+const probe = { canceller: probeCanceller, stop: await StopWord.create() };
 gc?.();
 const frontEndMemoryMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
 probe.canceller.destroy();
@@ -461,7 +478,7 @@ if (falseWakeMin > 0) {
   process.stderr.write(`person reading: ${round(personS / 60, 1)} min, ${personWakes} wakes\n`);
   // IRIS reading from its speaker, one canceller throughout.
   const reference = new EchoReference(90);
-  const canceller = await EchoCanceller.create(reference);
+  const canceller = await makeCanceller(reference);
   const stopWord = await StopWord.create(stopThreshold === undefined ? {} : { threshold: stopThreshold });
   const rand = random(77);
   let clock = 0;
@@ -511,13 +528,23 @@ async function expectedCall(command: string): Promise<string> {
   return key(m.intent.tool, m.args);
 }
 
-interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number }
+interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
 async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   const reference = new EchoReference(r.played.length / RATE + 2);
   reference.write(r.played, 0);
-  const canceller = await EchoCanceller.create(reference, suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) });
+  const canceller = await makeCanceller(reference, suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) });
+  // The canceller's own CPU, apart from the stop word's: its process() timed as the front end calls it.
+  let cancellerCpuUs = 0;
+  const cancelProcess = canceller.process.bind(canceller);
+  canceller.process = (samples, at) => {
+    const before = process.cpuUsage();
+    const out = cancelProcess(samples, at);
+    const used = process.cpuUsage(before);
+    cancellerCpuUs += used.user + used.system;
+    return out;
+  };
   const stopWord = await StopWord.create();
   const stops: number[] = [];
   const source = frontEnd(samplesSource(r.mic), {
@@ -543,7 +570,7 @@ async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   const { erleDb, delayMs } = canceller.stats;
   canceller.destroy();
   stopWord.free();
-  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
+  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
 }
 
 interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown> }
@@ -577,7 +604,7 @@ interface Row {
   measuredDelayMs?: number; erleDb?: number;
   cancelled: { wake: boolean; wakeAtS?: number; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
-  audioS: number; cpuS: number; chunkMsP95: number; chunkMsMax: number;
+  audioS: number; cpuS: number; cancellerCpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
 
 const minConfidence = config.stt.min_confidence;
@@ -600,7 +627,7 @@ for (const part of PARTS) {
           person = decodeWav(readFileSync(file));
         }
         const draws = drawsOf(rand);
-        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {})].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
         let r: Room;
         let front: FrontEndResult;
         try {
@@ -652,7 +679,7 @@ for (const part of PARTS) {
           ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
           cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2) }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
           baseline: judge(without),
-          audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
+          audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), cancellerCpuS: round(front.cancellerCpuS ?? 0, 4), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
         });
         if (condition.says === 'nothing') break; // IRIS alone: one per voice is enough
       }
@@ -695,15 +722,21 @@ const commandRows = (part: Part) => rows.filter((r) => r.part === part && r.expe
 const summary = {
   /** The no-wrong rule over every command room (echo, reverberation, babble): confident wrong calls. */
   confident_wrong: Object.fromEntries(PARTS.map((p) => [p, { rooms: commandRows(p).length, front_end: commandRows(p).filter((r) => r.cancelled.wrong).length, ...(baselineOn ? { baseline: commandRows(p).filter((r) => r.baseline.wrong).length } : {}) }])),
+  echo_canceller: echoEngine,
+  ...(webrtcSettings ? { webrtc_settings: webrtcSettings } : {}),
   front_end_cpu_s_per_s: round(cpuS / audioS, 4),
+  /** The canceller alone (delay tracking included), over all audio, and over the rooms where IRIS played. */
+  canceller_cpu_s_per_s: round(rows.reduce((s, r) => s + r.cancellerCpuS, 0) / audioS, 4),
+  canceller_cpu_s_per_s_echo_rooms: (() => { const echo = rows.filter((r) => r.erleDb !== undefined); return round(echo.reduce((s, r) => s + r.cancellerCpuS, 0) / Math.max(1, echo.reduce((s, r) => s + r.audioS, 0)), 4); })(),
+  canceller_memory_mb: round(cancellerMemoryMb, 1),
   front_end_chunk_ms_p95: chunkP95[Math.floor(chunkP95.length * 0.95)] ?? null,
   front_end_chunk_ms_max: Math.max(0, ...rows.map((r) => r.chunkMsMax)),
   front_end_added_latency_ms: 'no audio held back: output chunk = input chunk; the cost is the per-chunk processing time above',
   front_end_memory_mb: round(frontEndMemoryMb, 1),
   rooms: rows.length,
   audio_s: round(audioS, 0),
-  not_measured: ['false wakes per hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN=60 (results/room-false-wakes.json)', 'webrtc-audio-processing (needs a C++ shim)', 'last word → first audio in these rooms'],
+  not_measured: ['false wakes per hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN=60 (results/room-false-wakes.json)', 'last word → first audio in these rooms'],
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });

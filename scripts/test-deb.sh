@@ -78,6 +78,8 @@ check "unit exposure <= 1.5" bash -c "systemd-analyze security --offline=true sy
 ort_arch=$([ "$(dpkg --print-architecture)" = arm64 ] && echo arm64 || echo x64)
 check "native parts for this architecture only, whisper-server built in" bash -c "dpkg-deb -c '$deb' > /tmp/iris-deb-files && ! grep -E 'napi-v6/(darwin|win32)|linux/(arm64|x64)/' /tmp/iris-deb-files | grep -v 'linux/$ort_arch/' | grep -q . && grep -q 'linux/$ort_arch/onnxruntime_binding.node' /tmp/iris-deb-files && grep -q 'usr/lib/iris/bin/whisper-server\$' /tmp/iris-deb-files && grep -q 'koffi/build/koffi/linux_$ort_arch/koffi.node' /tmp/iris-deb-files && [ \$(grep -c 'koffi/build/koffi/.*/koffi.node' /tmp/iris-deb-files) = 1 ]"
 
+check "the webrtc echo canceller's shim is in the package" grep -q 'usr/lib/iris/lib/libiris-webrtc-aec.so$' /tmp/iris-deb-files
+
 chmod 755 "$root" # mktemp (and so the tarball's ".") is 0700: the iris user could not reach /
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
@@ -115,6 +117,7 @@ check "IPAddressDeny enforced: the service's cgroup reaches loopback only" in_ro
   node /root/ip-probe.cjs | grep -qx 'loopback=ok away=dropped'"
 check "iris status answers through the socket" in_root "iris status | grep -q 'IRIS is running'"
 check "iris ask answers through the daemon" in_root "iris ask 'what is 17% of 2,340' | grep -qx \"That's 397.8.\""
+check "the webrtc shim loads with the package's dependencies (koffi, libwebrtc-audio-processing1)" in_root "node -e \"const k = require('/usr/lib/iris/node_modules/koffi'); const lib = k.load('/usr/lib/iris/lib/libiris-webrtc-aec.so'); const create = lib.func('void *iris_aec_create(int, int, int, int, int, int, int)'); const st = create(16000, 0, 2, 1, 0, -1, 1); if (!st) process.exit(1); lib.func('void iris_aec_destroy(void *)')(st)\""
 check "iris say writes speech" in_root "iris say 'Hello from Debian.' --out /tmp/hello.wav && [ \$(stat -c %s /tmp/hello.wav) -gt 20000 ]"
 check "the tokenizer loads from the package (iris tools budget: 325 native tokens)" in_root "iris tools budget | grep -q '(native 325,'"
 check "voice: models load in the sandbox, no microphone is reported and retried" in_root "

@@ -7,6 +7,19 @@ export default function setup(): void {
   const root = fileURLToPath(new URL('..', import.meta.url));
   execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: root, stdio: 'inherit' });
   buildWhisperServer(root);
+  buildWebrtcAec(root);
+}
+
+// --- the webrtc echo canceller's shim for test/webrtc-aec.test.ts ---------------------------------
+// Built into .cache/webrtc-aec (gitignored) in ~5 s, again only when native/webrtc-aec.cc changes.
+// Without libwebrtc-audio-processing-dev it cannot be built: the tests that need it then fail
+// (or are skipped, saying so, when the library itself is absent).
+function buildWebrtcAec(root: string): void {
+  try {
+    execFileSync('bash', ['scripts/build-webrtc-aec.sh', '.cache/webrtc-aec'], { cwd: root, stdio: 'inherit' });
+  } catch (error) {
+    console.error(`global setup: building the webrtc echo canceller's shim failed: ${(error as Error).message}`);
+  }
 }
 
 // --- whisper-server for test/whisper.test.ts ---------------------------------------------------

@@ -131,8 +131,12 @@ async function audioChecks(config: Config): Promise<Check[]> {
 /** The echo canceller and the stop word load, and the speaker-to-microphone delay the canceller measures on a test sentence. */
 async function echoCheck(config: Config, engines: Engines, log: Logger): Promise<Check> {
   if (!config.audio.echo_cancel) return { ok: true, what: 'echo canceller', detail: 'off ([audio] echo_cancel = false): IRIS cannot hear a person over its own voice' };
+  let engine: string = config.audio.echo_canceller;
   try {
-    (await EchoCanceller.create(new EchoReference(1))).destroy();
+    let fallback = '';
+    const canceller = await EchoCanceller.create(new EchoReference(1), { engine: config.audio.echo_canceller, onFallback: (reason) => (fallback = ` (${reason})`) });
+    engine = `${canceller.engine}${fallback}`;
+    canceller.destroy();
   } catch (error) {
     return { ok: false, what: 'echo canceller', detail: messageOf(error) };
   }
@@ -157,7 +161,7 @@ async function echoCheck(config: Config, engines: Engines, log: Logger): Promise
       delay = `the delay could not be measured: ${messageOf(error)}`;
     }
   }
-  return { ok: true, what: 'echo canceller', detail: `speexdsp; ${delay}; stop word ${stop}` };
+  return { ok: true, what: 'echo canceller', detail: `${engine}; ${delay}; stop word ${stop}` };
 }
 
 async function wakeWordCheck(config: Config, engines: Engines): Promise<Check> {

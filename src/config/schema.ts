@@ -317,7 +317,13 @@ export const configSchema = {
         echo_cancel: {
           type: 'boolean',
           default: true,
-          description: 'Remove what IRIS plays from the microphone (speexdsp; apt install libspeexdsp1) before the wake word, VAD and recogniser, so a person is heard over IRIS and the wake word interrupts it; the delay between speaker and microphone is measured and tracked.',
+          description: 'Remove what IRIS plays from the microphone (with echo_canceller) before the wake word, VAD and recogniser, so a person is heard over IRIS and the wake word interrupts it; the delay between speaker and microphone is measured and tracked.',
+        },
+        echo_canceller: {
+          type: 'string',
+          enum: ['speexdsp', 'webrtc'],
+          default: 'speexdsp',
+          description: 'Which echo canceller, when echo_cancel is on: "speexdsp" (libspeexdsp1) or "webrtc" (webrtc-audio-processing\'s AEC, libwebrtc-audio-processing1, through a shim the package builds; if it cannot load, speexdsp is used and the log says why). The default is the one that did best on IRIS\'s room bench (docs/room.md).',
         },
         stop_word: {
           type: 'boolean',

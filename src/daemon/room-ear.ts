@@ -18,7 +18,7 @@ import { StopWord } from '../pipeline/stopword.js';
 const OWN_LEAD = SPEECH_FORMAT.rate / 5;
 
 export interface RoomStats {
-  /** The canceller in use ("speexdsp"), or why there is none. */
+  /** The canceller in use ("speexdsp", "webrtc"), or why there is none. */
   canceller: string;
   /** Whether IRIS's own audio is being cancelled from the microphone. */
   cancelling: boolean;
@@ -52,8 +52,11 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let why = 'off ([audio] echo_cancel = false)';
   if (config.audio.echo_cancel) {
     try {
-      canceller = await EchoCanceller.create(reference);
-      why = 'speexdsp';
+      canceller = await EchoCanceller.create(reference, {
+        engine: config.audio.echo_canceller,
+        onFallback: (reason) => log.warn(`echo canceller ${reason}`),
+      });
+      why = canceller.engine;
     } catch (error) {
       why = `off: ${messageOf(error)}`;
       log.warn(`echo cancellation ${why}`);

@@ -7,12 +7,15 @@
  * player and microphone audio with the time it arrived, a recording simply counts samples. The
  * delay between the two (player and capture buffers, the air: 0–250 ms, and it moves) is found
  * by cross-correlating them (`estimateDelay`) and tracked while IRIS talks; the reference is
- * shifted by it and speexdsp's adaptive filter (speexdsp.ts) removes the echo that remains.
+ * shifted by it and an adaptive filter removes the echo that remains: speexdsp's (speexdsp.ts)
+ * or webrtc-audio-processing's (webrtc-aec.ts), `ECHO_ENGINES`.
  * The filter is kept from one reply to the next: in one room the echo path hardly changes,
  * and a linear canceller takes seconds of IRIS's voice to converge.
  */
+import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
+import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
 
 const RATE = SPEECH_FORMAT.rate;
 
@@ -186,7 +189,30 @@ export function* delaySteps(mic: Int16Array, ref: Int16Array, maxLagSamples: num
   return { delaySamples: fine, strength: micEnergy > 0 ? fineScore / Math.sqrt(micEnergy) : 0 };
 }
 
+/** The adaptive filters IRIS can cancel with (`[audio] echo_canceller`). */
+export const ECHO_ENGINES = ['speexdsp', 'webrtc'] as const;
+export type EchoEngineName = (typeof ECHO_ENGINES)[number];
+/** The canceller used when none is named: the one that won on bench-room (docs/room.md). */
+export const DEFAULT_ECHO_ENGINE: EchoEngineName = 'speexdsp';
+
+/** One adaptive echo filter: a frame of microphone and the reference aligned to it in, the microphone without the echo out. */
+export interface EchoEngine {
+  readonly name: EchoEngineName;
+  /** Samples per call. */
+  readonly frameSamples: number;
+  /** Where the engine takes the delay itself (webrtc's `set_stream_delay_ms`): how late the echo comes after the reference handed in with a frame (ms). */
+  delayMs?: number;
+  process(mic: Int16Array, ref: Int16Array): Int16Array;
+  destroy(): void;
+}
+
 export interface EchoCancellerOptions {
+  /** Which adaptive filter; default `DEFAULT_ECHO_ENGINE`. webrtc that cannot load falls back to speexdsp (`onFallback` says why). */
+  engine?: EchoEngineName;
+  /** Called when the engine asked for could not be loaded and speexdsp is used instead. */
+  onFallback?: (reason: string) => void;
+  /** webrtc's settings instead of the chosen ones (bench-room's variants). `reportDelay`: hand it the reference unshifted and the measured delay as `set_stream_delay_ms`, instead of aligning the reference here. */
+  webrtc?: Partial<Omit<WebrtcEchoOptions, 'rate'>> & { reportDelay?: boolean };
   /** The longest delay searched, in ms; default 500 (ALSA buffers plus air, 0–250 ms, plus the live clock's stamps). */
   maxDelayMs?: number;
   /** The adaptive filter's length in ms: the room's echo tail it models; default 128. */
@@ -206,7 +232,14 @@ export interface EchoCancellerOptions {
 }
 
 /** speexdsp's frame: 16 ms, a power of two (its FFT is fastest there); 1280-sample chunks are 5 of them. */
-const FRAME = 256;
+const SPEEX_FRAME = 256;
+/**
+ * webrtc's settings, measured on the full bench (docs/room.md): the AEC with the extended filter,
+ * low suppression (moderate and high cut the person harder), told the measured delay rather than
+ * handed a reference aligned here. Of nine settings tried on the dev echo rooms none came near
+ * speexdsp (wake word at 0 dB: 0–33 % vs 100 %); without the extended filter did best at 0 dB.
+ */
+const WEBRTC = { mode: 'aec', suppression: 0, extendedFilter: true, delayAgnostic: false, highPass: true, reportDelay: true } as const;
 /** The reference is shifted this much less than the delay: the filter is causal, so an estimate a little long must still leave the echo inside it. */
 const MARGIN_SAMPLES = 160;
 
@@ -227,7 +260,8 @@ export interface EchoStats {
  */
 export class EchoCanceller {
   readonly #reference: EchoReference;
-  readonly #speex: SpeexEcho;
+  readonly #engine: EchoEngine;
+  readonly #frameSamples: number;
   readonly #maxLag: number;
   readonly #window: number;
   readonly #every: number;
@@ -249,23 +283,38 @@ export class EchoCanceller {
   #outEnergy = 0;
   #processed = 0;
   #sounding = 0;
-  readonly #refFrame = new Int16Array(FRAME);
+  readonly #refFrame: Int16Array<ArrayBuffer>;
+  /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
+  readonly #alignHere: boolean;
 
-  private constructor(reference: EchoReference, speex: SpeexEcho, options: EchoCancellerOptions) {
+  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean }) {
     this.#reference = reference;
-    this.#speex = speex;
+    this.#engine = engine;
+    this.#alignHere = options.alignHere ?? true;
+    this.#frameSamples = engine.frameSamples;
+    this.#refFrame = new Int16Array(engine.frameSamples);
     this.#maxLag = Math.round(((options.maxDelayMs ?? 500) * RATE) / 1000);
     this.#window = Math.round((options.windowS ?? 1.5) * RATE);
     this.#every = Math.round((options.everyS ?? 2) * RATE);
     this.#minStrength = options.minStrength ?? 0.2;
     this.#tail = Math.round(((options.filterMs ?? 128) * RATE) / 1000);
-    this.#micRing = new Int16Array(this.#window + this.#maxLag + FRAME * 8);
+    this.#micRing = new Int16Array(this.#window + this.#maxLag + SPEEX_FRAME * 8);
   }
 
   static async create(reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> {
-    const filterSamples = Math.ceil(((options.filterMs ?? 128) * RATE) / 1000 / FRAME) * FRAME;
+    if ((options.engine ?? DEFAULT_ECHO_ENGINE) === 'webrtc') {
+      try {
+        const { reportDelay, ...settings } = { ...WEBRTC, ...options.webrtc };
+        const webrtc = await WebrtcEcho.create({ rate: RATE, ...settings });
+        webrtc.delayMs = (MARGIN_SAMPLES * 1000) / RATE; // the reference is aligned here; what is left is the margin
+        return new EchoCanceller(reference, webrtc, { ...options, alignHere: !reportDelay });
+      } catch (error) {
+        options.onFallback?.(`webrtc: ${messageOf(error)}; using speexdsp`);
+      }
+    }
+    const filterSamples = Math.ceil(((options.filterMs ?? 128) * RATE) / 1000 / SPEEX_FRAME) * SPEEX_FRAME;
     const speexOptions: SpeexEchoOptions = {
-      frameSamples: FRAME,
+      frameSamples: SPEEX_FRAME,
       filterSamples,
       rate: RATE,
       echoSuppressDb: options.echoSuppressDb ?? -40,
@@ -273,6 +322,11 @@ export class EchoCanceller {
       noiseSuppressDb: options.noiseSuppressDb ?? 0,
     };
     return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), options);
+  }
+
+  /** The adaptive filter in use. */
+  get engine(): EchoEngineName {
+    return this.#engine.name;
   }
 
   get stats(): EchoStats {
@@ -299,10 +353,11 @@ export class EchoCanceller {
     this.#remember(samples, at);
     this.#stepped = false;
     const out = new Int16Array(samples.length);
-    for (let offset = 0; offset + FRAME <= samples.length; offset += FRAME) {
-      out.set(this.#frame(samples.subarray(offset, offset + FRAME), at + offset), offset);
+    const frame = this.#frameSamples;
+    for (let offset = 0; offset + frame <= samples.length; offset += frame) {
+      out.set(this.#frame(samples.subarray(offset, offset + frame), at + offset), offset);
     }
-    const rest = samples.length % FRAME;
+    const rest = samples.length % frame;
     if (rest) out.set(samples.subarray(samples.length - rest), samples.length - rest); // not a whole frame: as it is
     this.#processed += samples.length;
     return out;
@@ -317,23 +372,25 @@ export class EchoCanceller {
   }
 
   destroy(): void {
-    this.#speex.destroy();
+    this.#engine.destroy();
   }
 
   #frame(mic: Int16Array, at: number): Int16Array {
     const lookback = this.#delay ?? 0;
-    const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + FRAME);
+    const frame = this.#frameSamples;
+    const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + frame);
     if (!sounding) return mic;
-    this.#sounding += FRAME;
-    this.#sinceEstimate += FRAME;
+    this.#sounding += frame;
+    this.#sinceEstimate += frame;
     // Tracking (the delay known): one step per chunk, so no chunk carries more than ~1 ms of it.
     if (this.#job) {
       if (this.#delay === undefined || !this.#stepped) this.#step();
-    } else if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + FRAME);
+    } else if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
-    const shift = Math.max(0, this.#delay - MARGIN_SAMPLES);
-    const ref = this.#reference.read(at - shift, FRAME, this.#refFrame);
-    const out = this.#speex.process(mic, ref);
+    const shift = this.#alignHere ? Math.max(0, this.#delay - MARGIN_SAMPLES) : 0;
+    if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delay * 1000) / RATE);
+    const ref = this.#reference.read(at - shift, frame, this.#refFrame);
+    const out = this.#engine.process(mic, ref);
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
     return out;

@@ -73,6 +73,7 @@ export interface SpeexEchoOptions {
 
 /** One speexdsp echo canceller (and preprocessor): frames in, cleaned frames out. Keeps its filter until `destroy()`. */
 export class SpeexEcho {
+  readonly name = 'speexdsp' as const;
   readonly #api: Api;
   readonly #echo: unknown;
   readonly #pp: unknown;
