@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 needs="dpkg-buildpackage dpkg-dev
 dh debhelper
-fakeroot fakeroot"
+fakeroot fakeroot
+pkg-config pkg-config
+/usr/include/webrtc_audio_processing/webrtc/modules/audio_processing/include/audio_processing.h libwebrtc-audio-processing-dev"
 # lintian runs on this machine, or in the Debian root $IRIS_LINT_ROOT when given (test-deb.sh).
 [ -n "${IRIS_LINT_ROOT:-}" ] || needs="$needs
 lintian lintian"

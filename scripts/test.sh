@@ -26,6 +26,8 @@ systemd-analyze systemd
 cmake cmake
 g++ g++
 make make
+pkg-config pkg-config
+/usr/include/webrtc_audio_processing/webrtc/modules/audio_processing/include/audio_processing.h libwebrtc-audio-processing-dev
 /usr/lib/python3/dist-packages/onnx python3-onnx"
 if [ "$(id -u)" -eq 0 ]; then
   needs="$needs

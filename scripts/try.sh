@@ -12,8 +12,6 @@ cd "$(dirname "$0")/.."
 ensure_node "$IRIS_VOICE_NEEDS
 flite flite"
 ensure_modules
-# The webrtc echo canceller's shim ([audio] echo_canceller = "webrtc"); without it, speexdsp.
-bash scripts/build-webrtc-aec.sh .cache/webrtc-aec || echo "the webrtc echo canceller is not built: speexdsp cancels the echo" >&2
 work=$PWD/build/try   # absolute: the paths printed below must hold from wherever this was started
 mkdir -p "$work"
 rm -f "$work/reply.wav"   # never describe an earlier run's reply

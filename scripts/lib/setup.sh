@@ -60,18 +60,15 @@ apt_pinned() {
 
 # What the voice path runs: espeak-ng speaks, sox makes fixtures, arecord/aplay are the
 # microphone and speaker, pocketsphinx (with its English model) is the speech to text that
-# needs no download, speexdsp or webrtc-audio-processing cancels IRIS's echo on the microphone
-# (webrtc's through a C++ shim: g++ and the -dev package build it, scripts/build-webrtc-aec.sh).
+# needs no download, speexdsp cancels IRIS's echo on the microphone (webrtc-audio-processing,
+# the other canceller, is built for the tests and the package: scripts/build-webrtc-aec.sh).
 IRIS_VOICE_NEEDS="espeak-ng espeak-ng
 sox sox
 arecord alsa-utils
 pocketsphinx_continuous pocketsphinx
 /usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict pocketsphinx-en-us
 /usr/share/pocketsphinx/test/data/goforward.raw pocketsphinx-testdata
-/usr/share/doc/libspeexdsp1/copyright libspeexdsp1
-g++ g++
-pkg-config pkg-config
-/usr/include/webrtc_audio_processing/webrtc/modules/audio_processing/include/audio_processing.h libwebrtc-audio-processing-dev"
+/usr/share/doc/libspeexdsp1/copyright libspeexdsp1"
 
 # onnxruntime-node's install script would fetch CUDA binaries from the web and fail offline;
 # the CPU binaries ship in the package.
