@@ -40,6 +40,8 @@ export interface FrontEndInput {
 
 export interface FrontEnd {
   source: AudioSource;
+  /** What IRIS played for a chunk `source` gave, a little ahead of its echo; none while nothing plays (the wake word's own-voice veto). */
+  ownVoice(chunk: AudioChunk): Int16Array | undefined;
   stats(): RoomStats;
   /** Free the native states. */
   stop(): void;
@@ -74,6 +76,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   const arrived = new WeakMap<AudioChunk, number>();
   let arrivedSamples = 0;
   const clock = liveClock(() => arrivedSamples);
+  const ownOf = new WeakMap<AudioChunk, Int16Array>();
   const source = frontEnd(speaker ? stampArrivals(input.source, arrived) : input.source, {
     ...(canceller ? { canceller } : {}),
     ...(stopWord ? { stopWord } : {}),
@@ -83,8 +86,10 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         return clock(chunk);
       }
       : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
-    // IRIS's own audio, 0.2 s ahead of its echo: its spotter hears a "stop" IRIS says first.
+    // IRIS's own audio, 0.2 s ahead of its echo: the stop word's second spotter and the wake
+    // word's second detector hear what IRIS says first.
     own: (at, length) => (canceller ? canceller.played(at, length, OWN_LEAD) : reference.read(at + OWN_LEAD, length)),
+    ownOf,
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     onStop: (atS) => {
       stopAtS = atS;
@@ -94,6 +99,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   });
   return {
     source,
+    ownVoice: (chunk) => ownOf.get(chunk),
     stats: () => {
       const echo = canceller?.stats;
       return {

@@ -20,6 +20,8 @@ export interface FrontEndOptions {
   onStop?: (atS: number) => void;
   /** What IRIS played, for mic samples from clock sample `at`, a little ahead of its echo (the stop word's own-voice check); default silence. */
   own?: (at: number, length: number) => Int16Array;
+  /** Filled with IRIS's own audio (`own`) for each chunk yielded while armed: the wake word's own-voice veto (voice.ts `ownVoice`). */
+  ownOf?: WeakMap<AudioChunk, Int16Array>;
 }
 
 export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSource {
@@ -34,14 +36,16 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         }
         const at = clockOf(chunk);
         const samples = canceller ? canceller.process(chunk.samples, at) : chunk.samples;
-        const armed = stopWord !== undefined && (options.armed?.(at, samples.length) ?? false);
-        if (armed && stopWord) {
-          const own = options.own?.(at, samples.length) ?? new Int16Array(samples.length);
+        const armed = (stopWord !== undefined || options.ownOf !== undefined) && (options.armed?.(at, samples.length) ?? false);
+        const own = armed ? (options.own?.(at, samples.length) ?? new Int16Array(samples.length)) : undefined;
+        if (own && stopWord) {
           const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();
         wasArmed = armed;
-        yield samples === chunk.samples ? chunk : { ...chunk, samples };
+        const out = samples === chunk.samples ? chunk : { ...chunk, samples };
+        if (own) options.ownOf?.set(out, own);
+        yield out;
       }
     },
   };
