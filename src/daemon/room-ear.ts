@@ -9,7 +9,7 @@ import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
-import { EchoCanceller, EchoReference, liveClock } from '../pipeline/echo.js';
+import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, liveClock } from '../pipeline/echo.js';
 import { frontEnd } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
@@ -118,7 +118,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
 }
 
 /** How far ahead of its reader the source is read (seconds); past that it waits for the reader. */
-const MAX_QUEUED_S = 30;
+const MAX_QUEUED_S = MAX_MIC_LAG_S;
 
 /**
  * `source` read as fast as it delivers, each chunk's arrival noted in `arrived`
