@@ -45,7 +45,7 @@ import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { EchoCanceller, EchoReference } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
-import { frontEnd } from '../src/pipeline/frontend.js';
+import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { StopWord } from '../src/pipeline/stopword.js';
@@ -389,24 +389,24 @@ if (kwsSweep) {
  * whole room and over the current reply only (the canceller warm). And the person's "hey jarvis,
  * <command>" over IRIS (echo 0/+6/+12 dB, IRIS talking on): wake word heard with and without it.
  * Through the canceller, then the voice loop to the wake word, with IRIS's own audio fed to the
- * second detector 0.2 s ahead of its echo as room-ear.ts feeds it. IRIS_BENCH_PARTS (default
- * dev), IRIS_BENCH_OWN_ROOMS rooms per condition and voice (default 4),
+ * second detector 0.2 s ahead of its echo as room-ear.ts feeds it; and with no canceller. IRIS_BENCH_PARTS (default
+ * dev), IRIS_BENCH_OWN_ROOMS rooms per condition and voice (default 8),
  * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default the wake word's, 0.5).
  * Writes scripts/results/room-own-wake.json (or IRIS_BENCH_NAME).
  */
 if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
   const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
-  const perVoice = Number(process.env.IRIS_BENCH_OWN_ROOMS ?? 4);
+  const perVoice = Number(process.env.IRIS_BENCH_OWN_ROOMS ?? 8);
   const ownThreshold = Number(process.env.IRIS_BENCH_OWN_THRESHOLD ?? 0.5);
   const SAYS_WAKE: Record<Part, string[]> = {
     dev: [
-      'To wake me, say hey jarvis and then your question. Hey jarvis, what time is it, for example.',
+      'Hey jarvis is my name. Say it, then your question, and I will answer.',
       'You called me hey jarvis twice. Hey jarvis is my wake word, and I am listening now.',
-      'Your timer is done. Hey jarvis, stop the timer, is one way to silence it. Hey jarvis works from across the room.',
+      'Hey jarvis, the timer is done. Hey jarvis, stop the timer, is one way to silence it.',
       'The lights are off. Next time just say hey jarvis, lights on. Hey jarvis can also dim them.',
     ],
     heldout: [
-      'Say hey jarvis before each request. Hey jarvis, set a timer, would start one.',
+      'Hey jarvis, set a timer, would start one. Say hey jarvis before each request.',
       'I heard hey jarvis, but nothing after it. Try again: hey jarvis, then the command.',
       'Hey jarvis is how to reach me. The reminder is set, and hey jarvis cancels it later.',
       'Good morning. If the alarm is too loud, say hey jarvis, quieter. Hey jarvis, snooze, works too.',
@@ -416,7 +416,7 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
   const vadOwn = await createSileroVad();
   const noStt: SpeechToText = { name: 'none', transcribe: () => Promise.reject(new Error('not in this benchmark')) };
   const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
-  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[] }[] = [];
+  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[]; rawOn: number[]; rawOff: number[] }[] = [];
   /** Wake detections (stream seconds) over `heard`, with `own[i]` IRIS's audio for chunk i; with the veto or without. */
   const wakes = async (heard: Int16Array, own: (Int16Array | undefined)[], veto: boolean) => {
     mic.reset();
@@ -454,14 +454,21 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
           const canceller = await EchoCanceller.create(reference);
           const out = new Int16Array(r.mic.length);
           const own: (Int16Array | undefined)[] = [];
+          const read = (from: number, length: number) => reference.read(from, length);
+          const ownOf = ownAudio(read, () => Math.round(((canceller.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5);
           for (let at = 0; at + 1280 <= r.mic.length; at += 1280) {
             out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
-            own.push(reference.sounding(at - RATE / 4, at + 1280) ? canceller.played(at, 1280, RATE / 5) : undefined); // as room-ear.ts: only while armed
+            own.push(reference.sounding(at - RATE / 4, at + 1280) ? ownOf(at, 1280) : undefined); // as room-ear.ts: only while armed
           }
           canceller.destroy();
           const on = await wakes(out, own, true);
           const off = await wakes(out, own, false);
-          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed });
+          // No canceller (`echo_cancel = false`, or speexdsp missing): IRIS's audio read at the clock, 0.2 s ahead of the microphone (room-ear.ts).
+          const rawOf = ownAudio(read, () => 0, RATE / 5);
+          const rawOwn = own.map((_, i) => (reference.sounding(i * 1280 - RATE / 4, (i + 1) * 1280) ? rawOf(i * 1280, 1280) : undefined));
+          const rawOn = await wakes(r.mic, rawOwn, true);
+          const rawOff = await wakes(r.mic, rawOwn, false);
+          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed, rawOn: rawOn.at, rawOff: rawOff.at });
         }
       }
       process.stderr.write(`${part} ${condition.name}: ${rows.length} rooms\n`);
@@ -472,10 +479,10 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
     const set = rows.filter((r) => r.part === part && r.condition === condition.name);
     if (set.length === 0) return [];
     if (condition.says === 'nothing') {
-      const count = (key: 'on' | 'off', warm = false) => set.reduce((n, r) => n + r[key].filter((t) => !warm || t >= r.currentS).length, 0);
-      return [{ part, condition: condition.name, n: set.length, self_wakes_veto: count('on'), self_wakes_no_veto: count('off'), current_reply_veto: count('on', true), current_reply_no_veto: count('off', true), rooms_woken_veto: set.filter((r) => r.on.length > 0).length, rooms_woken_no_veto: set.filter((r) => r.off.length > 0).length }];
+      const count = (key: 'on' | 'off' | 'rawOn' | 'rawOff', warm = false) => set.reduce((n, r) => n + r[key].filter((t) => !warm || t >= r.currentS).length, 0);
+      return [{ part, condition: condition.name, n: set.length, self_wakes_veto: count('on'), self_wakes_no_veto: count('off'), current_reply_veto: count('on', true), current_reply_no_veto: count('off', true), no_canceller_veto: count('rawOn'), no_canceller_no_veto: count('rawOff') }];
     }
-    return [{ part, condition: condition.name, n: set.length, wake_pct_veto: Math.round((100 * set.filter((r) => r.on.some((t) => inPerson(t, r))).length) / set.length), wake_pct_no_veto: Math.round((100 * set.filter((r) => r.off.some((t) => inPerson(t, r))).length) / set.length), person_vetoed: set.filter((r) => r.vetoed.some((t) => inPerson(t, r))).length, other_wakes_veto: set.reduce((n, r) => n + r.on.filter((t) => !inPerson(t, r)).length, 0), other_wakes_no_veto: set.reduce((n, r) => n + r.off.filter((t) => !inPerson(t, r)).length, 0) }];
+    return [{ part, condition: condition.name, n: set.length, wake_pct_veto: Math.round((100 * set.filter((r) => r.on.some((t) => inPerson(t, r))).length) / set.length), wake_pct_no_veto: Math.round((100 * set.filter((r) => r.off.some((t) => inPerson(t, r))).length) / set.length), person_vetoed: set.filter((r) => r.vetoed.some((t) => inPerson(t, r))).length, no_canceller_wake_pct_veto: Math.round((100 * set.filter((r) => r.rawOn.some((t) => inPerson(t, r))).length) / set.length), no_canceller_wake_pct_no_veto: Math.round((100 * set.filter((r) => r.rawOff.some((t) => inPerson(t, r))).length) / set.length), other_wakes_veto: set.reduce((n, r) => n + r.on.filter((t) => !inPerson(t, r)).length, 0), other_wakes_no_veto: set.reduce((n, r) => n + r.off.filter((t) => !inPerson(t, r)).length, 0) }];
   }));
   console.table(table);
   writeResults(process.env.IRIS_BENCH_NAME ?? 'room-own-wake', { parts, rooms_per_voice: perVoice, own_threshold: ownThreshold, table, rows });

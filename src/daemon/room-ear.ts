@@ -10,7 +10,7 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
 import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, liveClock } from '../pipeline/echo.js';
-import { frontEnd } from '../pipeline/frontend.js';
+import { frontEnd, ownAudio } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
@@ -88,7 +88,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
     // IRIS's own audio, 0.2 s ahead of its echo: the stop word's second spotter and the wake
     // word's second detector hear what IRIS says first.
-    own: (at, length) => (canceller ? canceller.played(at, length, OWN_LEAD) : reference.read(at + OWN_LEAD, length)),
+    own: ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller?.stats.delayMs ?? 0) * SPEECH_FORMAT.rate) / 1000), OWN_LEAD),
     ownOf,
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     onStop: (atS) => {

@@ -216,16 +216,20 @@ export class OwnVoiceVeto {
   /** `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1. */
   constructor(readonly detector: WakeWordDetector, readonly windowS = 1) {}
 
-  /** What IRIS played for the microphone's `chunk`, a little ahead of its echo; none while nothing plays. */
+  /**
+   * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
+   * when it starts again, frontend.ts `ownAudio`); none while nothing plays.
+   */
   async hear(chunk: AudioChunk, own: Int16Array | undefined): Promise<void> {
+    const endS = chunk.atS + chunk.samples.length / chunk.rate;
     if (own === undefined || (this.#nextAtS !== undefined && Math.abs(chunk.atS - this.#nextAtS) > 1e-3)) {
       if (this.#nextAtS !== undefined) this.detector.reset();
       this.#nextAtS = undefined;
       if (own === undefined) return;
     }
-    this.#nextAtS = chunk.atS + own.length / chunk.rate;
-    const detection = await this.detector.process({ ...chunk, samples: own });
-    if (detection) this.#ownAtS = detection.atS; // not reset: the window runs from its last frame over the threshold
+    this.#nextAtS = endS;
+    // Heard when this microphone chunk was (not reset: the window runs from its last frame over the threshold).
+    if (await this.detector.process({ ...chunk, samples: own })) this.#ownAtS = endS;
   }
 
   /** Whether `detection` on the microphone is IRIS's own wake word. */
