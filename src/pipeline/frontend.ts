@@ -29,8 +29,8 @@ export interface FrontEndOptions {
  * echo (the reference is known before it sounds), as one stream with no gap: when it starts
  * again (after silence) it starts from the echo's own time, so the first words of a clip —
  * "hey jarvis, your timer is done" — reach the own-voice checks whole, not from `leadSamples`
- * into them. A chunk's own audio is longer then, and shorter (or empty) when the delay grows: nothing is
- * handed out twice.
+ * into them. A chunk's own audio is longer then, and shorter (or empty) when the delay grows:
+ * nothing is handed out twice.
  */
 export function ownAudio(read: (from: number, length: number) => Int16Array, delaySamples: () => number, leadSamples: number): (at: number, length: number) => Int16Array {
   let end: number | undefined;
