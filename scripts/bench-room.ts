@@ -51,14 +51,15 @@ import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, EchoReference, type EchoCancellerOptions, type EchoEngineName } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
-import { frontEnd } from '../src/pipeline/frontend.js';
+import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { StopWord } from '../src/pipeline/stopword.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
-import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
+import type { SpeechToText } from '../src/pipeline/stt.js';
 import { nativeHost } from '../test/helpers/tools.js';
 import { round, writeResults } from './lib/bench.js';
 import { makeClip, synthesize, type Voice } from './lib/speech-set.js';
@@ -131,6 +132,8 @@ interface Condition {
   reverb: number;
   /** What the person says: the command, "stop", or nothing (IRIS alone). */
   says: 'command' | 'stop' | 'nothing';
+  /** What IRIS says instead: its earlier and its current reply. */
+  irisSays?: [string, string];
 }
 
 const CONDITIONS: Condition[] = [
@@ -258,8 +261,9 @@ const drawsOf = (rand: () => number): Draws => ({ pick: Math.floor(rand() * REPL
 function room(condition: Condition, part: Part, person: Int16Array | undefined, draws: Draws, cutS?: number): Room {
   const voice = IRIS_VOICE[part];
   const { pick } = draws;
-  const earlier = espeak(REPLIES[pick] ?? '', voice);
-  const current = espeak(condition.says === 'nothing' ? SELF : (REPLIES[(pick + 1) % REPLIES.length] ?? ''), voice);
+  const [earlierText, currentText] = condition.irisSays ?? [REPLIES[pick] ?? '', condition.says === 'nothing' ? SELF : (REPLIES[(pick + 1) % REPLIES.length] ?? '')];
+  const earlier = espeak(earlierText, voice);
+  const current = espeak(currentText, voice);
   const gap = Math.round(0.4 * RATE);
   const personAt = earlier.length + gap + Math.round(draws.personOffsetS * RATE);
   const length = Math.max(earlier.length + gap + current.length, personAt + (person?.length ?? 0)) + Math.round(1.5 * RATE);
@@ -394,6 +398,113 @@ if (kwsSweep) {
   }))));
   console.table(sweep);
   writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, thresholds: kwsSweep, own_thresholds: ownSweep, restart_s: restartS ?? 'default', sweep, rows: sweepRows });
+  process.exit(0);
+}
+
+/**
+ * The wake word's own-voice veto (IRIS_BENCH_OWN_WAKE=1; voice.ts `ownVoice`): IRIS alone, both
+ * its replies saying "hey jarvis" (its own words, other texts held out), at 0/+6/+12 dB through
+ * a fresh canceller (as at a daemon's first reply): self-wakes with and without the veto, over the
+ * whole room and over the current reply only (the canceller warm). And the person's "hey jarvis,
+ * <command>" over IRIS (echo 0/+6/+12 dB, IRIS talking on): wake word heard with and without it.
+ * Through the canceller, then the voice loop to the wake word, with IRIS's own audio fed to the
+ * second detector 0.2 s ahead of its echo as room-ear.ts feeds it; and with no canceller. IRIS_BENCH_PARTS (default
+ * dev), IRIS_BENCH_OWN_ROOMS rooms per condition and voice (default 8),
+ * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default the wake word's, 0.5).
+ * Writes scripts/results/room-own-wake.json (or IRIS_BENCH_NAME).
+ */
+if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
+  const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
+  const perVoice = Number(process.env.IRIS_BENCH_OWN_ROOMS ?? 8);
+  const ownThreshold = Number(process.env.IRIS_BENCH_OWN_THRESHOLD ?? 0.5);
+  const SAYS_WAKE: Record<Part, string[]> = {
+    dev: [
+      'Hey jarvis is my name. Say it, then your question, and I will answer.',
+      'You called me hey jarvis twice. Hey jarvis is my wake word, and I am listening now.',
+      'Hey jarvis, the timer is done. Hey jarvis, stop the timer, is one way to silence it.',
+      'The lights are off. Next time just say hey jarvis, lights on. Hey jarvis can also dim them.',
+    ],
+    heldout: [
+      'Hey jarvis, set a timer, would start one. Say hey jarvis before each request.',
+      'I heard hey jarvis, but nothing after it. Try again: hey jarvis, then the command.',
+      'Hey jarvis is how to reach me. The reminder is set, and hey jarvis cancels it later.',
+      'Good morning. If the alarm is too loud, say hey jarvis, quieter. Hey jarvis, snooze, works too.',
+    ],
+  };
+  const mic = await createOpenWakeWord({ model: 'hey_jarvis' });
+  const vadOwn = await createSileroVad();
+  const noStt: SpeechToText = { name: 'none', transcribe: () => Promise.reject(new Error('not in this benchmark')) };
+  const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
+  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[]; rawOn: number[]; rawOff: number[] }[] = [];
+  /** Wake detections (stream seconds) over `heard`, with `own[i]` IRIS's audio for chunk i; with the veto or without. */
+  const wakes = async (heard: Int16Array, own: (Int16Array | undefined)[], veto: boolean) => {
+    mic.reset();
+    const at: number[] = [];
+    const vetoed: number[] = [];
+    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }));
+    const loop = new VoiceLoop<string>({
+      wake: mic, vad: vadOwn, stt: noStt, tts, sink: new CollectingSink(), end: 'wake',
+      respond: () => { throw new Error('not reached'); },
+      ...(veto ? { ownVoice: { veto: ownVeto, audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
+      onRun: (run) => { if (run.wake) at.push(round(run.wake.atS, 2)); },
+      onEvent: (event) => { if (event.type === 'own-wake') vetoed.push(round(Number(event.data?.atS ?? 0), 2)); },
+    });
+    await loop.run(samplesSource(heard), new AbortController().signal);
+    return { at, vetoed };
+  };
+  const conditions: Condition[] = [0, 6, 12].flatMap((esrDb) => [
+    { name: `IRIS says hey jarvis ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, esrDb, reverb: 50, says: 'nothing' as const },
+    { name: `person over IRIS ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, esrDb, reverb: 50, says: 'command' as const },
+  ]);
+  for (const part of parts) {
+    const rand = random(part === 'dev' ? 324 : 2324);
+    for (const condition of conditions.filter((c) => only === undefined || only.includes(c.name))) {
+      const voices = condition.says === 'command' ? PEOPLE[part] : PEOPLE[part].slice(0, 1);
+      for (const voice of voices) {
+        for (let k = 0; k < perVoice; k++) {
+          const draws = drawsOf(rand);
+          const texts = SAYS_WAKE[part];
+          const says = condition.says === 'nothing' ? { ...condition, irisSays: [texts[k % texts.length] ?? '', texts[(k + 1) % texts.length] ?? ''] as [string, string] } : condition;
+          const command = COMMANDS[part][k % COMMANDS[part].length] ?? '';
+          const person = condition.says === 'command' ? decodeWav(readFileSync(makeClip({ wake: 'hey jarvis', command, voice, layout: 'one-breath', noise: 'clean' }, CACHE).wav)).subarray(Math.round(0.4 * RATE)) : undefined;
+          const r = room(says, part, person, draws);
+          const reference = new EchoReference(r.played.length / RATE + 2);
+          reference.write(r.played, 0);
+          const canceller = await EchoCanceller.create(reference);
+          const out = new Int16Array(r.mic.length);
+          const own: (Int16Array | undefined)[] = [];
+          const read = (from: number, length: number) => reference.read(from, length);
+          const ownOf = ownAudio(read, () => Math.round(((canceller.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5);
+          for (let at = 0; at + 1280 <= r.mic.length; at += 1280) {
+            out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
+            own.push(reference.sounding(at - RATE / 4, at + 1280) ? ownOf(at, 1280) : undefined); // as room-ear.ts: only while armed
+          }
+          canceller.destroy();
+          const on = await wakes(out, own, true);
+          const off = await wakes(out, own, false);
+          // No canceller (`echo_cancel = false`, or speexdsp missing): IRIS's audio read at the clock, 0.2 s ahead of the microphone (room-ear.ts).
+          const rawOf = ownAudio(read, () => 0, RATE / 5);
+          const rawOwn = own.map((_, i) => (reference.sounding(i * 1280 - RATE / 4, (i + 1) * 1280) ? rawOf(i * 1280, 1280) : undefined));
+          const rawOn = await wakes(r.mic, rawOwn, true);
+          const rawOff = await wakes(r.mic, rawOwn, false);
+          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed, rawOn: rawOn.at, rawOff: rawOff.at });
+        }
+      }
+      process.stderr.write(`${part} ${condition.name}: ${rows.length} rooms\n`);
+    }
+  }
+  const inPerson = (t: number, r: (typeof rows)[number]) => r.personS !== undefined && t >= r.personS[0] && t <= r.personS[1] + 0.5;
+  const table = parts.flatMap((part) => conditions.flatMap((condition): Record<string, unknown>[] => {
+    const set = rows.filter((r) => r.part === part && r.condition === condition.name);
+    if (set.length === 0) return [];
+    if (condition.says === 'nothing') {
+      const count = (key: 'on' | 'off' | 'rawOn' | 'rawOff', warm = false) => set.reduce((n, r) => n + r[key].filter((t) => !warm || t >= r.currentS).length, 0);
+      return [{ part, condition: condition.name, n: set.length, self_wakes_veto: count('on'), self_wakes_no_veto: count('off'), current_reply_veto: count('on', true), current_reply_no_veto: count('off', true), no_canceller_veto: count('rawOn'), no_canceller_no_veto: count('rawOff') }];
+    }
+    return [{ part, condition: condition.name, n: set.length, wake_pct_veto: Math.round((100 * set.filter((r) => r.on.some((t) => inPerson(t, r))).length) / set.length), wake_pct_no_veto: Math.round((100 * set.filter((r) => r.off.some((t) => inPerson(t, r))).length) / set.length), person_vetoed: set.filter((r) => r.vetoed.some((t) => inPerson(t, r))).length, no_canceller_wake_pct_veto: Math.round((100 * set.filter((r) => r.rawOn.some((t) => inPerson(t, r))).length) / set.length), no_canceller_wake_pct_no_veto: Math.round((100 * set.filter((r) => r.rawOff.some((t) => inPerson(t, r))).length) / set.length), other_wakes_veto: set.reduce((n, r) => n + r.on.filter((t) => !inPerson(t, r)).length, 0), other_wakes_no_veto: set.reduce((n, r) => n + r.off.filter((t) => !inPerson(t, r)).length, 0) }];
+  }));
+  console.table(table);
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-own-wake', { parts, rooms_per_voice: perVoice, own_threshold: ownThreshold, table, rows });
   process.exit(0);
 }
 

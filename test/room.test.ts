@@ -14,15 +14,15 @@ import { VoiceService, overSpeechOf } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
 import type { AudioChunk, AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
-import { EchoCanceller, EchoReference, delaySteps, estimateDelay } from '../src/pipeline/echo.js';
-import { frontEnd } from '../src/pipeline/frontend.js';
+import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay } from '../src/pipeline/echo.js';
+import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { Speaker } from '../src/pipeline/playback.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
 import { StopWord } from '../src/pipeline/stopword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop } from '../src/pipeline/voice.js';
-import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
@@ -123,6 +123,36 @@ describe('the speaker path', () => {
     expect(energy(speaker.reference.read(5000, 4000))).toBe(0); // never heard
     expect(energy(speaker.reference.read(1000, 4000))).toBeGreaterThan(0);
     release();
+  });
+  // A loaded machine's loop read the microphone 4-6 s behind while the speaker had handed on the
+  // next sentences: with an 8 s reference the echo of what it read had been overwritten (silence),
+  // so nothing was cancelled and the live barge-in missed the wake word.
+  it('still holds what it played for a reader that lags the microphone by the most it may (MAX_MIC_LAG_S)', async () => {
+    let clock = 0;
+    const speaker = new Speaker({ play: () => Promise.resolve() }, undefined, () => clock);
+    const sentence = Int16Array.from({ length: 7 * RATE }, (_, i) => Math.round(Math.sin(i / 7) * 8_000));
+    for (let i = 0; i < 6; i++, clock += sentence.length) await speaker.play(encodeWav(sentence), new AbortController().signal); // 42 s back to back
+    const lagged = clock - MAX_MIC_LAG_S * RATE; // what a reader that far behind needs now
+    expect(energy(speaker.reference.read(lagged - RATE, RATE))).toBeGreaterThan(0);
+  });
+});
+
+describe('IRIS\'s own audio for the own-voice checks', () => {
+  it('is handed out ahead of its echo as one stream, from a clip\'s first sample, nothing twice when the delay grows', () => {
+    const reference = new EchoReference(4);
+    const clip = Int16Array.from({ length: RATE }, (_, i) => (i % 1000) + 1);
+    reference.write(clip, RATE); // handed to the player at 1 s: silence before
+    let delay = 0; // not measured yet, as over a fresh canceller
+    const own = ownAudio((from, length) => reference.read(from, length), () => delay, RATE / 5);
+    const parts: Int16Array[] = [];
+    for (let at = RATE - 1280, k = 0; at < 2 * RATE; at += 1280, k++) {
+      if (k === 4) delay = 1440; // the first estimate: 90 ms
+      parts.push(own(at, 1280));
+    }
+    const heard = parts.flatMap((p) => Array.from(p)).filter((v) => v !== 0);
+    // With the lead alone, the first 0.2 s of the clip (its first words) never reached the checks.
+    expect(heard).toEqual(Array.from(clip.subarray(0, heard.length)));
+    expect(heard.length).toBeGreaterThan(RATE * 0.8);
   });
 });
 
@@ -358,13 +388,41 @@ describe('the daemon in a room (real time)', () => {
   // The command after the wake word is taken; whether it is understood over the last of IRIS's
   // words (the reply stops within 200 ms of the detection, later on a busy machine) is the
   // benchmark's to measure (scripts/bench-room.ts), not a pass/fail here. Real time over a
-  // louder echo: about 1 run in 3 misses the wake word since session 9 (docs/room.md, Left), so
-  // it is tried up to three times; a broken barge-in fails all three.
+  // louder echo 5 s into a fresh canceller: the wake word's score over the person's phrase
+  // spreads 0.15-0.99 from run to run, and 2 runs in 28 missed (docs/room.md, Left 5b; the
+  // misses of a loaded machine, its reference overwritten, are fixed), so it is tried up to
+  // three times; a broken barge-in fails all three.
   it('barge-in: the wake word over IRIS\'s own louder voice stops the reply and takes a new command', { retry: 2, timeout: 90_000 }, async () => {
     const { asked, lines, stopped } = await bargeIn(true);
     expect(asked[0]).toBe('what time is it');
     expect(stopped).toBe(true);
     expect(asked.length >= 2 || lines.some((line) => /turn 2: .*wake \d/.test(line)), lines.join('\n')).toBe(true);
+  });
+
+  // IRIS's own wake phrase in its first words, through a canceller that has not measured the
+  // delay yet (the echo reaches the wake word almost whole, as loud as the person): without the
+  // own-voice veto it wakes IRIS (docs/room.md). The person's "hey jarvis" after it still does.
+  it('an announcement that says "hey jarvis" does not wake IRIS; the person saying it then does', { timeout: 90_000 }, async () => {
+    const room = new LiveRoom(90, 1);
+    const { voice, lines, asked } = await daemonIn(room, true);
+    try {
+      const text = 'Hey jarvis, your timer is done. The ten minutes are up, and the cake can come out of the oven now.';
+      voice.announce({ kind: 'timer', id: '8', due: new Date().toISOString(), text });
+      await until(() => room.playing > 0, 15_000);
+      await new Promise((r) => setTimeout(r, 3_000)); // IRIS's "hey jarvis" has sounded
+      const before = lines.filter((line) => /acknowledged|turn \d+:/.test(line));
+      const ignored = lines.filter((line) => line.includes('own wake word ignored'));
+      room.say(commandSamples('hey jarvis, what time is it', { padS: [0, 0.3] }));
+      // Taken: asked (understood; the reply then plays on), or its turn ended (not understood).
+      const taken = () => asked.length > 0 || lines.some((line) => /turn \d+:/.test(line));
+      await until(taken, 40_000);
+      expect(before, lines.join('\n')).toEqual([]);
+      expect(ignored.length, lines.join('\n')).toBeGreaterThanOrEqual(1);
+      expect(lines.some((line) => line.includes('acknowledged: #8')) && taken(), lines.join('\n')).toBe(true);
+    } finally {
+      room.close();
+      await voice.stop();
+    }
   });
 });
 
@@ -474,4 +532,64 @@ describe('a wake word heard over IRIS', () => {
     now = 4 * RATE;
     expect(over()).toBe(false);
   });
+});
+
+describe('IRIS\'s own wake word', () => {
+  /**
+   * The voice loop (to the wake word only) over a microphone where what IRIS played (`played`)
+   * arrives 100 ms late at `gain`, the person's `person` mixed in at `personAtS`; with the veto,
+   * IRIS's own audio reaches the second detector 0.2 s ahead of its echo, as room-ear.ts feeds it.
+   * Where the loop woke, and where it ignored IRIS's own wake word (seconds).
+   */
+  async function wakes(played: Int16Array, gain: number, person: Int16Array, personAtS: number, veto: boolean): Promise<{ woke: number[]; ignored: number[] }> {
+    const lateS = 0.1;
+    const leadS = 0.2;
+    const mic = mix(echoOf(played, lateS * 1000, gain, false), person, personAtS);
+    const [wake, own, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+    const woke: number[] = [];
+    const ignored: number[] = [];
+    const loop = new VoiceLoop({
+      wake, vad, stt: { name: 'none', transcribe: () => Promise.reject(new Error('not reached')) }, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'wake',
+      respond: () => { throw new Error('not reached'); },
+      ...(veto ? {
+        ownVoice: {
+          veto: new OwnVoiceVeto(own),
+          audio: (chunk: AudioChunk) => {
+            const from = Math.round((chunk.atS - lateS + leadS) * RATE);
+            return from < played.length ? played.slice(Math.max(0, from), from + chunk.samples.length) : undefined; // nothing plays after its end
+          },
+        },
+      } : {}),
+      onRun: (run) => { if (run.wake) woke.push(run.wake.atS); },
+      onEvent: (event) => { if (event.type === 'own-wake') ignored.push(Number(event.data?.atS)); },
+    });
+    await loop.run(samplesSource(mic), new AbortController().signal);
+    return { woke, ignored };
+  }
+
+  // IRIS's announcement says "hey jarvis" (a flite voice here: the detector hears it every time),
+  // louder at the microphone than the person, with no canceller to soften it; 3 s later, while
+  // IRIS talks on more softly, the person says it.
+  const announcement = (): Int16Array => {
+    const says = commandSamples('hey jarvis, the timer is done', { padS: [0.5, 0] });
+    const more = speechSamples('The ten minutes are up. Say stop and I will stop. Or ask me something else.', { padS: [0.2, 0.5] });
+    const out = new Int16Array(says.length + more.length);
+    out.set(says);
+    out.set(scaled(more, 0.1), says.length);
+    return out;
+  };
+  const scaled = (samples: Int16Array, gain: number): Int16Array => Int16Array.from(samples, (v) => Math.round(v * gain));
+
+  it('IRIS saying "hey jarvis" does not wake it; the person saying it over IRIS still does', async () => {
+    const played = announcement();
+    const person = commandSamples('hey jarvis, what time is it', { padS: [0, 0.3] });
+    const personAtS = 4.5;
+    const off = await wakes(played, 1.5, person, personAtS, false);
+    expect(off.woke.some((s) => s < 3)).toBe(true); // without the veto, IRIS's own words wake it
+    const on = await wakes(played, 1.5, person, personAtS, true);
+    expect(on.ignored.length).toBeGreaterThanOrEqual(1);
+    expect(on.ignored.every((s) => s < 3)).toBe(true);
+    expect(on.woke.filter((s) => s < 3)).toEqual([]);
+    expect(on.woke.some((s) => s > personAtS && s < personAtS + person.length / RATE + 0.5)).toBe(true);
+  }, 60_000);
 });

@@ -11,7 +11,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import type { Conversation, TurnResult } from '../conversation/engine.js';
-import { createVoiceParts, loopOptions } from '../daemon/voice.js';
+import { createVoiceParts, loopOptions, ownVoiceOf } from '../daemon/voice.js';
 import { Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
 import { samplesSource } from '../pipeline/capture.js';
@@ -55,10 +55,12 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
   try {
     await parts.sttStarted; // as the daemon does at start: the stt timing is the transcription
     const options = loopOptions(config, parts, sink, (text, signal, heard) => conversation.turn(text, signal, heard));
-    const loop = new VoiceLoop<TurnResult>({ ...options, followUpS: 0, end: stages.end });
+    let room: FrontEnd | undefined;
+    // With what was played: IRIS's own wake word is vetoed, as in the daemon.
+    const ownVoice = played ? await ownVoiceOf(engines, parts, () => room) : {};
+    const loop = new VoiceLoop<TurnResult>({ ...options, ...ownVoice, followUpS: 0, end: stages.end });
     if (stages.start === 'stt') loop.trigger(); // the recording is the command
     let source = samplesSource(samples);
-    let room: FrontEnd | undefined;
     if (played) {
       room = await createFrontEnd(config, log, { source, played });
       source = room.source;

@@ -9,8 +9,8 @@ import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
-import { EchoCanceller, EchoReference, liveClock } from '../pipeline/echo.js';
-import { frontEnd } from '../pipeline/frontend.js';
+import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, liveClock } from '../pipeline/echo.js';
+import { frontEnd, ownAudio } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
@@ -40,6 +40,8 @@ export interface FrontEndInput {
 
 export interface FrontEnd {
   source: AudioSource;
+  /** What IRIS played for a chunk `source` gave, a little ahead of its echo; none while nothing plays (the wake word's own-voice veto). */
+  ownVoice(chunk: AudioChunk): Int16Array | undefined;
   stats(): RoomStats;
   /** Free the native states. */
   stop(): void;
@@ -77,6 +79,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   const arrived = new WeakMap<AudioChunk, number>();
   let arrivedSamples = 0;
   const clock = liveClock(() => arrivedSamples);
+  const ownOf = new WeakMap<AudioChunk, Int16Array>();
   const source = frontEnd(speaker ? stampArrivals(input.source, arrived) : input.source, {
     ...(canceller ? { canceller } : {}),
     ...(stopWord ? { stopWord } : {}),
@@ -86,8 +89,10 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         return clock(chunk);
       }
       : (chunk) => Math.round(chunk.atS * SPEECH_FORMAT.rate),
-    // IRIS's own audio, 0.2 s ahead of its echo: its spotter hears a "stop" IRIS says first.
-    own: (at, length) => (canceller ? canceller.played(at, length, OWN_LEAD) : reference.read(at + OWN_LEAD, length)),
+    // IRIS's own audio, 0.2 s ahead of its echo: the stop word's second spotter and the wake
+    // word's second detector hear what IRIS says first.
+    own: ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller?.stats.delayMs ?? 0) * SPEECH_FORMAT.rate) / 1000), OWN_LEAD),
+    ownOf,
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     onStop: (atS) => {
       stopAtS = atS;
@@ -97,6 +102,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   });
   return {
     source,
+    ownVoice: (chunk) => ownOf.get(chunk),
     stats: () => {
       const echo = canceller?.stats;
       return {
@@ -115,7 +121,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
 }
 
 /** How far ahead of its reader the source is read (seconds); past that it waits for the reader. */
-const MAX_QUEUED_S = 30;
+const MAX_QUEUED_S = MAX_MIC_LAG_S;
 
 /**
  * `source` read as fast as it delivers, each chunk's arrival noted in `arrived`

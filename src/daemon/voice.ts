@@ -19,7 +19,9 @@ import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
 import type { VoiceActivity } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceLoopOptions } from '../pipeline/voice.js';
-import type { WakeWordDetector } from '../pipeline/wakeword.js';
+import { dataOf } from '../pipeline/events.js';
+import { OwnVoiceVeto, type WakeWordDetector } from '../pipeline/wakeword.js';
+import type { AudioChunk } from '../pipeline/audio.js';
 import { Announcer } from './announcer.js';
 import type { Announcement } from '../toolhost/api.js';
 
@@ -58,6 +60,16 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     incompletePauseS: config.audio.incomplete_pause_s,
     ...(config.audio.earcon ? { earcon: earcon() } : {}),
   };
+}
+
+/**
+ * The loop's `ownVoice` over a front end (room-ear.ts): the wake word also run on what IRIS
+ * played, by a second detector — its own state on the shared model sessions — so IRIS saying
+ * "hey jarvis" does not wake it. None for a stream without a wake word.
+ */
+export async function ownVoiceOf(engines: Engines, parts: VoiceParts, ear: () => FrontEnd | undefined): Promise<{ ownVoice?: { veto: OwnVoiceVeto; audio: (chunk: AudioChunk) => Int16Array | undefined } }> {
+  if (!parts.wake) return {};
+  return { ownVoice: { veto: new OwnVoiceVeto(await engines.wake()), audio: (chunk) => ear()?.ownVoice(chunk) } };
 }
 
 export interface VoiceServiceOptions<R> {
@@ -145,8 +157,10 @@ export class VoiceService<R> {
     // it, and what it played is the echo canceller's reference.
     const sink = new Speaker(this.#o.sink ?? aplaySink({ device: config.audio.output }));
     this.#status = { state: 'starting', detail: 'loading models' };
+    let ownVoice: Awaited<ReturnType<typeof ownVoiceOf>> = {};
     try {
       this.#parts = await createVoiceParts(this.#engines);
+      ownVoice = await ownVoiceOf(this.#engines, this.#parts, () => this.#ear);
     } catch (error) {
       this.#status = { state: 'failed', detail: messageOf(error) };
       this.#log.error(`voice off: ${messageOf(error)}`);
@@ -160,10 +174,12 @@ export class VoiceService<R> {
     const loop = new VoiceLoop<R>({
       ...loopOptions(config, parts, sink, this.#o.respond),
       overSpeech: overSpeechOf(sink),
+      ...ownVoice,
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       ...(answersEarly && config.audio.early_answer ? { earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)), takeBackS: config.audio.take_back_s } : {}),
       onEvent: (event) => {
         if (event.type === 'wake-end') this.#announcer?.acknowledge();
+        if (event.type === 'own-wake') this.#log.info(`IRIS's own wake word ignored at ${(dataOf(event, 'own-wake').atS ?? 0).toFixed(2)} s`);
         if (event.type === 'answer-taken-back') this.#log.info(`turn ${event.run}: early answer taken back, the person went on`);
       },
       onRun: (run, line) => {

@@ -19,6 +19,17 @@ import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
 
 const RATE = SPEECH_FORMAT.rate;
 
+/** How far behind the live microphone its reader may fall (seconds): room-ear.ts `stampArrivals` reads no further ahead. */
+export const MAX_MIC_LAG_S = 30;
+
+/**
+ * What a reference holds by default (seconds): as far back as the reader may lag, plus a long
+ * clip, which is written whole when it is handed to the player. With 8 s, a loaded machine's
+ * loop 4–6 s behind read silence where IRIS's echo was, and the echo went through uncancelled
+ * (the live barge-in test's misses).
+ */
+const REFERENCE_S = MAX_MIC_LAG_S + 30;
+
 /**
  * A ring of what the speaker played, indexed by a sample clock (16 kHz). Samples never
  * written read as silence. Holds the last `capacityS` seconds.
@@ -33,7 +44,7 @@ export class EchoReference {
   /** Where sound was written, [from, to) in clock samples, oldest first (the last few). */
   #spans: [number, number][] = [];
 
-  constructor(capacityS = 8) {
+  constructor(capacityS = REFERENCE_S) {
     let size = 1;
     while (size < capacityS * RATE) size <<= 1; // a power of two: the index is a mask
     this.#ring = new Int16Array(size);

@@ -16,6 +16,8 @@ export type VoiceEventType =
   /** The command's speech began (the endpointer heard voice). */
   | 'speech-start'
   | 'barge-in'
+  /** The wake word heard on the microphone was IRIS's own voice saying it (`atS`: where in the audio): ignored. */
+  | 'own-wake'
   /** The stop word stopped the reply (`atS`: where in the audio it was heard). */
   | 'stop-word'
   /** Scoring the words at a pause (`atS`: where in the audio), done, or voided by more speech. */
@@ -97,6 +99,7 @@ export interface VoiceEventData {
   'run-start': { followUp?: boolean; bargeIn?: boolean };
   'run-end': { outcome?: string };
   'wake-end': { word?: string; score?: number; atS?: number };
+  'own-wake': { word?: string; score?: number; atS?: number };
   'speech-start': { atS?: number };
   'end_of_speech-end': { atS?: number; state?: string };
   'stt-end': { text?: string; raw?: string; confidence?: number };

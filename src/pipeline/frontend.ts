@@ -18,8 +18,29 @@ export interface FrontEndOptions {
   armed?: (at: number, length: number) => boolean;
   /** The person said the stop word; `atS` is where it ended (stream seconds). */
   onStop?: (atS: number) => void;
-  /** What IRIS played, for mic samples from clock sample `at`, a little ahead of its echo (the stop word's own-voice check); default silence. */
+  /** What IRIS played, for mic samples from clock sample `at`, a little ahead of its echo (`ownAudio`; the stop word's own-voice check); default silence. */
   own?: (at: number, length: number) => Int16Array;
+  /** Filled with IRIS's own audio (`own`) for each chunk yielded while armed: the wake word's own-voice veto (voice.ts `ownVoice`). */
+  ownOf?: WeakMap<AudioChunk, Int16Array>;
+}
+
+/**
+ * IRIS's own audio for each microphone chunk from clock sample `at`, `leadSamples` ahead of its
+ * echo (the reference is known before it sounds), as one stream with no gap: when it starts
+ * again (after silence) it starts from the echo's own time, so the first words of a clip —
+ * "hey jarvis, your timer is done" — reach the own-voice checks whole, not from `leadSamples`
+ * into them. A chunk's own audio is longer then, and shorter (or empty) when the delay grows:
+ * nothing is handed out twice.
+ */
+export function ownAudio(read: (from: number, length: number) => Int16Array, delaySamples: () => number, leadSamples: number): (at: number, length: number) => Int16Array {
+  let end: number | undefined;
+  return (at, length) => {
+    const to = at - delaySamples() + leadSamples + length;
+    // Started again (nothing handed out, or a gap longer than the lead): from the echo's own time.
+    const from = end === undefined || end < to - length - leadSamples ? to - length - leadSamples : Math.min(end, to);
+    end = Math.max(end ?? to, to);
+    return read(from, to - from);
+  };
 }
 
 export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSource {
@@ -34,14 +55,16 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         }
         const at = clockOf(chunk);
         const samples = canceller ? canceller.process(chunk.samples, at) : chunk.samples;
-        const armed = stopWord !== undefined && (options.armed?.(at, samples.length) ?? false);
-        if (armed && stopWord) {
-          const own = options.own?.(at, samples.length) ?? new Int16Array(samples.length);
+        const armed = (stopWord !== undefined || options.ownOf !== undefined) && (options.armed?.(at, samples.length) ?? false);
+        const own = armed ? (options.own?.(at, samples.length) ?? new Int16Array(samples.length)) : undefined;
+        if (own && stopWord) {
           const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();
         wasArmed = armed;
-        yield samples === chunk.samples ? chunk : { ...chunk, samples };
+        const out = samples === chunk.samples ? chunk : { ...chunk, samples };
+        if (own) options.ownOf?.set(out, own);
+        yield out;
       }
     },
   };

@@ -17,7 +17,7 @@ import { runPipeline, stripWakeWord, type PipelineStage, type Responder, type Ru
 import type { SpeechToText, SttStream, Transcript } from './stt.js';
 import type { TextToSpeech } from './tts.js';
 import type { VoiceActivity } from './vad.js';
-import type { Detection, WakeWordDetector } from './wakeword.js';
+import type { Detection, OwnVoiceVeto, WakeWordDetector } from './wakeword.js';
 
 export type { Heard, ReplyStream, Responder } from './pipeline.js';
 export type { EarlyAnswerCounts } from './early.js';
@@ -116,6 +116,13 @@ export interface VoiceLoopOptions<R> {
    * own. Default 0.6.
    */
   echoTailS?: number;
+  /**
+   * IRIS's own wake word never wakes it: `audio(chunk)` is what IRIS played for that
+   * microphone chunk, a little ahead of its echo (none while nothing plays), and `veto` runs the
+   * wake word on it too (a second detector state) and drops a detection on the microphone that
+   * comes just after one there (event `own-wake`). Default: none.
+   */
+  ownVoice?: { veto: OwnVoiceVeto; audio: (chunk: AudioChunk) => Int16Array | undefined };
   /** Called when the wake word fires (the daemon warms the model then). */
   onWake?: () => void;
   /** Every stage event, as it happens. */
@@ -291,7 +298,7 @@ export class VoiceLoop<R> {
             this.#o.wake?.reset();
             continue;
           }
-          const detection = triggered ? triggered.wake : await this.#o.wake?.process(chunk);
+          const detection = triggered ? triggered.wake : await this.#detect(chunk);
           if (!triggered) {
             preRoll.push(chunk);
             while (preRoll.length > 1 && durationS(preRoll.length * chunk.samples.length) > preRollS + 0.08) preRoll.shift();
@@ -373,6 +380,17 @@ export class VoiceLoop<R> {
       command?.stream?.cancel();
       this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
     }
+  }
+
+  /** The wake word in `chunk`, unless IRIS's own voice said it (`ownVoice`). */
+  async #detect(chunk: AudioChunk): Promise<Detection | undefined> {
+    const own = this.#o.ownVoice;
+    await own?.veto.hear(chunk, own.audio(chunk)); // first: IRIS's audio is heard ahead of its echo
+    const detection = await this.#o.wake?.process(chunk);
+    if (detection === undefined || own?.veto.vetoes(detection) !== true) return detection;
+    this.#o.wake?.reset();
+    this.#emit(this.#turn?.run ?? this.#runs + 1, 'own-wake', { word: detection.word, score: detection.score, atS: detection.atS });
+    return undefined;
   }
 
   /** Back to the wake word: idle, the detector's audio forgotten, the next run begun. */

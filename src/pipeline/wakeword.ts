@@ -198,3 +198,42 @@ class OpenWakeWord implements WakeWordDetector {
     return this.#scored <= WARMUP_FRAMES ? 0 : out[this.keyword.outputNames[0]!]![0]!;
   }
 }
+
+/**
+ * IRIS saying the wake word itself (a reply or an announcement that says "hey jarvis") must
+ * not wake it. A second detector — its own state on the same model sessions
+ * (`Engines.wake()`) — hears what IRIS played, fed a little ahead of its echo (the reference
+ * is known before it sounds), and a detection on the microphone within `windowS` after one
+ * there is IRIS's own voice, not the person's; as the stop word's second spotter (stopword.ts).
+ * Fed only while something plays: otherwise it costs nothing.
+ */
+export class OwnVoiceVeto {
+  /** Where the detector on IRIS's own audio last heard the word (stream seconds). */
+  #ownAtS = -Infinity;
+  /** Where the next chunk fed would start (stream seconds): a gap means the detector's audio is stale. */
+  #nextAtS: number | undefined;
+
+  /** `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1. */
+  constructor(readonly detector: WakeWordDetector, readonly windowS = 1) {}
+
+  /**
+   * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
+   * when it starts again, frontend.ts `ownAudio`); none while nothing plays.
+   */
+  async hear(chunk: AudioChunk, own: Int16Array | undefined): Promise<void> {
+    const endS = chunk.atS + chunk.samples.length / chunk.rate;
+    if (own === undefined || (this.#nextAtS !== undefined && Math.abs(chunk.atS - this.#nextAtS) > 1e-3)) {
+      if (this.#nextAtS !== undefined) this.detector.reset();
+      this.#nextAtS = undefined;
+      if (own === undefined) return;
+    }
+    this.#nextAtS = endS;
+    // Heard when this microphone chunk was (not reset: the window runs from its last frame over the threshold).
+    if (await this.detector.process({ ...chunk, samples: own })) this.#ownAtS = endS;
+  }
+
+  /** Whether `detection` on the microphone is IRIS's own wake word. */
+  vetoes(detection: Detection): boolean {
+    return detection.atS - this.#ownAtS <= this.windowS; // the own audio is heard first: it is fed ahead
+  }
+}
