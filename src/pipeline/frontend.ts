@@ -37,7 +37,7 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         const armed = stopWord !== undefined && (options.armed?.(at, samples.length) ?? false);
         if (armed && stopWord) {
           const own = options.own?.(at, samples.length) ?? new Int16Array(samples.length);
-          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate);
+          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, chunk.samples);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();
         wasArmed = armed;
