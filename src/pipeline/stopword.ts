@@ -80,6 +80,12 @@ export interface StopCheck {
    * 6 dB under it), IRIS's own echo loses 10–40 dB once the canceller has converged.
    */
   minKeptDb?: number;
+  /**
+   * The most the word may have gained in the canceller (dB): more than it had means the filter
+   * subtracts a misplaced echo (the delay moved, or speex reset itself), and IRIS's echo is
+   * coming through whole; a person's word over IRIS always loses the echo's share.
+   */
+  maxKeptDb?: number;
 }
 
 /** A spotter's hit and what was measured around it. */
@@ -102,7 +108,7 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxFit: 30 };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30 };
 
 /** Whether `c` passes `check` (`false`: no check). */
 export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean {
@@ -113,7 +119,7 @@ export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean
 /** Whether `c` passes the level limits of `check`. */
 function passesLevels(c: StopCandidate, check: StopCheck): boolean {
   return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
-    (check.minKeptDb === undefined || c.keptDb >= check.minKeptDb);
+    (check.minKeptDb === undefined || c.keptDb >= check.minKeptDb) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb);
 }
 
 /** The word's stretch in the spotter's fed samples, [from, to). */
