@@ -54,7 +54,7 @@ import { createEspeak } from '../src/pipeline/espeak.js';
 import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
-import { StopWord } from '../src/pipeline/stopword.js';
+import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../src/pipeline/stopword.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
@@ -302,102 +302,196 @@ function room(condition: Condition, part: Part, person: Int16Array | undefined, 
   };
 }
 
+/** The licence texts in /usr/share/common-licenses, in ~40 s paragraphs (about 100 words): speech to read on and on. */
+function licenceParagraphs(): string[] {
+  const texts = ['GPL-3', 'Apache-2.0', 'MPL-2.0', 'LGPL-2.1', 'GFDL-1.3', 'Artistic'].flatMap((name) =>
+    readFileSync(`/usr/share/common-licenses/${name}`, 'utf8').replace(/\s+/g, ' ').split(/(?<=[.;:]) /).filter((t) => /[a-z]{3}/i.test(t)));
+  const paragraphs: string[] = [];
+  for (let i = 0, words = 0, current: string[] = []; i < texts.length; i++) {
+    const sentence = (texts[i] ?? '').replace(/[^A-Za-z0-9,.;:'\- ]/g, ' ').slice(0, 600);
+    current.push(sentence);
+    words += sentence.split(' ').length;
+    if (words >= 100) { paragraphs.push(current.join(' ')); current = []; words = 0; }
+  }
+  return paragraphs;
+}
+
+/** Where `samples` sound: the first and last sample above 2 % of the peak. */
+function voiced(samples: Int16Array): [number, number] {
+  const peak = samples.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  const loud = (i: number) => Math.abs(samples[i] ?? 0) > peak * 0.02;
+  let from = 0;
+  let to = samples.length;
+  while (from < to && !loud(from)) from++;
+  while (to > from && !loud(to - 1)) to--;
+  return [from, to];
+}
+
 /**
- * The stop word alone (IRIS_BENCH_KWS="1,1e-10,…", the `-kws_threshold`s to compare): only the
- * "stop" and IRIS-alone rooms, IRIS_BENCH_STOP_ROOMS of them per person voice (default 4), of
- * the parts in IRIS_BENCH_PARTS (default dev: tune there, measure held-out once at the end). The
- * canceller runs once per room; each threshold's spotters then hear its output as the front end
- * feeds them, the microphone's and IRIS's own audio's apart (IRIS_BENCH_OWN_KWS: the own-voice
- * spotter's thresholds), and StopWord's own-voice veto is judged after on their detections. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
+ * The stop word alone (IRIS_BENCH_KWS="1e-10,1e-15,…", the mic spotter's `-kws_threshold`s to
+ * compare): only the "stop" and IRIS-alone rooms, IRIS_BENCH_STOP_ROOMS of them per person voice
+ * (default 4), of the parts in IRIS_BENCH_PARTS (default dev: tune there, measure held-out once
+ * at the end). The canceller runs once per room; each threshold's StopWord then hears its output
+ * as the front end feeds it (the cancelled and raw microphone, IRIS's own audio 0.2 s ahead) and
+ * reports every candidate with its measures (stopword.ts `StopCandidate`). Each check in
+ * IRIS_BENCH_STOP_CHECKS (a JSON array of `StopCheck`s; default: none, and the wired default) is
+ * judged on those candidates: "stop" heard (a passing candidate from the word's first voiced
+ * sample to 0.5 s after its last), the lag from the word's end (the 300 ms target), and self-stops (over the whole room, and over the
+ * current reply only: a warm canceller, as a running daemon's).
+ *
+ * With IRIS_BENCH_STOP_ALONE_MIN (minutes per level and part), IRIS's own voice talking on and
+ * on instead: espeak-ng (dev en-us, held-out en-gb, each reading its own half of the licence
+ * texts) from its speaker through a room (a new 60–180 ms delay per paragraph, reverb 50 %), at
+ * IRIS_BENCH_STOP_ALONE_DB echo-to-speech levels (default 0,6,12: the room's noise floor 35 dB
+ * under a person that much softer than the echo), one canceller kept throughout: false stops
+ * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
 const kwsSweep = process.env.IRIS_BENCH_KWS?.split(',').map(Number);
 if (kwsSweep) {
   const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
   const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
+  const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
+  const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
   /** The spotters' utterance restart to try instead of the default (seconds; Infinity = never), e.g. IRIS_BENCH_STOP_RESTART_S=Infinity. */
   const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
-  const sweepRows: { part: Part; condition: string; person: string; delayMs: number; currentS: number; byThreshold: Record<string, { heard: boolean; selfStops: number; selfStopsWarm: number }> }[] = [];
-  /** The own-voice spotter's thresholds judged (StopWordOptions.ownThreshold), e.g. IRIS_BENCH_OWN_KWS="1e-10,1e-30". */
-  const ownSweep = (process.env.IRIS_BENCH_OWN_KWS ?? process.env.IRIS_BENCH_KWS ?? '').split(',').map(Number);
+  const checks: { name: string; check: StopCheck | false }[] = [
+    { name: 'none', check: false },
+    { name: 'default', check: DEFAULT_STOP_CHECK },
+    ...(JSON.parse(process.env.IRIS_BENCH_STOP_CHECKS ?? '[]') as StopCheck[]).map((check) => ({ name: JSON.stringify(check), check })),
+  ];
+  /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
+  const HEARD_WITHIN_S = 0.5;
+  interface Heard { part: Part; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[] }
+  const heard: Heard[] = [];
+  /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept. */
+  const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
+    const candidates: StopCandidate[] = [];
+    const stopWord = await StopWord.create({ threshold, check: false, onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }) });
+    let wasArmed = false;
+    for (let at = 0; at + 1280 <= out.length; at += 1280) {
+      const on = armed(at);
+      if (on) stopWord.push(out.subarray(at, at + 1280), own.subarray(at, at + 1280), (at + 1280) / RATE, raw.subarray(at, at + 1280));
+      else if (wasArmed) stopWord.reset();
+      wasArmed = on;
+    }
+    stopWord.free();
+    return candidates;
+  };
+  /** The canceller once over `mic`: its output and IRIS's own audio as the front end hands them on. */
+  const cancel = async (mic: Int16Array, reference: EchoReference): Promise<{ out: Int16Array; own: Int16Array }> => {
+    const canceller = await makeCanceller(reference);
+    const out = new Int16Array(mic.length);
+    const own = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) {
+      out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+      own.set(canceller.played(at, 1280, RATE / 5), at);
+    }
+    canceller.destroy();
+    return { out, own };
+  };
   for (const part of parts) {
     const rand = random(part === 'dev' ? 124 : 2124);
-    for (const condition of CONDITIONS.filter((c) => c.says !== 'command' && (only === undefined || only.includes(c.name)))) {
-      for (const voice of condition.says === 'stop' ? PEOPLE[part] : PEOPLE[part].slice(0, 1)) {
-        let person: Int16Array | undefined;
-        if (condition.says === 'stop') {
-          const file = join(CACHE, `stop-${voice.synth}-${voice.name}.wav`);
-          synthesize('stop', voice, file);
-          person = decodeWav(readFileSync(file));
-        }
-        for (let k = 0; k < perVoice; k++) {
-          const r = room(condition, part, person, drawsOf(rand));
-          // The canceller once: its output, and IRIS's own audio as the front end hands it to the spotter on it.
+    // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
+    // one room per voice and command, drawn apart (the stop rooms stay those measured before).
+    const commandRand = random(part === 'dev' ? 324 : 2324);
+    const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'));
+    for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
+      for (const voice of condition.says === 'nothing' ? PEOPLE[part].slice(0, 1) : PEOPLE[part]) {
+        for (const [k, command] of (condition.says === 'command' ? COMMANDS[part] : Array.from({ length: perVoice }, () => 'stop')).entries()) {
+          let person: Int16Array | undefined;
+          if (condition.says === 'stop') {
+            const file = join(CACHE, `stop-${voice.synth}-${voice.name}.wav`);
+            synthesize('stop', voice, file);
+            person = decodeWav(readFileSync(file));
+          }
+          if (condition.says === 'command') person = decodeWav(readFileSync(makeClip({ wake: 'hey jarvis', command, voice, layout: 'one-breath', noise: 'clean' }, CACHE).wav)).subarray(Math.round(0.4 * RATE));
+          if (k >= perVoice && condition.says !== 'command') break;
+          const r = room(condition, part, person, drawsOf(condition.says === 'command' ? commandRand : rand));
           const reference = new EchoReference(r.played.length / RATE + 2);
           reference.write(r.played, 0);
-          const canceller = await makeCanceller(reference);
-          const out = new Int16Array(r.mic.length);
-          const own = new Int16Array(r.mic.length);
-          for (let at = 0; at + 1280 <= r.mic.length; at += 1280) {
-            out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
-            own.set(canceller.played(at, 1280, RATE / 5), at);
-          }
-          canceller.destroy();
-          const [from, to] = r.personS ?? [Infinity, Infinity];
-          const byThreshold: Record<string, { heard: boolean; selfStops: number; selfStopsWarm: number }> = {};
-          // Each threshold's spotter over the cancelled microphone and over IRIS's own audio, apart
-          // (as frontend.ts feeds them; the own-voice veto is judged after).
-          const spot = async (threshold: number, heard: Int16Array): Promise<number[]> => {
-            const stopWord = await StopWord.create({ threshold, ownThreshold: 1, ...(restartS === undefined ? {} : { restartS }) }); // its own-voice spotter hears silence here
-            const found: number[] = [];
-            const silence = new Int16Array(1280);
-            let wasArmed = false;
-            for (let at = 0; at + 1280 <= heard.length; at += 1280) {
-              const armed = reference.sounding(at - RATE / 4, at + 1280);
-              if (armed) {
-                const atS = stopWord.push(heard.subarray(at, at + 1280), silence, (at + 1280) / RATE);
-                if (atS !== undefined) found.push(atS);
-              } else if (wasArmed) stopWord.reset();
-              wasArmed = armed;
-            }
-            stopWord.free();
-            return found;
-          };
-          const micHits = new Map<number, number[]>();
-          const ownHits = new Map<number, number[]>();
-          for (const threshold of new Set([...kwsSweep, ...ownSweep])) {
-            if (kwsSweep.includes(threshold)) micHits.set(threshold, await spot(threshold, out));
-            if (ownSweep.includes(threshold)) ownHits.set(threshold, await spot(threshold, own));
-          }
+          const { out, own } = await cancel(r.mic, reference);
+          // The word itself, without the synthesiser's silence around it.
+          const spoken = person ? voiced(person) : undefined;
+          const wordS: [number, number] | undefined = r.personS && spoken ? [r.personS[0] + spoken[0] / RATE, r.personS[0] + spoken[1] / RATE] : undefined;
           for (const threshold of kwsSweep) {
-            for (const ownThreshold of ownSweep) {
-              const owned = ownHits.get(ownThreshold) ?? [];
-              const passed = (micHits.get(threshold) ?? []).filter((t) => !owned.some((o) => t - o >= 0 && t - o <= 1)); // StopWord's own-voice veto
-              const self = passed.filter((t) => !(t >= from && t <= to + 0.3));
-              byThreshold[`${threshold} own ${ownThreshold}`] = {
-                heard: passed.some((t) => t >= from && t <= to + 0.3), selfStops: self.length,
-                // Over the current reply only: the canceller has learned the room on the earlier one, as a running daemon's has.
-                selfStopsWarm: self.filter((t) => t >= (r.currentS ?? 0)).length,
-              };
-            }
+            const candidates = await spot(threshold, out, r.mic, own, (at) => reference.sounding(at - RATE / 4, at + 1280));
+            heard.push({ part, condition: condition.says === 'command' ? 'a command over echo 0 dB' : condition.name, says: condition.says, person: `${voice.synth}:${voice.name}`, threshold, seconds: r.mic.length / RATE, ...(wordS ? { wordS } : {}), currentS: r.currentS ?? 0, candidates });
           }
-          sweepRows.push({ part, condition: condition.name, person: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), byThreshold });
         }
       }
-      process.stderr.write(`${part} ${condition.name}: ${sweepRows.length} rooms\n`);
+      process.stderr.write(`${part} ${condition.name}: ${heard.length} rooms\n`);
+    }
+    if (aloneMin > 0) {
+      const paragraphs = licenceParagraphs().filter((_p, i) => i % 2 === (part === 'dev' ? 0 : 1));
+      for (const esrDb of aloneDb) {
+        // One stream per level: paragraphs back to back, a second's pause after each.
+        const pieces: Int16Array[] = [];
+        const delays: number[] = [];
+        for (let i = 0, s = 0; s < aloneMin * 60; i++) {
+          const text = paragraphs[(i * 7 + esrDb) % paragraphs.length] ?? '';
+          const speech = espeak(text, IRIS_VOICE[part]);
+          const played = new Int16Array(speech.length + RATE);
+          played.set(speech);
+          pieces.push(played);
+          delays.push(60 + Math.round(rand() * 120));
+          s += played.length / RATE;
+        }
+        const length = pieces.reduce((n, p) => n + p.length, 0);
+        const played = new Int16Array(length);
+        const mix = new Float64Array(length + RATE);
+        let at = 0;
+        pieces.forEach((p, i) => {
+          played.set(p, at);
+          addInto(mix, sox(p, ['reverb', '50', '50', '60']), at + Math.round(((delays[i] ?? 100) * RATE) / 1000));
+          at += p.length;
+        });
+        const echoPower = speechPower(toInt16(mix.subarray(0, 60 * RATE))); // the first minute: its spread of frames fits Math.max's arguments
+        const noise = pink(Math.min(length, 60 * RATE));
+        const noiseGain = Math.sqrt(echoPower / 10 ** ((35 + esrDb) / 10) / speechPower(noise));
+        for (let k = 0; k < length; k += noise.length) addInto(mix, noise, k, noiseGain);
+        const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+        for (let k = 0; k < mix.length; k++) mix[k] = (mix[k] ?? 0) * (29_000 / Math.max(1, peak));
+        const mic = toInt16(mix).subarray(0, length);
+        const reference = new EchoReference(length / RATE + 2);
+        reference.write(played, 0);
+        const { out, own } = await cancel(mic, reference);
+        for (const threshold of kwsSweep) {
+          const candidates = await spot(threshold, out, mic, own, () => true);
+          heard.push({ part, says: 'nothing', condition: `IRIS talking on, ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, person: `espeak:${IRIS_VOICE[part]}`, threshold, seconds: length / RATE, currentS: 0, candidates });
+        }
+        process.stderr.write(`${part} IRIS alone ${esrDb} dB: ${round(length / RATE / 60, 1)} min\n`);
+      }
     }
   }
-  const sweep = kwsSweep.flatMap((threshold) => ownSweep.flatMap((ownThreshold) => parts.flatMap((part) => CONDITIONS.filter((c) => c.says !== 'command').flatMap((condition) => {
-    const set = sweepRows.filter((r) => r.part === part && r.condition === condition.name).map((r) => r.byThreshold[`${threshold} own ${ownThreshold}`]);
+  const conditions = [...new Set(heard.map((h) => h.condition))];
+  const sweep = kwsSweep.flatMap((threshold) => checks.flatMap(({ name, check }) => parts.flatMap((part) => conditions.flatMap((condition) => {
+    const set = heard.filter((h) => h.part === part && h.condition === condition && h.threshold === threshold);
     if (set.length === 0) return [];
+    const judged = set.map((h) => {
+      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check)).map((c) => c.atS);
+      const [from, to] = h.wordS ?? [Infinity, Infinity];
+      const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
+      const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
+      return { heard: mine.length > 0, lagMs: mine.length > 0 ? ((mine[0] ?? 0) - to) * 1000 : undefined, self: self.length, warm: self.filter((t) => t >= h.currentS).length };
+    });
+    const hours = set.reduce((s, h) => s + h.seconds, 0) / 3600;
+    const lags = judged.flatMap((j) => (j.lagMs === undefined ? [] : [j.lagMs])).sort((a, b) => a - b);
+    const says = set[0]?.says === 'stop';
     return [{
-      threshold, own_threshold: ownThreshold, part, condition: condition.name, n: set.length,
-      ...(condition.says === 'stop' ? { stop_pct: Math.round((100 * set.filter((x) => x?.heard).length) / set.length) } : {}),
-      self_stops: set.reduce((sum, x) => sum + (x?.selfStops ?? 0), 0),
-      self_stops_current_reply: set.reduce((sum, x) => sum + (x?.selfStopsWarm ?? 0), 0),
+      threshold, check: name, part, condition, n: set.length,
+      ...(set[0]?.says === 'command' ? { stopped_by_the_command: judged.filter((j) => j.heard).length } : {}),
+      ...(says ? {
+        stop_pct: Math.round((100 * judged.filter((j) => j.heard).length) / set.length),
+        lag_ms_p50: lags.length ? round(lags[Math.floor(lags.length / 2)] ?? 0, 0) : null,
+        lag_ms_max: lags.length ? round(lags.at(-1) ?? 0, 0) : null,
+        over_300_ms: lags.filter((l) => l > 300).length,
+      } : {}),
+      self_stops: judged.reduce((s, j) => s + j.self, 0), self_stops_current_reply: judged.reduce((s, j) => s + j.warm, 0),
+      ...(set[0]?.says === 'nothing' ? { minutes: round(hours * 60, 1), self_stops_per_hour: round(judged.reduce((s, j) => s + j.self, 0) / hours, 1) } : {}),
     }];
   }))));
   console.table(sweep);
-  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, thresholds: kwsSweep, own_thresholds: ownSweep, restart_s: restartS ?? 'default', sweep, rows: sweepRows });
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, alone_min: aloneMin, thresholds: kwsSweep, checks, restart_s: restartS ?? 'default', sweep, heard });
   process.exit(0);
 }
 
@@ -470,7 +564,7 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
           const r = room(says, part, person, draws);
           const reference = new EchoReference(r.played.length / RATE + 2);
           reference.write(r.played, 0);
-          const canceller = await EchoCanceller.create(reference);
+          const canceller = await makeCanceller(reference);
           const out = new Int16Array(r.mic.length);
           const own: (Int16Array | undefined)[] = [];
           const read = (from: number, length: number) => reference.read(from, length);
@@ -545,16 +639,7 @@ const falseWakeMin = Number(process.env.IRIS_BENCH_FALSE_WAKE_MIN ?? 0);
 const stopThreshold = process.env.IRIS_BENCH_KWS_THRESHOLD === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_THRESHOLD);
 if (falseWakeMin > 0) {
   const ownMin = Number(process.env.IRIS_BENCH_OWN_VOICE_MIN ?? falseWakeMin);
-  const texts = ['GPL-3', 'Apache-2.0', 'MPL-2.0', 'LGPL-2.1', 'GFDL-1.3', 'Artistic'].flatMap((name) =>
-    readFileSync(`/usr/share/common-licenses/${name}`, 'utf8').replace(/\s+/g, ' ').split(/(?<=[.;:]) /).filter((t) => /[a-z]{3}/i.test(t)));
-  // Sentences grouped into ~40 s paragraphs (about 100 words).
-  const paragraphs: string[] = [];
-  for (let i = 0, words = 0, current: string[] = []; i < texts.length; i++) {
-    const sentence = (texts[i] ?? '').replace(/[^A-Za-z0-9,.;:'\- ]/g, ' ').slice(0, 600);
-    current.push(sentence);
-    words += sentence.split(' ').length;
-    if (words >= 100) { paragraphs.push(current.join(' ')); current = []; words = 0; }
-  }
+  const paragraphs = licenceParagraphs();
   const speak = (text: string, voice: Voice): Int16Array => {
     const file = join(CACHE, `read-${voice.synth}-${voice.name}-${text.replace(/[^a-z]+/gi, '_').slice(0, 60)}-${text.length}.wav`);
     try { return decodeWav(readFileSync(file)); } catch { synthesize(text, voice, file); return decodeWav(readFileSync(file)); }

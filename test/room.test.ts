@@ -18,7 +18,7 @@ import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay 
 import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { Speaker } from '../src/pipeline/playback.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
-import { StopWord } from '../src/pipeline/stopword.js';
+import { StopWord, type StopWordOptions } from '../src/pipeline/stopword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop } from '../src/pipeline/voice.js';
@@ -27,6 +27,7 @@ import { createEspeak } from '../src/pipeline/espeak.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { iris } from './helpers/cli.js';
+import { speakToWav } from '../scripts/lib/speech.js';
 import { commandSamples, speechSamples } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -176,11 +177,11 @@ describe('iris listen --playback', () => {
 
 describe('the stop word', () => {
   /** Run the front end over `mic` with `played` as what IRIS played; where "stop" was heard. */
-  async function stops(mic: Int16Array, played: Int16Array, cancel = true): Promise<number[]> {
-    const reference = new EchoReference(30);
+  async function stops(mic: Int16Array, played: Int16Array, cancel = true, options: StopWordOptions = {}): Promise<number[]> {
+    const reference = new EchoReference(played.length / RATE + 2);
     reference.write(played, 0);
     const canceller = cancel ? await EchoCanceller.create(reference) : undefined;
-    const stopWord = await StopWord.create();
+    const stopWord = await StopWord.create(options);
     const heard: number[] = [];
     const source = frontEnd(samplesSource(mic), {
       ...(canceller ? { canceller } : {}), stopWord,
@@ -225,6 +226,28 @@ describe('the stop word', () => {
     const silence = new Int16Array(RATE * 4);
     expect(await stops(mix(silence, commandSamples('stop', { padS: [0, 0] }), 1), new Int16Array(0))).toEqual([]);
   }, 60_000);
+
+  // IRIS reading on (32 s, espeak-ng): 30 s in, what is left of its echo after the canceller is
+  // taken for "stop" by the spotter, and IRIS's own audio has no "stop" there to veto it. The
+  // spotter alone (as before the check, at its old threshold 1e-10) stops IRIS; the check, which
+  // finds the word no louder than IRIS's own voice predicts its residual echo, does not. The
+  // person's "stop" 5 s earlier in the same reading is still heard, within 300 ms of its end.
+  it('is not stopped by its own echo that the spotter takes for "stop", and still hears the person there', async () => {
+    const dir = tempDir();
+    speakToWav('To convey a work means any kind of propagation that enables other parties to make or receive copies. Mere interaction with a user through a computer network, with no transfer of a copy, is not conveying. An interactive user interface displays Appropriate Legal Notices to the extent that it includes a convenient and prominently visible feature that 1 displays an appropriate copyright notice, and 2 tells the user that there is no warranty for the work except to the extent that warranties are provided, that licensees may convey the work under this License, and how to view a copy of this License.',
+      join(dir, 'iris.wav'), join(dir, 'raw.wav'), { padS: [0, 0] });
+    const played = decodeWav(readFileSync(join(dir, 'iris.wav')));
+    const mic = echoOf(played, 100, 1);
+    const before = await stops(mic, played, true, { threshold: 1e-10, check: false });
+    expect(before.length).toBeGreaterThanOrEqual(1);
+    expect(await stops(mic, played)).toEqual([]);
+    const stop = commandSamples('stop', { padS: [0, 0] });
+    const atS = (before[0] ?? 30) - 5; // 5 s before IRIS's echo sounded like "stop": the same canceller, the same reading
+    const heard = await stops(mix(mic, stop, atS), played);
+    expect(heard).toHaveLength(1);
+    expect(heard[0]).toBeGreaterThan(atS);
+    expect((heard[0] ?? 0) - (atS + stop.length / RATE)).toBeLessThanOrEqual(0.3);
+  }, 120_000);
 });
 
 /**

@@ -58,7 +58,7 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         const armed = (stopWord !== undefined || options.ownOf !== undefined) && (options.armed?.(at, samples.length) ?? false);
         const own = armed ? (options.own?.(at, samples.length) ?? new Int16Array(samples.length)) : undefined;
         if (own && stopWord) {
-          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate);
+          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, chunk.samples);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();
         wasArmed = armed;

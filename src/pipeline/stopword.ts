@@ -8,32 +8,124 @@
  * spotter runs on what IRIS played (the echo reference, fed a little ahead of its echo: it is
  * known before it sounds), and a detection on the microphone within `ownVoiceS` after one on
  * the reference is IRIS's own, not the person's.
+ *
+ * A spotter's hit is only a candidate: what is left of IRIS's echo after the canceller sounds
+ * like a word often enough (64 false stops per hour of IRIS talking at threshold 1e-10). Each
+ * candidate is checked on the audio around it before it stops anything (`StopCheck`).
  */
 import { SPEECH_FORMAT } from './audio.js';
+import { EchoReference } from './echo.js';
 import { SttError } from './stt.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
+import { measureFit, type Segment } from './pocketsphinx-confidence.js';
 import { DEFAULT_DICTIONARY, DEFAULT_MODEL, checkModel, dictionaryEntries, withDictionary } from './pocketsphinx-model.js';
 
 const RATE = SPEECH_FORMAT.rate;
+/** pocketsphinx's frame: 10 ms. */
+const FRAME = RATE / 100;
+/**
+ * How far the word's end lies before the audio fed when the spotter reports it: its 10-frame
+ * `-kws_delay` and the features' look-ahead, 15–23 frames measured (80 ms chunks); the low end, so
+ * the word is whole in what is checked.
+ */
+const DETECTION_LAG = 12 * FRAME;
+/** IRIS's audio this long before a stretch still sounds in the room during it (its reverberation; RT60 up to ~0.6 s). */
+const ROOM_TAIL = RATE / 4;
+/** Chunks of history (80 ms each: 1 s) before the residual echo's level is known. */
+const HISTORY_CHUNKS = 12;
+/** The history the residual echo's level is taken over (seconds), and its recent part. */
+const HISTORY_S = 4;
+const RECENT_S = 1;
+/** The search `-keyphrase` makes (pocketsphinx's PS_DEFAULT_SEARCH). */
+const KWS_SEARCH = '_default';
 
 export interface StopWordOptions {
   /** The word; default "stop". */
   word?: string;
   /**
-   * pocketsphinx's `-kws_threshold` on the microphone: lower hears more and stops IRIS by
-   * mistake more. Default 1e-10; scripts/bench-room.ts measured ("stop" heard at 0 dB on dev /
-   * held-out, false stops per hour of IRIS talking): 1 → 42 % / – / 6, 1e-5 → 67–75 % / 33 % / 18,
-   * 1e-10 → 83–89 % / 67 % / 64 (docs/room.md). `[audio] stop_word = false` turns it off.
+   * pocketsphinx's `-kws_threshold` on the microphone: lower reports more candidates (each then
+   * checked). Default 1e-20; with the default check scripts/bench-room.ts measured "stop" heard
+   * at 0 dB 92 % dev / 75 % held-out, 0 self-stops (docs/room.md); the spotter alone at 1e-10
+   * heard 83–89 % / 67 % and stopped IRIS 64 times per hour of its talking. `[audio] stop_word =
+   * false` turns it off.
    */
   threshold?: number;
   /** The spotter on IRIS's own audio (a detection there vetoes one on the microphone); default 1e-15 (lower vetoes the person too: 1e-25 took 0 dB from 89 to 67 % heard). */
   ownThreshold?: number;
   /** A detection on the microphone this soon after one in IRIS's own audio (fed ahead of its echo) is IRIS's (seconds); default 1. */
   ownVoiceS?: number;
+  /** How far ahead of its echo IRIS's own audio is fed (seconds); default 0.2 (room-ear.ts). */
+  ownLeadS?: number;
   /** How often each spotter starts a new utterance, so its level normalisation follows the echo's (seconds); default 2. */
   restartS?: number;
   /** Audio fed again after a restart, longer than the word (seconds); default 0.6. */
   refeedS?: number;
+  /** What a candidate must pass to count; `false`: every candidate the own-voice veto lets through counts. */
+  check?: StopCheck | false;
+  /** Every candidate, with its measures and the verdict (the bench). */
+  onCandidate?: (candidate: StopCandidate) => void;
+}
+
+/** The limits a candidate is held to; a limit left out is not checked. */
+export interface StopCheck {
+  /** The most the word may score worse than a free phone loop over its frames (log base 1.0001 per 10 ms frame). */
+  maxFit?: number;
+  /** How far above the residual echo IRIS's own audio predicts the cancelled word must be (dB). */
+  minNearDb?: number;
+  /** How far above the cancelled stream's recent median level the word must be (dB). */
+  minRiseDb?: number;
+  /**
+   * How much of the raw microphone the canceller may have taken from the word at most (dB,
+   * negative): a person's word over IRIS keeps most of its energy (−1…−10 dB as loud as IRIS to
+   * 6 dB under it), IRIS's own echo loses 10–40 dB once the canceller has converged.
+   */
+  minKeptDb?: number;
+  /**
+   * The most the word may have gained in the canceller (dB): more than it had means the filter
+   * subtracts a misplaced echo (the delay moved, or speex reset itself), and IRIS's echo is
+   * coming through whole; a person's word over IRIS always loses the echo's share.
+   */
+  maxKeptDb?: number;
+}
+
+/** A spotter's hit and what was measured around it. */
+export interface StopCandidate {
+  /** Where the spotter heard it (stream seconds: the end of the chunk). */
+  atS: number;
+  /** The word's stretch, as the spotter placed it (stream seconds). */
+  fromS: number;
+  toS: number;
+  /** The spotter on IRIS's own audio heard the word within `ownVoiceS` before. */
+  own: boolean;
+  /** See `StopCheck`; NaN when not decoded (turned down by the levels, or no limit on them). */
+  fit: number;
+  nearDb: number;
+  riseDb: number;
+  /** The cancelled word over the raw microphone (dB). */
+  keptDb: number;
+  /** The verdict: the person said it. */
+  heard: boolean;
+}
+
+/** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30 };
+
+/** Whether `c` passes `check` (`false`: no check). */
+export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean {
+  if (check === false) return true;
+  return passesLevels(c, check) && (check.maxFit === undefined || c.fit <= check.maxFit);
+}
+
+/** Whether `c` passes the level limits of `check`. */
+function passesLevels(c: StopCandidate, check: StopCheck): boolean {
+  return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
+    (check.minKeptDb === undefined || c.keptDb >= check.minKeptDb) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb);
+}
+
+/** The word's stretch in the spotter's fed samples, [from, to). */
+interface Hit {
+  from: number;
+  to: number;
 }
 
 /**
@@ -43,37 +135,63 @@ export interface StopWordOptions {
  * canceller converges, quiet after): a spotter left running on one long utterance keeps the
  * wrong mean and misses the word. So the utterance is restarted every `restartSamples`, and
  * the last `refeedSamples` are fed again, so a word said across the restart is still whole in
- * the new one.
+ * the new one. Between utterances the decoder can decode a window under other searches
+ * (`aside`), with its cepstral mean where the stream has it.
  */
 class Spotter {
   /** What was fed since the last detection, at most `refeedSamples` of it (newest last). */
   #recent: Int16Array[] = [];
   #recentLength = 0;
   #sinceRestart = 0;
+  /** Samples pushed, not counting those fed again. */
+  #fed = 0;
 
-  constructor(readonly lib: PocketsphinxLibrary, readonly decoder: unknown, readonly restartSamples: number, readonly refeedSamples: number) {
+  constructor(readonly lib: PocketsphinxLibrary, readonly decoder: unknown, readonly word: string, readonly restartSamples: number, readonly refeedSamples: number) {
     lib.startUtt(decoder);
   }
 
-  push(samples: Int16Array): boolean {
-    if (this.#heard(samples)) return true;
+  /** Samples pushed so far. */
+  get fed(): number {
+    return this.#fed;
+  }
+
+  /** The word's stretch when it ended in `samples`; the utterance is then ended until `resume()`. */
+  push(samples: Int16Array): Hit | undefined {
+    this.#fed += samples.length;
+    if (this.#heard(samples)) return this.#hit();
     this.#recent.push(samples);
     this.#recentLength += samples.length;
     while (this.#recentLength - (this.#recent[0]?.length ?? 0) >= this.refeedSamples) this.#recentLength -= this.#recent.shift()?.length ?? 0;
     this.#sinceRestart += samples.length;
-    if (this.#sinceRestart < this.restartSamples) return false;
+    if (this.#sinceRestart < this.restartSamples) return undefined;
     this.lib.endUtt(this.decoder);
+    return this.#refeed();
+  }
+
+  /** Between utterances (after a hit): `use` decodes on the decoder under other searches. */
+  aside(use: () => void): void {
+    try {
+      use();
+    } finally {
+      this.lib.setSearch(this.decoder, KWS_SEARCH);
+    }
+  }
+
+  /**
+   * A new utterance after a hit, with `after` (what was pushed after the word, up to now) fed
+   * again: a candidate turned down may have ended just before the person's word began.
+   */
+  resume(after: Int16Array = new Int16Array(0)): Hit | undefined {
     this.lib.startUtt(this.decoder);
+    this.#recent = after.length > 0 ? [after] : [];
+    this.#recentLength = after.length;
     this.#sinceRestart = 0;
-    return this.#recent.some((chunk) => this.#heard(chunk));
+    return after.length > 0 && this.#heard(after) ? this.#hit() : undefined;
   }
 
   reset(): void {
     this.lib.endUtt(this.decoder);
-    this.lib.startUtt(this.decoder);
-    this.#recent = [];
-    this.#recentLength = 0;
-    this.#sinceRestart = 0;
+    this.resume();
   }
 
   free(): void {
@@ -81,61 +199,129 @@ class Spotter {
     this.lib.free(this.decoder);
   }
 
+  #refeed(): Hit | undefined {
+    this.lib.startUtt(this.decoder);
+    this.#sinceRestart = 0;
+    for (const chunk of this.#recent) if (this.#heard(chunk)) return this.#hit();
+    return undefined;
+  }
+
   #heard(samples: Int16Array): boolean {
     this.lib.processRaw(this.decoder, samples);
-    if (this.lib.hyp(this.decoder) === null) return false;
-    this.reset();
-    return true;
+    return this.lib.hyp(this.decoder) !== null;
   }
+
+  /**
+   * Where the word lies: its length from the detection, its end `DETECTION_LAG` before what was
+   * fed (the detection's frames count on from the decoder's first utterance, not this one's).
+   */
+  #hit(): Hit {
+    const found = this.lib.segments(this.decoder).filter((s) => s.word === this.word).at(-1);
+    this.lib.endUtt(this.decoder);
+    const to = this.#fed - DETECTION_LAG;
+    return { from: to - (found ? found.endFrame - found.startFrame + 1 : 50) * FRAME, to };
+  }
+}
+
+/** Sum of squares of `samples`. */
+function power(samples: Int16Array): number {
+  let sum = 0;
+  for (const v of samples) sum += v * v;
+  return samples.length === 0 ? 0 : sum / samples.length;
+}
+
+const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 export class StopWord {
   readonly word: string;
+  readonly #lib: PocketsphinxLibrary;
   readonly #mic: Spotter;
   readonly #own: Spotter;
   readonly #ownVoiceS: number;
+  readonly #lead: number;
+  readonly #check: StopCheck | false;
+  readonly #onCandidate: ((candidate: StopCandidate) => void) | undefined;
+  /** The last seconds of the cancelled microphone, the raw microphone and IRIS's own audio, indexed by the mic spotter's fed samples. */
+  readonly #heard = new EchoReference(4);
+  readonly #raw = new EchoReference(4);
+  readonly #ownAudio = new EchoReference(4);
+  /** Per chunk of the last `HISTORY_S`, oldest first: where it starts and ends (fed samples), the cancelled stream's power, and its ratio to IRIS's own audio's at its echo's place (the residual echo's gain; undefined while IRIS was silent). */
+  #history: { at: number; end: number; level: number; gain: number | undefined }[] = [];
   /** When the spotter on IRIS's own audio last heard the word (stream seconds). */
   #ownAtS = -Infinity;
 
-  private constructor(word: string, mic: Spotter, own: Spotter, options: StopWordOptions) {
+  private constructor(lib: PocketsphinxLibrary, word: string, mic: Spotter, own: Spotter, options: StopWordOptions) {
     this.word = word;
+    this.#lib = lib;
     this.#mic = mic;
     this.#own = own;
     this.#ownVoiceS = options.ownVoiceS ?? 1;
+    this.#lead = Math.round((options.ownLeadS ?? 0.2) * RATE);
+    this.#check = options.check ?? DEFAULT_STOP_CHECK;
+    this.#onCandidate = options.onCandidate;
   }
 
   static async create(options: StopWordOptions = {}): Promise<StopWord> {
     const word = options.word ?? 'stop';
     checkModel();
     const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set([word]));
-    if (entries.length === 0) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
+    if (!entries.some((entry) => entry.word === word)) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
     return withDictionary(entries, (dict) => {
-      const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-logfn', '/dev/null'];
-      const [mic, own] = [lib.init(argv(options.threshold ?? 1e-10)), lib.init(argv(options.ownThreshold ?? 1e-15))];
-      if (!mic || !own) {
-        for (const decoder of [mic, own]) if (decoder) lib.free(decoder); // the one that did start
+      const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-allphone_ci', 'yes', '-logfn', '/dev/null'];
+      const decoders = [lib.init(argv(options.threshold ?? 1e-20)), lib.init(argv(options.ownThreshold ?? 1e-15))];
+      const searches = (d: unknown) =>
+        lib.setJsgf(d, 'word', `#JSGF V1.0;\ngrammar word;\npublic <s> = ${word};\n`) === 0 &&
+        lib.setAllphone(d, 'phones') === 0 &&
+        lib.setSearch(d, KWS_SEARCH) === 0;
+      const [mic, own] = decoders;
+      // Only the microphone's candidates are decoded: the searches on its decoder alone.
+      if (!mic || !own || !searches(mic) || lib.setSearch(own, KWS_SEARCH) !== 0) {
+        for (const decoder of decoders) if (decoder) lib.free(decoder); // the ones that did start
         throw new SttError('stt_failed', 'pocketsphinx could not start the stop-word spotter');
       }
       const [restart, refeed] = [(options.restartS ?? 2) * RATE, (options.refeedS ?? 0.6) * RATE];
-      return new StopWord(word, new Spotter(lib, mic, restart, refeed), new Spotter(lib, own, restart, refeed), options);
+      return new StopWord(lib, word, new Spotter(lib, mic, word, restart, refeed), new Spotter(lib, own, word, restart, refeed), options);
     });
   }
 
   /**
-   * The echo-cancelled microphone, and what IRIS played `leadS` ahead of its echo (the
+   * The echo-cancelled microphone, and what IRIS played `ownLeadS` ahead of its echo (the
    * reference is known before it sounds: `EchoCanceller.played`), for the stretch ending at
-   * `endS` (stream seconds). Returns `endS` when the person said the word: heard on the
-   * microphone, and not by the spotter on IRIS's own audio in the `ownVoiceS` before.
+   * `endS` (stream seconds); `raw` is the microphone before the canceller (default: `mic`).
+   * Returns `endS` when the person said the word: heard on the microphone, not by the spotter
+   * on IRIS's own audio in the `ownVoiceS` before, and passing the check around it.
    */
-  push(mic: Int16Array, own: Int16Array, endS: number): number | undefined {
-    if (this.#own.push(own)) this.#ownAtS = endS;
-    if (!this.#mic.push(mic)) return undefined;
-    if (endS - this.#ownAtS <= this.#ownVoiceS) return undefined; // IRIS's own voice said it
-    return endS;
+  push(mic: Int16Array, own: Int16Array, endS: number, raw: Int16Array = mic): number | undefined {
+    const at = this.#mic.fed;
+    this.#heard.write(mic, at);
+    this.#raw.write(raw, at);
+    this.#ownAudio.write(own, at);
+    this.#track(mic, at);
+    if (this.#own.push(own)) {
+      this.#ownAtS = endS;
+      this.#own.resume();
+    }
+    let hit = this.#mic.push(mic);
+    // A candidate turned down: what followed its word is heard again (bounded: each pass feeds less).
+    while (hit) {
+      const candidate = this.#measure(hit, endS);
+      this.#onCandidate?.(candidate);
+      if (candidate.heard) {
+        this.#mic.resume();
+        return endS;
+      }
+      hit = this.#mic.resume(this.#heard.read(hit.to, this.#mic.fed - hit.to));
+    }
+    return undefined;
   }
 
-  /** Forget partial words (playback ended). */
+  /** Forget partial words (playback ended). The residual echo's level is kept: the canceller, and so the room, stay the same. */
   reset(): void {
     this.#mic.reset();
     this.#own.reset();
@@ -144,5 +330,79 @@ export class StopWord {
   free(): void {
     this.#mic.free();
     this.#own.free();
+  }
+
+  /** The chunk's level, and the residual echo's gain over IRIS's own audio at its echo's place. */
+  #track(mic: Int16Array, at: number): void {
+    const level = power(mic);
+    const own = power(this.#ownAudio.read(at - this.#lead - ROOM_TAIL, mic.length + ROOM_TAIL));
+    this.#history.push({ at, end: at + mic.length, level, gain: own > 0 ? level / own : undefined });
+    while ((this.#history[0]?.at ?? at) < at - HISTORY_S * RATE) this.#history.shift();
+  }
+
+  /**
+   * The residual echo's gain and the cancelled stream's level before `from`: the higher of the
+   * median over the history and over its last `RECENT_S` (a canceller that lost the echo's delay
+   * lets it through for seconds; the level just before the word shows it). Undefined with too little history.
+   */
+  #before(from: number): { gain: number | undefined; level: number | undefined } {
+    const before = this.#history.filter((h) => h.end <= from);
+    const recent = before.filter((h) => h.at >= from - RECENT_S * RATE);
+    const gains = (list: typeof before) => list.flatMap((h) => (h.gain === undefined ? [] : [h.gain]));
+    const levels = (list: typeof before) => list.map((h) => h.level);
+    const enough = (list: number[]) => list.length >= HISTORY_CHUNKS;
+    return {
+      gain: enough(gains(before)) ? Math.max(median(gains(before)), median(gains(recent))) : undefined,
+      level: enough(levels(before)) ? Math.max(median(levels(before)), median(levels(recent))) : undefined,
+    };
+  }
+
+  /**
+   * The measures around a hit (the mic spotter's utterance ended), and the verdict. The levels
+   * first: a candidate IRIS's own echo explains is turned down without decoding anything.
+   */
+  #measure(hit: Hit, atS: number): StopCandidate {
+    const toS = (sample: number) => atS - (this.#mic.fed - sample) / RATE;
+    const wordPower = power(this.#heard.read(hit.from, hit.to - hit.from));
+    const ownPower = power(this.#ownAudio.read(hit.from - this.#lead - ROOM_TAIL, hit.to - hit.from + ROOM_TAIL));
+    const before = this.#before(hit.from);
+    const candidate: StopCandidate = {
+      atS, fromS: toS(hit.from), toS: toS(hit.to),
+      own: atS - this.#ownAtS <= this.#ownVoiceS,
+      fit: NaN,
+      // Too little heard yet to know the residual echo's level (the first second IRIS ever plays): no telling.
+      nearDb: before.gain === undefined ? -99 : db(wordPower / Math.max(1, before.gain * ownPower)),
+      riseDb: before.level === undefined ? -99 : db(wordPower / Math.max(1, before.level)),
+      keptDb: db(wordPower / Math.max(1, power(this.#raw.read(hit.from, hit.to - hit.from)))),
+      heard: false,
+    };
+    const check = this.#check;
+    if (check !== false && (candidate.own || !passesLevels(candidate, check))) return candidate;
+    if (check === false || check.maxFit !== undefined) {
+      // The window scored: the word with 0.3 s before it (its onset, and some of what it stood out from).
+      const from = hit.from - Math.round(0.3 * RATE);
+      const window = this.#heard.read(from, hit.to - from);
+      this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
+    }
+    candidate.heard = !candidate.own && passesCheck(candidate, check);
+    return candidate;
+  }
+
+  /**
+   * `window` decoded twice on the spotter's decoder: as the word (silence around it allowed) and
+   * as a free phone loop. `fit`: how much worse the word scores than the phone loop over its
+   * frames (pocketsphinx-confidence.ts).
+   */
+  #decode(spotter: Spotter, window: Int16Array): { fit: number } {
+    const lib = this.#lib;
+    const decode = (search: string): Segment[] => {
+      lib.setSearch(spotter.decoder, search);
+      lib.startUtt(spotter.decoder);
+      lib.processRaw(spotter.decoder, window);
+      lib.endUtt(spotter.decoder);
+      return lib.hyp(spotter.decoder) === null ? [] : lib.segments(spotter.decoder);
+    };
+    const word = decode('word');
+    return { fit: word.length === 0 ? Infinity : measureFit(word, decode('phones')).fit };
   }
 }
