@@ -14,6 +14,7 @@ import { frontEnd } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
+import { StopWordWhilePlaying } from '../pipeline/stopword-lifecycle.js';
 
 const OWN_LEAD = SPEECH_FORMAT.rate / 5;
 
@@ -59,10 +60,10 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       log.warn(`echo cancellation ${why}`);
     }
   }
-  let stopWord: StopWord | undefined;
+  let stopWord: StopWordWhilePlaying | undefined;
   if (config.audio.stop_word) {
     try {
-      stopWord = await StopWord.create();
+      stopWord = new StopWordWhilePlaying(await StopWord.prepare(), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {
       log.warn(`stop word off: ${messageOf(error)}`);
     }
@@ -88,7 +89,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     onStop: (atS) => {
       stopAtS = atS;
-      log.info(`heard "${stopWord?.word ?? 'stop'}" at ${atS.toFixed(2)} s`);
+      log.info(`heard "stop" at ${atS.toFixed(2)} s`);
       input.onStop?.(atS);
     },
   });

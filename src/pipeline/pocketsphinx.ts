@@ -64,7 +64,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     const files = grammarAndDictionary(options.wakePhrases, dictionary);
     const made: unknown[] = [];
     try {
-      return await withDictionary(files.entries, (dict) => {
+      return withDictionary(files.entries, (dict) => {
         const common = ['-hmm', model, '-dict', dict, '-logfn', '/dev/null'];
         const grammars = [1, ...PERTURBATIONS].map(() => lib.init(common));
         // The phone loop: context-independent phones (context-dependent ones take 100× as long).
