@@ -14,7 +14,7 @@ let loading: Promise<MathKit> | undefined;
 /**
  * mathjs, loaded on the first calculation, not at start: it was ~20 MB of a daemon that mostly
  * only listens (bench-voice --memory: 174-177 MB ready instead of 193-195, peak 194-197 instead
- * of 220-222). The first calculation waits for it once: ~1.5 s more on a busy 2-core machine.
+ * of 220-222). The first calculation waits for it once: 0.2-1.5 s more on a busy 2-core machine.
  */
 function loadMath(): Promise<MathKit> {
   loading ??= import('mathjs').then(({ all, create }) => {
