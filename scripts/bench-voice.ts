@@ -1,13 +1,14 @@
 /**
  * Benchmark of the voice path on real models: wake-word and VAD CPU per second of audio (one
  * thread), pocketsphinx latency for a command, end of speech → first reply audio with an
- * instant model (pocketsphinx + espeak-ng), barge-in stop time of a real aplay, and the peak
- * RSS of the bundled daemon while it listens (no whisper), and last word → first reply audio
- * with early answers in real time, dev and held-out apart (lib/early-bench.ts). Prints figures
- * and writes scripts/results/voice.json. Run: `npx tsx scripts/bench-voice.ts` (part of `npm
- * run bench`); `--early [--full] [--no-early]` runs only the early-answer part (one voice per
- * synthesizer unless --full; --no-early: the same clips with early answers off) and writes
- * scripts/results/voice-early[-off].json.
+ * instant model (pocketsphinx + espeak-ng), barge-in stop time of a real aplay, the memory of
+ * the bundled daemon while it listens (no whisper; ready, peak, after a full GC), and last word
+ * → first reply audio with early answers in real time, dev and held-out apart
+ * (lib/early-bench.ts). Prints figures and writes scripts/results/voice.json. Run: `npx tsx
+ * scripts/bench-voice.ts` (part of `npm run bench`); `--early [--full] [--no-early]` runs only
+ * the early-answer part (one voice per synthesizer unless --full; --no-early: the same clips
+ * with early answers off) and writes scripts/results/voice-early[-off].json; `--memory` only
+ * the daemon's memory ($IRIS_BENCH_RUNS runs), to scripts/results/voice-memory.json.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ import { decodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
 import { request as ask } from '../src/daemon/control.js';
 import { OllamaDouble } from '../test/helpers/ollama-double.js';
-import { ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
+import { heapProbe, ROOT, round, unitEnvironment, unitNodeFlags, writeResults } from './lib/bench.js';
 import { benchEarlyAnswers, type EarlyRow } from './lib/early-bench.js';
 import { speakToWav } from './lib/speech.js';
 
@@ -54,6 +55,82 @@ function speech(text: string, pad: [number, number] = [0.5, 1.5]): Int16Array {
   return decodeWav(readFileSync(out));
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+// 4. (run after 3, below; `--memory` runs only this) The bundled daemon's memory while it
+// listens, no whisper, with the Node flags the systemd unit starts it with and a microphone
+// that delivers in real time (scripts/lib/paced-mic.cjs in arecord's place; ALSA's file plugin
+// delivers as fast as it is read): RSS once it listens (models loaded), the peak up to the end
+// of its first turn (wake word, command decoded and scored, reply played), RSS after a full GC
+// (scripts/lib/heap-probe.cjs: what is live), then the peak after three model turns (the
+// tokenizer loaded) through the control socket, against the Ollama double.
+// $IRIS_BENCH_DAEMON: another checkout's root (its dist/ and systemd unit), for before/after.
+const daemonRoot = process.env.IRIS_BENCH_DAEMON ?? ROOT;
+const nodeFlags = unitNodeFlags(join(daemonRoot, 'systemd/iris.service'));
+const unitEnv = unitEnvironment(join(daemonRoot, 'systemd/iris.service'));
+interface DaemonMemory {
+  /** RSS 2 s after the daemon logged that it listens, before anything is said (MB). */
+  ready: number;
+  /** Peak RSS (VmHWM) up to the end of the first turn. */
+  listening: number;
+  /** RSS after a full GC, after the first turn. */
+  afterGc: number;
+  afterModelTurns: number;
+}
+async function daemonMemoryMb(): Promise<DaemonMemory> {
+  const home = mkdtempSync(join(tmpdir(), 'iris-bench-daemon-'));
+  const ollama = await new OllamaDouble().start();
+  for (let i = 0; i < 3; i++) ollama.script({ content: ['Why did the chicken cross the road? ', 'To get to the other side.'] });
+  const pcm = speech('hey jarvis, what time is it', [4, 1.5]); // 4 s of quiet first: "ready" is read before the wake word
+  writeFileSync(join(home, 'mic.raw'), Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  writeFileSync(join(home, 'arecord'), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'scripts/lib/paced-mic.cjs')}"\n`, { mode: 0o755 });
+  writeFileSync(join(home, '.asoundrc'), `pcm.tofile { type file; slave.pcm "null"; file "${home}/speaker.raw"; format "raw" }\n`);
+  writeFileSync(join(home, 'config'), `[ollama]\nurl = "${ollama.url}"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = "paced"\noutput = "tofile"\n`);
+  const probe = ['--expose-gc', '--require', join(ROOT, 'scripts/lib/heap-probe.cjs')];
+  const child = spawn(process.execPath, [...nodeFlags, ...probe, join(daemonRoot, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
+    env: { ...process.env, ...unitEnv, HOME: home, PATH: `${home}:${process.env.PATH ?? ''}`, IRIS_BENCH_MIC: join(home, 'mic.raw'), IRIS_CONFIG: join(home, 'config'), IRIS_STATE_DIR: join(home, 'state'), IRIS_SOCKET: join(home, 's') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const statusMb = (key: 'VmHWM' | 'VmRSS') => round(Number(new RegExp(`${key}:\\s+(\\d+)`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
+  let seen = '';
+  const logged = (line: RegExp) => new Promise<void>((resolve, reject) => {
+    const onData = () => {
+      if (!line.test(seen)) return;
+      child.stderr.off('data', onData);
+      resolve();
+    };
+    child.stderr.on('data', onData);
+    child.once('exit', () => reject(new Error(`daemon exited: ${seen}`)));
+  });
+  child.stderr.on('data', (c: Buffer) => (seen += c.toString()));
+  try {
+    await logged(/listening for/);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const ready = statusMb('VmRSS');
+    await logged(/turn 1: (?:answered|not_understood)/); // a whole turn ran: speech decoded, reply played
+    const listening = statusMb('VmHWM');
+    await heapProbe(child);
+    const afterGc = statusMb('VmRSS');
+    for (let i = 0; i < 3; i++) await ask(join(home, 's'), { cmd: 'ask', text: `tell me joke number ${i + 1}` });
+    return { ready, listening, afterGc, afterModelTurns: statusMb('VmHWM') };
+  } finally {
+    child.kill('SIGTERM');
+    await ollama.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+function printMemory(m: DaemonMemory): void {
+  console.log(`daemon while listening, no whisper (node ${nodeFlags.join(' ')}, ${Object.entries(unitEnv).map(([k, v]) => `${k}=${v}`).join(' ')}, microphone in real time): ${m.ready} MB ready, peak ${m.listening} MB to the end of the first turn (target ≤ 200), ${m.afterGc} MB after a full GC; peak after three model turns: ${m.afterModelTurns} MB`);
+}
+if (process.argv.includes('--memory')) {
+  const runs: DaemonMemory[] = [];
+  for (let i = 0; i < Number(process.env.IRIS_BENCH_RUNS ?? 1); i++) {
+    runs.push(await daemonMemoryMb());
+    printMemory(runs.at(-1) as DaemonMemory);
+  }
+  writeResults('voice-memory', { node_flags: nodeFlags, environment: unitEnv, runs });
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
 
 // 1. Wake word and VAD: CPU ms per second of audio, over 60 s of mixed speech and silence.
 const clip = speech('hey jarvis, set a timer for ten minutes and tell me the weather', [1, 3]);
@@ -94,42 +171,7 @@ for (let i = 0; i < 6; i++) {
 }
 await stt.stop?.();
 
-// 4. Peak RSS of the bundled daemon while it listens (virtual microphone), no whisper, with the
-// Node flags the systemd unit starts it with; then again after three model turns (the
-// tokenizer loaded) through the control socket, against the Ollama double.
-const nodeFlags = unitNodeFlags();
-async function daemonPeakRssMb(): Promise<{ listening: number; afterModelTurns: number }> {
-  const home = mkdtempSync(join(tmpdir(), 'iris-bench-daemon-'));
-  const ollama = await new OllamaDouble().start();
-  for (let i = 0; i < 3; i++) ollama.script({ content: ['Why did the chicken cross the road? ', 'To get to the other side.'] });
-  const pcm = speech('hey jarvis, what time is it');
-  writeFileSync(join(home, 'mic.raw'), Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
-  writeFileSync(join(home, '.asoundrc'), `pcm.fakemic { type file; slave.pcm "null"; file "/dev/null"; infile "${home}/mic.raw"; format "raw" }\npcm.tofile { type file; slave.pcm "null"; file "${home}/speaker.raw"; format "raw" }\n`);
-  writeFileSync(join(home, 'config'), `[ollama]\nurl = "${ollama.url}"\n[assistant]\nfollow_up_s = 0\n[audio]\ninput = "fakemic"\noutput = "tofile"\n`);
-  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'dist/iris.mjs'), 'daemon', '--log-level', 'info'], {
-    env: { ...process.env, HOME: home, IRIS_CONFIG: join(home, 'config'), IRIS_STATE_DIR: join(home, 'state'), IRIS_SOCKET: join(home, 's') },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const peakMb = () => round(Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let seen = '';
-      child.stderr.on('data', (c: Buffer) => {
-        seen += c.toString();
-        if (/turn 1: (?:answered|not_understood)/.test(seen)) resolve(); // a whole turn ran: models loaded, speech decoded
-      });
-      child.once('exit', () => reject(new Error(`daemon exited: ${seen}`)));
-    });
-    const listening = peakMb();
-    for (let i = 0; i < 3; i++) await ask(join(home, 's'), { cmd: 'ask', text: `tell me joke number ${i + 1}` });
-    return { listening, afterModelTurns: peakMb() };
-  } finally {
-    child.kill('SIGTERM');
-    await ollama.close();
-    rmSync(home, { recursive: true, force: true });
-  }
-}
-const rss = await daemonPeakRssMb();
+const rss = await daemonMemoryMb();
 
 // 5. Last word → first reply audio with early answers, in real time (one voice per synthesizer).
 const earlyState = mkdtempSync(join(tmpdir(), 'iris-bench-early-'));
@@ -142,7 +184,9 @@ const figures = {
   vad: { cpu_ms_per_s: vadMsPerS },
   pocketsphinx: { command_s: round(command.length / 16_000, 2), p50_ms: round(median(sttMs), 0) },
   end_of_speech_to_first_audio: { p50_ms: round(median(firstAudio), 0), target_ms: 300, runs: firstAudio.length },
-  daemon_listening_peak_rss_mb: { value: rss.listening, target: 200, node_flags: nodeFlags },
+  daemon_listening_peak_rss_mb: { value: rss.listening, target: 200, node_flags: nodeFlags, environment: unitEnv, paced_microphone: true },
+  daemon_ready_rss_mb: { value: rss.ready },
+  daemon_rss_after_gc_mb: { value: rss.afterGc },
   daemon_peak_rss_after_model_turns_mb: { value: rss.afterModelTurns },
   early_answer: { ...earlyFigures, targets: { heldout_p95_ms: 600, p50_ms: 400, cut_offs: 0, stop_ms: 150 }, rows: earlyRows satisfies EarlyRow[] },
 };
@@ -150,7 +194,7 @@ console.log(`wake word: ${wakeMsPerS} ms CPU per second of audio (${figures.wake
 console.log(`VAD: ${vadMsPerS} ms CPU per second of audio`);
 console.log(`pocketsphinx: ${figures.pocketsphinx.p50_ms} ms for a ${figures.pocketsphinx.command_s} s command (p50)`);
 console.log(`end of speech → first audio (pocketsphinx + espeak-ng, instant reply): ${figures.end_of_speech_to_first_audio.p50_ms} ms p50 (target ≤ 300)`);
-console.log(`daemon peak RSS while listening, no whisper (node ${nodeFlags.join(' ')}): ${rss.listening} MB (target ≤ 200); after three model turns: ${rss.afterModelTurns} MB`);
+printMemory(rss);
 printEarly(early);
 rmSync(work, { recursive: true, force: true });
 writeResults('voice', figures);

@@ -4,7 +4,7 @@
  * what the Debian package ships. Licences of bundled code go to dist/*.LEGAL.txt.
  */
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { QWEN_VOCABULARY_FILE } from '../src/budget/tokenizer.js';
 import { qwenVocabulary } from '../src/budget/qwen-vocabulary.js';
 import { BUNDLED_WAKE_WORDS } from '../src/pipeline/wakeword.js';
@@ -58,3 +58,15 @@ await build({
     ].join(' '),
   },
 });
+
+// The bundle as pure ASCII: V8 keeps a script's source for its life, and one character outside
+// Latin-1 (a dash in a comment, a quote in a regex) makes it two bytes a character: 4.75 MB
+// instead of 2.4 for iris.mjs, 3 MB for the mathjs chunk, in every daemon's heap. esbuild
+// escapes strings but leaves comments and regular expressions; a \u escape means the same
+// character in both (and in identifiers and templates). An escaped character (`\’` in a
+// regex) becomes the escape alone: a backslash before `\u2019` would escape the backslash.
+const escapeNonAscii = (text: string): string =>
+  text.replace(/(\\*)([^\x00-\x7f])/g, (_, slashes: string, c: string) => `${slashes.slice(slashes.length % 2)}\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+for (const file of ['dist/iris.mjs', ...readdirSync('dist/chunks').filter((f) => f.endsWith('.mjs')).map((f) => `dist/chunks/${f}`)]) {
+  writeFileSync(file, escapeNonAscii(readFileSync(file, 'utf8')));
+}

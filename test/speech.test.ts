@@ -214,9 +214,14 @@ describe('speech to text: pocketsphinx with the command grammar', () => {
     const early = await stream.settle!();
     expect(early.text).toBe('what time is it');
     expect(stream.partial()).toBe(early.text);
-    // More speech voids the settle: the whole utterance is decoded again, the pause included.
+    // More speech voids the settle: the whole utterance is decoded again, the pause included,
+    // a block per turn of the event loop (at once it held every room's audio for over a second).
     stream.push(tail);
+    let turns = 0;
+    const counting = setInterval(() => (turns += 1), 0);
     const whole = await stream.end();
+    clearInterval(counting);
+    expect(turns).toBeGreaterThanOrEqual(10);
     const plain = await stt.transcribe(concatSamples([head, tail]));
     expect(whole.text).toBe('what time is it in tokyo');
     expect(whole.text).toBe(plain.text);

@@ -11,7 +11,11 @@ import { errorResult, textResult, type ToolModule } from '../src/toolhost/api.js
 type MathKit = Pick<MathJsInstance, 'parse' | 'format' | 'Unit'>;
 let loading: Promise<MathKit> | undefined;
 
-/** mathjs takes ≈1.4 s to import: load it on first use (the daemon warms it at start). */
+/**
+ * mathjs, loaded on the first calculation, not at start: it was ~20 MB of a daemon that mostly
+ * only listens (bench-voice --memory: 174-177 MB ready instead of 193-195, peak 194-197 instead
+ * of 220-222). The first calculation waits for it once: 0.2-1.5 s more on a busy 2-core machine.
+ */
 function loadMath(): Promise<MathKit> {
   loading ??= import('mathjs').then(({ all, create }) => {
     const math = create(all ?? {}, { number: 'number', precision: 64 });
@@ -141,9 +145,6 @@ const calculator: ToolModule = {
   toggle: 'calculator',
   create() {
     return {
-      async start() {
-        await loadMath();
-      },
       tools: [
         {
           name: 'calculator',

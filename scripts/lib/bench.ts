@@ -31,9 +31,15 @@ export function writeResults(name: string, figures: object): void {
 }
 
 /** The Node flags the systemd unit starts the daemon with, so measurements match what runs. */
-export function unitNodeFlags(): string[] {
-  const unit = readFileSync(join(ROOT, 'systemd/iris.service'), 'utf8');
+export function unitNodeFlags(unitFile = join(ROOT, 'systemd/iris.service')): string[] {
+  const unit = readFileSync(unitFile, 'utf8');
   return /^ExecStart=\S+ (.*?) ?\S+iris\.mjs daemon$/m.exec(unit)?.[1]?.split(' ').filter(Boolean) ?? [];
+}
+
+/** The environment the systemd unit sets (its `Environment=` lines), for the same reason. */
+export function unitEnvironment(unitFile = join(ROOT, 'systemd/iris.service')): Record<string, string> {
+  const unit = readFileSync(unitFile, 'utf8');
+  return Object.fromEntries([...unit.matchAll(/^Environment=(\w+)=(.*)$/gm)].map(([, name, value]) => [name ?? '', value ?? '']));
 }
 
 /**

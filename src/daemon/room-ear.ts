@@ -9,11 +9,13 @@ import type { Config } from '../config/schema.js';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
+import { PushedAudio } from '../pipeline/capture.js';
 import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, liveClock } from '../pipeline/echo.js';
 import { frontEnd, ownAudio } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
+import { StopWordWhilePlaying } from '../pipeline/stopword-lifecycle.js';
 
 const OWN_LEAD = SPEECH_FORMAT.rate / 5;
 
@@ -64,10 +66,10 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       log.warn(`echo cancellation ${why}`);
     }
   }
-  let stopWord: StopWord | undefined;
+  let stopWord: StopWordWhilePlaying | undefined;
   if (config.audio.stop_word) {
     try {
-      stopWord = await StopWord.create();
+      stopWord = new StopWordWhilePlaying(await StopWord.prepare(), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {
       log.warn(`stop word off: ${messageOf(error)}`);
     }
@@ -96,7 +98,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     onStop: (atS) => {
       stopAtS = atS;
-      log.info(`heard "${stopWord?.word ?? 'stop'}" at ${atS.toFixed(2)} s`);
+      log.info(`heard "stop" at ${atS.toFixed(2)} s`);
       input.onStop?.(atS);
     },
   });
@@ -124,57 +126,40 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
 const MAX_QUEUED_S = MAX_MIC_LAG_S;
 
 /**
- * `source` read as fast as it delivers, each chunk's arrival noted in `arrived`
- * (performance.now() ms): the microphone's clock is when the audio came, which a loop busy
- * with the models cannot tell from when it read it. Nothing is dropped: once `MAX_QUEUED_S`
- * wait unread, the source is read only as the reader takes chunks (a source faster than real
- * time — a file, ALSA's file plugin — is then paced by its reader, as without this).
+ * `source` read as fast as it delivers into a `PushedAudio` (the queue a satellite's audio
+ * waits in), each chunk's arrival noted in `arrived` (performance.now() ms): the microphone's
+ * clock is when the audio came, which a loop busy with the models cannot tell from when it
+ * read it. Nothing is dropped: once `MAX_QUEUED_S` wait unread, the source is read only as
+ * the reader takes chunks (a source faster than real time — a file, ALSA's file plugin — is
+ * then paced by its reader, as without this).
  */
 export function stampArrivals(source: AudioSource, arrived: WeakMap<AudioChunk, number>): AudioSource {
   return {
     async *frames(signal) {
       const inner = new AbortController();
-      const queue: AudioChunk[] = [];
-      let done = false;
+      const queue = new PushedAudio(MAX_QUEUED_S);
       let failure: unknown;
-      let wake: (() => void) | undefined;
-      let drained: (() => void) | undefined;
       const pump = (async () => {
         try {
           for await (const chunk of source.frames(AbortSignal.any([signal, inner.signal]))) {
-            arrived.set(chunk, performance.now());
-            queue.push(chunk);
-            wake?.();
-            if (queue.length > (MAX_QUEUED_S * SPEECH_FORMAT.rate) / Math.max(1, chunk.samples.length)) {
-              await new Promise<void>((resolve) => (drained = resolve));
-              drained = undefined;
-            }
+            queue.push(chunk.samples);
+            await queue.whenRoom();
           }
         } catch (error) {
           failure = error;
         } finally {
-          done = true;
-          wake?.();
+          queue.end();
         }
       })();
       try {
-        for (;;) {
-          const chunk = queue.shift();
-          if (chunk !== undefined) {
-            drained?.();
-            yield chunk;
-            continue;
-          }
-          if (done) {
-            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(messageOf(failure));
-            return;
-          }
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
+        for await (const chunk of queue.frames(signal)) {
+          arrived.set(chunk, queue.readingMs);
+          yield chunk;
         }
+        if (failure !== undefined) throw failure instanceof Error ? failure : new Error(messageOf(failure));
       } finally {
         inner.abort(new DOMException('reader gone', 'AbortError'));
-        drained?.();
+        queue.end();
         await pump;
       }
     },

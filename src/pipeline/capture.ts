@@ -110,6 +110,8 @@ export class PushedAudio implements AudioSource {
   /** Samples pushed so far. */
   #samples = 0;
   #wake: (() => void) | undefined;
+  /** Pushers waiting for room (`whenRoom`). */
+  #roomWaiters: (() => void)[] = [];
   #ended = false;
   /** Frames dropped because nobody read them in time. */
   dropped = 0;
@@ -171,6 +173,21 @@ export class PushedAudio implements AudioSource {
   end(): void {
     this.#ended = true;
     this.#wake?.();
+    this.#makeRoom();
+  }
+
+  /**
+   * Resolves once fewer than `maxBufferedS` wait unread (or the audio ended): a pusher that can
+   * wait (a file, a pipe) waits here instead of having the oldest dropped.
+   */
+  whenRoom(): Promise<void> {
+    if (this.#ended || this.#frames.length < this.#maxFrames) return Promise.resolve();
+    return new Promise((resolve) => this.#roomWaiters.push(resolve));
+  }
+
+  #makeRoom(): void {
+    if (!this.#ended && this.#frames.length >= this.#maxFrames) return;
+    for (const resolve of this.#roomWaiters.splice(0)) resolve();
   }
 
   async *frames(signal: AbortSignal): AsyncIterable<AudioChunk> {
@@ -180,6 +197,7 @@ export class PushedAudio implements AudioSource {
       while (!signal.aborted) {
         const frame = this.#frames.shift();
         if (frame !== undefined) {
+          this.#makeRoom();
           const { receivedMs, ...chunk } = frame;
           this.#readingMs = receivedMs;
           yield chunk;

@@ -13,7 +13,8 @@ export interface FrontEndOptions {
   canceller?: EchoCanceller;
   /** The clock sample a chunk starts at (echo.ts `liveClock`, or the stream position). */
   clockOf: (chunk: AudioChunk) => number;
-  stopWord?: StopWord;
+  /** Made when first armed and freed when idle by the daemon (stopword-lifecycle.ts). */
+  stopWord?: Pick<StopWord, 'push' | 'reset'>;
   /** Whether the stop word listens for the chunk at clock sample `at`: something is playing. */
   armed?: (at: number, length: number) => boolean;
   /** The person said the stop word; `atS` is where it ended (stream seconds). */

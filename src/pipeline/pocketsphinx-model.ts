@@ -4,8 +4,7 @@
  * check the model is there and hand the decoder a dictionary of just their words, written to
  * a temporary file that pocketsphinx reads once, at init.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SttError } from './stt.js';
@@ -40,15 +39,17 @@ export function checkModel(model = DEFAULT_MODEL, dictionary = DEFAULT_DICTIONAR
 
 /**
  * Runs `use` with the path of a temporary dictionary file holding `entries`, removed after:
- * pocketsphinx reads it while `use` makes the decoders, and never again.
+ * pocketsphinx reads it while `use` makes the decoders, and never again. Synchronous: the stop
+ * word's spotters are made on the audio path, the moment something starts to play (the file
+ * is a few lines).
  */
-export async function withDictionary<T>(entries: readonly DictionaryEntry[], use: (file: string) => T | Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'iris-sphinx-'));
+export function withDictionary<T>(entries: readonly DictionaryEntry[], use: (file: string) => T): T {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'iris-sphinx-'));
   try {
     const file = path.join(dir, 'words.dict');
-    await writeFile(file, `${entries.map((entry) => entry.line).join('\n')}\n`);
-    return await use(file);
+    writeFileSync(file, `${entries.map((entry) => entry.line).join('\n')}\n`);
+    return use(file);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -42,6 +42,10 @@ const PRIME_GRAMMAR = '#JSGF V1.0;\ngrammar prime;\npublic <s> = yes;\n';
 /** Samples per ps_process_raw call: 100 ms, so a cancelled decode stops within one. */
 const BLOCK = 1600;
 
+/** Audio decoded again per turn of the event loop after a settle is voided: one block, ~30 ms
+ * of the four decoders on a busy core. */
+const CATCH_UP_SLICE = BLOCK;
+
 /**
  * Speeds the audio is also decoded at, as a check: a transcript whose meaning changes when the
  * audio is played 8 % slower or faster was a guess. Each decode that disagrees scales the
@@ -64,7 +68,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     const files = grammarAndDictionary(options.wakePhrases, dictionary);
     const made: unknown[] = [];
     try {
-      return await withDictionary(files.entries, (dict) => {
+      return withDictionary(files.entries, (dict) => {
         const common = ['-hmm', model, '-dict', dict, '-logfn', '/dev/null'];
         const grammars = [1, ...PERTURBATIONS].map(() => lib.init(common));
         // The phone loop: context-independent phones (context-dependent ones take 100× as long).
@@ -148,8 +152,11 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     };
     begin();
     /** `decoding`: in an utterance; `settled`: ended at a pause, `snapshot` its transcript;
-     * `done`: ended or cancelled. */
-    let state: 'decoding' | 'settled' | 'done' = 'decoding';
+     * `catching-up`: decoding what was heard again after speech went on (`resume`); `done`:
+     * ended or cancelled. */
+    let state: 'decoding' | 'settled' | 'catching-up' | 'done' = 'decoding';
+    /** Read through a function: TypeScript narrows `state` across the awaits that change it. */
+    const ended = () => state === 'done';
     let snapshot: { text: string; transcript: Promise<Transcript> } | undefined;
     /** Audio arrived after the settle: the snapshot is void once its scoring is over. */
     let stale = false;
@@ -183,20 +190,34 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       };
       return { text, transcript: rest() };
     };
-    /** Speech went on after a settle: decode everything heard again, in a new utterance. */
-    const resume = async () => {
+    /**
+     * Speech went on after a settle: decode everything heard again, in a new utterance, a
+     * slice at a time between turns of the event loop — at once it held the audio path (every
+     * room's wake word and VAD) for 1.2-1.3 s after 4 s of speech. What arrives meanwhile is
+     * decoded after it, in order.
+     */
+    let catchingUp: Promise<void> | undefined;
+    const resume = (): Promise<void> => (catchingUp ??= (async () => {
       await snapshot?.transcript.catch(() => undefined);
       if (state !== 'settled' || !stale) return;
-      state = 'decoding';
+      state = 'catching-up';
       stale = false;
       snapshot = undefined;
       begin();
-      heard.forEach(feed);
-    };
+      for (let i = 0; i < heard.length; i++) {
+        const samples = heard[i] as Int16Array;
+        for (let at = 0; at < samples.length; at += CATCH_UP_SLICE) {
+          feed(samples.subarray(at, at + CATCH_UP_SLICE)); // whole blocks: the same decode as at once
+          await new Promise(setImmediate);
+          if (ended()) return; // cancelled meanwhile
+        }
+      }
+      state = 'decoding';
+    })().finally(() => (catchingUp = undefined)));
     const finish = () => {
       const was = state;
       state = 'done';
-      if (was === 'decoding') decoders.forEach((d) => lib.endUtt(d));
+      if (was === 'decoding' || was === 'catching-up') decoders.forEach((d) => lib.endUtt(d));
       void (snapshot?.transcript.catch(() => undefined) ?? Promise.resolve()).then(release);
     };
     return {
@@ -204,14 +225,16 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         if (state === 'done') return;
         heard.push(samples.slice());
         if (state === 'decoding') feed(samples);
-        else if (!stale) {
+        else if (state === 'settled' && !stale) {
           stale = true;
           void resume();
         }
       },
-      partial: () => (state === 'decoding' ? (lib.hyp(main) ?? '') : (snapshot?.text ?? '')),
-      settle(): Promise<Transcript> {
-        if (state === 'done') return Promise.reject(new SttError('stt_failed', 'the utterance was already ended'));
+      // While catching up, the words so far are only part of what was said: none yet.
+      partial: () => (state === 'decoding' ? (lib.hyp(main) ?? '') : state === 'catching-up' ? '' : (snapshot?.text ?? '')),
+      async settle(): Promise<Transcript> {
+        if (state === 'catching-up') await resume();
+        if (ended()) throw new SttError('stt_failed', 'the utterance was already ended');
         if (state === 'decoding') {
           state = 'settled';
           snapshot = score();
@@ -221,7 +244,8 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       async end(): Promise<Transcript> {
         if (state === 'done') throw new SttError('stt_failed', 'the utterance was already ended');
         try {
-          if (stale) await resume();
+          if (stale || state === 'catching-up') await resume();
+          if (ended()) throw new SttError('stt_failed', 'the utterance was cancelled');
           if (state === 'decoding') {
             state = 'settled';
             snapshot = score();

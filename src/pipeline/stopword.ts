@@ -267,12 +267,21 @@ export class StopWord {
   }
 
   static async create(options: StopWordOptions = {}): Promise<StopWord> {
+    return (await StopWord.prepare(options))();
+  }
+
+  /**
+   * What making a StopWord needs, found once (the model checked, the word's pronunciations,
+   * the library), and a function that makes one from it without waiting: the daemon makes its
+   * spotters (two decoders, ~20 MB) only when something starts to play (room-ear.ts).
+   */
+  static async prepare(options: StopWordOptions = {}): Promise<() => StopWord> {
     const word = options.word ?? 'stop';
     checkModel();
     const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set([word]));
     if (!entries.some((entry) => entry.word === word)) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
-    return withDictionary(entries, (dict) => {
+    return () => withDictionary(entries, (dict) => {
       const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-allphone_ci', 'yes', '-logfn', '/dev/null'];
       const decoders = [lib.init(argv(options.threshold ?? 1e-20)), lib.init(argv(options.ownThreshold ?? 1e-15))];
       const searches = (d: unknown) =>
