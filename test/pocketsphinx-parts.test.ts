@@ -43,10 +43,10 @@ describe('pocketsphinx dictionary', () => {
     expect(dictionaryEntries(file, new Set())).toEqual([]);
   });
 
-  it('hands the decoder a temporary file with the entries, removed after', async () => {
+  it('hands the decoder a temporary file with the entries, removed after', () => {
     let seen = '';
     let path = '';
-    const result = await withDictionary([{ word: 'stop', line: 'stop S T AA P' }], (file) => {
+    const result = withDictionary([{ word: 'stop', line: 'stop S T AA P' }], (file) => {
       path = file;
       seen = readFileSync(file, 'latin1');
       return 42;

@@ -15,7 +15,7 @@ import { DEFAULT_ECHO_ENGINE, EchoCanceller, EchoReference } from '../src/pipeli
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { WebrtcEcho } from '../src/pipeline/webrtc-aec.js';
 import { iris } from './helpers/cli.js';
-import { speechSamples } from './helpers/speech.js';
+import { energy, twoReplies } from './helpers/speech.js';
 import { tempDir } from './helpers/tmp.js';
 
 const RATE = 16_000;
@@ -44,17 +44,7 @@ function echoOf(played: Int16Array, delayMs: number): Int16Array {
   return out;
 }
 
-const energy = (samples: Int16Array): number => samples.reduce((sum, v) => sum + v * v, 0);
-
-/** IRIS's earlier reply and the current one, back to back (the canceller learns on the first). */
-function reply(): Int16Array {
-  const first = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds and a chance of rain.', { padS: [0.3, 0.2] });
-  const second = speechSamples('Your timer for ten minutes is set. I will let you know when it is done. Anything else I can help you with today?', { padS: [0.2, 0.5] });
-  const both = new Int16Array(first.length + second.length);
-  both.set(first);
-  both.set(second, first.length);
-  return both;
-}
+const reply = twoReplies;
 
 /** The microphone through a canceller in 80 ms chunks; the dB it removed over the second reply. */
 function cancel(canceller: EchoCanceller, mic: Int16Array): number {

@@ -75,3 +75,16 @@ export function soxStat(path: string): { length: number; rms: number } {
   const number = (label: string) => Number(new RegExp(`${label}:\\s+([\\d.]+)`).exec(text)?.[1] ?? NaN);
   return { length: number('Length \\(seconds\\)'), rms: number('RMS\\s+amplitude') };
 }
+
+/** The sum of squares of `samples` (for dB ratios). */
+export const energy = (samples: Int16Array): number => samples.reduce((sum, v) => sum + v * v, 0);
+
+/** IRIS's earlier reply and the current one, back to back (a canceller learns on the first). */
+export function twoReplies(): Int16Array {
+  const first = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds and a chance of rain.', { padS: [0.3, 0.2] });
+  const second = speechSamples('Your timer for ten minutes is set. I will let you know when it is done. Anything else I can help you with today?', { padS: [0.2, 0.5] });
+  const both = new Int16Array(first.length + second.length);
+  both.set(first);
+  both.set(second, first.length);
+  return both;
+}
