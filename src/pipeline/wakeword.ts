@@ -227,6 +227,10 @@ export class OwnVoiceVeto {
       this.#nextAtS = undefined;
       if (own === undefined) return;
     }
+    // A fresh start hears a second of silence first, as the microphone's detector had before
+    // it: openWakeWord scores a clip that opens with the wake word low without that context, and
+    // the echo through a fresh canceller then woke IRIS where its own audio did not (2 of 5 live runs).
+    if (this.#nextAtS === undefined) await this.detector.process({ ...chunk, samples: new Int16Array(chunk.rate) });
     this.#nextAtS = endS;
     // Heard when this microphone chunk was (not reset: the window runs from its last frame over the threshold).
     if (await this.detector.process({ ...chunk, samples: own })) this.#ownAtS = endS;
