@@ -215,11 +215,15 @@ describe('rooms: IRIS as the brain of wyoming-satellite', () => {
     await lost;
     const down = JSON.parse((await iris(['status', '--json'], vars)).stdout) as { rooms: { state: string }[] };
     expect(down.rooms[0]?.state).toMatch(/connecting|disconnected/);
+    // Both waits set before the satellite is back: "connected" and "listening for" can arrive in
+    // one read of the daemon's stderr, and a wait set after the first resolved never saw the
+    // second (this test hung until its timeout once in 7 runs).
     const back = waitForLine(child, /room:den: connected/);
+    const listening = waitForLine(child, /room:den: listening for/);
+    const answered = waitForLine(child, /room:den: turn \d+: answered/);
     sat = await satellite('den2', wav, { port: sat.port });
     await back;
-    const answered = waitForLine(child, /room:den: turn \d+: answered/);
-    await waitForLine(child, /room:den: listening for/);
+    await listening;
     sat.go();
     expect(await answered).toMatch(/"what time is it"/);
     writeFileSync(vars.IRIS_CONFIG, readFileSync(vars.IRIS_CONFIG, 'utf8').replace(/\[satellites\.den\][^[]*/, ''));
