@@ -31,7 +31,8 @@ import { request } from '../src/daemon/control.js';
 import { assemble } from '../src/daemon/assemble.js';
 import { silentLogger } from '../src/log.js';
 import { fullDefinition } from '../src/toolhost/mcp/proxy.js';
-import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { ToolIndex, TUNING } from '../src/toolhost/mcp/rank.js';
+import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
 import { fingerprint } from '../src/toolhost/mcp/servers.js';
 import { HOME_SERVERS, type CatalogueTool } from '../test/fixtures/home-catalogue.js';
@@ -46,8 +47,8 @@ import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench
  * meaning; held_out_5 was written before session 11's changes and is the cleanest.
  */
 const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5 } as const;
-const EXPOSE_MAX = [4, 8, 12, 16];
-const DEFAULT_EXPOSE_MAX = 12;
+const EXPOSE_MAX = [8, 12, 16, 20];
+const DEFAULT_EXPOSE_MAX = 16;
 const SERVER_SCRIPT = join(ROOT, 'test/fixtures/home-mcp-server.ts');
 const work = mkdtempSync(join(tmpdir(), 'iris-tool-rank-'));
 const tokenizer = await loadTokenizer();
@@ -108,20 +109,28 @@ const recall = Object.fromEntries(EXPOSE_MAX.map((max) => {
   return [String(max), bySplit];
 }));
 
-// The same at the default expose_max with the meaning part off (shared words alone) and on,
-// ranked by a ToolIndex of its own; and what building the index with word vectors costs.
+// The same at the default expose_max with shared words alone, with meaning, and with meaning and
+// the thesaurus (what the daemon ranks with), each ranked by a ToolIndex of its own; and what
+// building the index with word vectors costs.
 const catalogueServers = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
 const bareIndex = new ToolIndex(catalogueServers);
 const vectorsStarted = performance.now();
 const wordVectors = openWordVectors();
 const meaningIndex = new ToolIndex(catalogueServers, wordVectors);
 const meaningIndexMs = round(performance.now() - vectorsStarted, 1);
+const thesaurus = openThesaurus();
+const fullIndex = new ToolIndex(catalogueServers, wordVectors, TUNING, thesaurus);
 const recallWith = (index: ToolIndex) => Object.fromEntries(Object.entries(SPLITS).map(([split, requests]) => {
   const found = requests.filter((r) => shownInFull(offered, index.rank(r.text, DEFAULT_EXPOSE_MAX).map(fullDefinition), budget, count).some((d) => d.name === r.expected)).length;
   return [split, round(found / requests.length, 3)];
 }));
-const meaningAblation = { without_meaning: recallWith(bareIndex), with_meaning: recallWith(meaningIndex), index_with_vectors_first_build_ms: meaningIndexMs, word_vectors: wordVectors === undefined ? 'none' : `${wordVectors.size} words × ${wordVectors.dimensions}` };
+const meaningAblation = {
+  without_meaning: recallWith(bareIndex), with_meaning: recallWith(meaningIndex), with_meaning_and_thesaurus: recallWith(fullIndex),
+  index_with_vectors_first_build_ms: meaningIndexMs, word_vectors: wordVectors === undefined ? 'none' : `${wordVectors.size} words × ${wordVectors.dimensions}`,
+  thesaurus: thesaurus === undefined ? 'none' : `${thesaurus.size} words`,
+};
 wordVectors?.close();
+thesaurus?.close();
 
 const everyRequest = Object.values(SPLITS).flat();
 const rankSamples: number[] = [];
@@ -161,6 +170,7 @@ for (const max of EXPOSE_MAX) {
 }
 console.log(`shared words alone (expose_max ${DEFAULT_EXPOSE_MAX}): ${bySplit(meaningAblation.without_meaning)}`);
 console.log(`with meaning: ${bySplit(meaningAblation.with_meaning)}`);
+console.log(`with meaning and the thesaurus (${meaningAblation.thesaurus}): ${bySplit(meaningAblation.with_meaning_and_thesaurus)}`);
 console.log(`rank p50 ${ranking.rank_ms.p50} ms, p90 ${ranking.rank_ms.p90} ms at 1,000 tools; index rebuild ${ranking.index_rebuild_ms_p50} ms; servers started by ranking: ${ranking.servers_started}`);
 console.log(`word vectors ${meaningAblation.word_vectors}; index with them built in ${meaningIndexMs} ms (first, file not cached)`);
 // --ranking: part 1 only (seconds, not minutes), written to tool-rank-ranking.json.

@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { resultText } from '../src/toolhost/api.js';
-import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { ToolIndex, TUNING, type Thesaurus } from '../src/toolhost/mcp/rank.js';
+import { compactThesaurus, ThesaurusFile } from '../src/toolhost/mcp/thesaurus.js';
 import { compactWordVectors, openWordVectors, WordVectorFile } from '../src/toolhost/mcp/word-vectors.js';
 import { iris } from './helpers/cli.js';
 import { sayAll, withDouble, type Setup } from './helpers/conversation.js';
@@ -150,6 +151,63 @@ describe('ranking by meaning: word vectors', () => {
     expect(best?.score).toBeCloseTo((best?.words ?? 0) + (best?.meaning ?? 0), 2);
     expect(withMeaning.rank('', 8)).toEqual([]);
     expect(withMeaning.rank('zzzz qqqq', 8)).toEqual([]); // no word known: no meaning either
+  });
+});
+
+describe('wider words: a thesaurus (WordNet)', () => {
+  /** WordNet's database format, a few entries: "pill" has two senses, only the first counts. */
+  function dictionary(): string {
+    const dir = tempDir();
+    const header = '  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n';
+    writeFileSync(join(dir, 'data.noun'), `${header}${[
+      '00000100 06 n 02 sunscreen 0 sunblock 0 001 @ 00000200 n 0000 | a cream spread on the skin; contains a chemical (as PABA) to filter out ultraviolet light and so protect from sunburn; "wear sunscreen"  ',
+      '00000200 06 n 01 cream 0 000 | toiletry consisting of a thick liquid  ',
+      '00000300 06 n 01 pill 0 000 | a dose of medicine in the form of a small pellet  ',
+      '00000400 06 n 01 pill 0 000 | something unpleasant that must be accepted  ',
+    ].join('\n')}\n`);
+    writeFileSync(join(dir, 'index.noun'), `${header}${['cream n 1 0 1 0 00000200  ', 'pill n 2 0 2 0 00000300 00000400  ', 'sunblock n 1 1 @ 1 0 00000100  ', 'sunscreen n 1 1 @ 1 0 00000100  '].join('\n')}\n`);
+    for (const part of ['verb', 'adj', 'adv']) for (const kind of ['data', 'index']) writeFileSync(join(dir, `${kind}.${part}`), header);
+    return dir;
+  }
+
+  it("compacts WordNet's files: the first sense's synonyms, broader terms and definition words, by binary search, inflections too", () => {
+    const file = join(tempDir(), 'thesaurus.bin');
+    writeFileSync(file, compactThesaurus(dictionary()));
+    const thesaurus = new ThesaurusFile(file);
+    try {
+      expect(thesaurus.size).toBe(4);
+      const sunscreen = thesaurus.related('sunscreen');
+      expect(sunscreen?.synonyms).toEqual(['sunblock']);
+      expect(sunscreen?.broader).toEqual(['cream']);
+      expect(sunscreen?.gloss).toEqual(expect.arrayContaining(['ultraviolet', 'sunburn', 'skin']));
+      for (const left of ['the', 'paba', 'wear', 'sunscreen']) expect(sunscreen?.gloss).not.toContain(left); // stop words, asides, examples, itself
+      expect(thesaurus.related('pills')?.gloss).toEqual(['dose', 'medicine', 'form', 'small', 'pellet']); // "pills" → pill, first sense only
+      for (const unknown of ['zebra', 'Sunscreen', 'sun-screen', '']) expect(thesaurus.related(unknown)).toBeUndefined();
+    } finally {
+      thesaurus.close();
+    }
+  });
+
+  it('widens only the words no tool uses, at low weight: "sunscreen" finds the UV index by its definition', () => {
+    const file = join(tempDir(), 'thesaurus.bin');
+    writeFileSync(file, compactThesaurus(dictionary()));
+    const thesaurus = new ThesaurusFile(file);
+    const asked: string[] = [];
+    const spy: Thesaurus = { related: (word) => (asked.push(word), thesaurus.related(word)) };
+    const catalogue = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
+    try {
+      const found = (index: ToolIndex, words: string) => index.rank(words, 12).map((r) => r.path);
+      expect(found(new ToolIndex(catalogue), 'sunscreen')).toEqual([]);
+      const wider = new ToolIndex(catalogue, undefined, TUNING, spy);
+      expect(found(wider, 'sunscreen')).toContain('weather.get_uv_index');
+      asked.length = 0;
+      wider.rank('sunscreen today', 12);
+      expect(asked).toEqual(['sunscreen']); // "today" is a tool's word ("Steps walked today"): not widened
+      const [best] = wider.rank('water the garden', 1);
+      expect(best?.path).toBe('garden.start_watering');
+    } finally {
+      thesaurus.close();
+    }
   });
 });
 

@@ -14,7 +14,7 @@ import { foldName as fold, parseArguments } from '../arguments.js';
 import { askToRun, explain } from '../host.js';
 import type { McpServerConfig } from '../../config/schema.js';
 import type { RemoteTool } from './client.js';
-import { ToolIndex, type RankedTool, type RankOptions } from './rank.js';
+import { ToolIndex, TUNING, type RankedTool, type RankOptions, type Thesaurus } from './rank.js';
 import type { WordVectors } from './word-vectors.js';
 import type { McpServers } from './servers.js';
 
@@ -46,11 +46,13 @@ export class McpProxy {
   #index: ToolIndex | undefined;
 
   readonly #wordVectors: (() => WordVectors | undefined) | undefined;
+  readonly #thesaurus: (() => Thesaurus | undefined) | undefined;
 
-  /** `wordVectors`: asked once, at the first ranking, for the ranking's meaning part (rank.ts). */
-  constructor(servers: McpServers, wordVectors?: () => WordVectors | undefined) {
+  /** `wordVectors`, `thesaurus`: asked at each index build (once there are tools), for the ranking's meaning part and wider words (rank.ts). */
+  constructor(servers: McpServers, wordVectors?: () => WordVectors | undefined, thesaurus?: () => Thesaurus | undefined) {
     this.#servers = servers;
     this.#wordVectors = wordVectors;
+    this.#thesaurus = thesaurus;
   }
 
   /** Forget compiled schemas and the search index: a server's tool list changed. */
@@ -70,8 +72,9 @@ export class McpProxy {
   rank(words: string, limit: number, options?: RankOptions): RankedTool[] {
     if (this.#index === undefined) {
       const catalogue = this.#servers.catalogue().map((s) => ({ name: s.name, description: s.config.description, tools: s.tools }));
-      // The word vectors are opened only once there are tools to rank.
-      this.#index = new ToolIndex(catalogue, catalogue.some((s) => s.tools.length > 0) ? this.#wordVectors?.() : undefined);
+      // The word vectors and the thesaurus are opened only once there are tools to rank.
+      const any = catalogue.some((s) => s.tools.length > 0);
+      this.#index = new ToolIndex(catalogue, any ? this.#wordVectors?.() : undefined, TUNING, any ? this.#thesaurus?.() : undefined);
     }
     return this.#index.rank(words, limit, options);
   }
