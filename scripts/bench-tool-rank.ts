@@ -30,7 +30,7 @@ import { shownInFull } from '../src/conversation/model-turn.js';
 import { request } from '../src/daemon/control.js';
 import { assemble } from '../src/daemon/assemble.js';
 import { silentLogger } from '../src/log.js';
-import { fullDefinition } from '../src/toolhost/mcp/proxy.js';
+import { shownDefinitions } from '../src/toolhost/mcp/proxy.js';
 import { ToolIndex, TUNING } from '../src/toolhost/mcp/rank.js';
 import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
@@ -90,7 +90,7 @@ const remote = proxy.remoteTools().length;
 if (remote !== 1000) throw new Error(`expected 1,000 remote tools, found ${remote}`);
 const offered = iris.host.definitions();
 const budget = iris.config.budget.tool_tokens;
-const shownFor = (words: string, max: number) => shownInFull(offered, proxy.rank(words, max).map(fullDefinition), budget, count);
+const shownFor = (words: string, max: number) => shownInFull(offered, shownDefinitions(proxy.rank(words, max)), budget, count);
 
 const recall = Object.fromEntries(EXPOSE_MAX.map((max) => {
   const bySplit = Object.fromEntries(Object.entries(SPLITS).map(([split, requests]) => {
@@ -121,7 +121,7 @@ const meaningIndexMs = round(performance.now() - vectorsStarted, 1);
 const thesaurus = openThesaurus();
 const fullIndex = new ToolIndex(catalogueServers, wordVectors, TUNING, thesaurus);
 const recallWith = (index: ToolIndex) => Object.fromEntries(Object.entries(SPLITS).map(([split, requests]) => {
-  const found = requests.filter((r) => shownInFull(offered, index.rank(r.text, DEFAULT_EXPOSE_MAX).map(fullDefinition), budget, count).some((d) => d.name === r.expected)).length;
+  const found = requests.filter((r) => shownInFull(offered, shownDefinitions(index.rank(r.text, DEFAULT_EXPOSE_MAX)), budget, count).some((d) => d.name === r.expected)).length;
   return [split, round(found / requests.length, 3)];
 }));
 const meaningAblation = {

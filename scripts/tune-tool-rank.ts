@@ -2,7 +2,8 @@
  * Chooses the ranking's meaning settings (src/toolhost/mcp/rank.ts, meaning.ts) on the dev
  * requests only (DEV, DEV_2 and, since session 11, HELD_OUT_4 of test/fixtures/home-requests.ts): recall of the expected tool
  * among those ranked for the first request (`[tools] expose_max` 16, the drop in score
- * applied, as many as fit in the tokens the budget leaves) and how many are shown, for each
+ * applied, the first FULL_SCHEMAS with parameter descriptions, as many as fit in the tokens
+ * the budget leaves) and how many are shown, for each
  * setting of a grid. The other held-out sets are not read
  * here. The full measurement, held-out included, is scripts/bench-tool-rank.ts.
  *
@@ -10,7 +11,7 @@
  */
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { MEANING_TUNING } from '../src/toolhost/mcp/meaning.js';
-import { fullDefinition } from '../src/toolhost/mcp/proxy.js';
+import { FULL_SCHEMAS, shownDefinitions } from '../src/toolhost/mcp/proxy.js';
 import { ToolIndex, TUNING, type RankTuning } from '../src/toolhost/mcp/rank.js';
 import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
@@ -45,14 +46,14 @@ function measure(tuning: RankTuning): { found: number; shown: number; missed: st
   const missed: string[] = [];
   for (const r of dev) {
     let used = 0;
-    const ranked = index.rank(r.text, EXPOSE_MAX).filter((x) => {
-      const d = fullDefinition(x);
-      const tokens = tokensOf.get(x.path) ?? tokenizer.count(JSON.stringify({ type: 'function', function: { name: d.name, description: d.description, parameters: d.inputSchema } })) + 1; // as toolsThatFit counts
-      tokensOf.set(x.path, tokens);
+    const ranked = shownDefinitions(index.rank(r.text, EXPOSE_MAX)).filter((d, i) => {
+      const key = `${d.name} ${i < FULL_SCHEMAS}`;
+      const tokens = tokensOf.get(key) ?? tokenizer.count(JSON.stringify({ type: 'function', function: { name: d.name, description: d.description, parameters: d.inputSchema } })) + 1; // as toolsThatFit counts
+      tokensOf.set(key, tokens);
       if (used + tokens > REMOTE_TOKENS) return false; // skipped: a smaller one after it may fit
       used += tokens;
       return true;
-    }).map((x) => x.path);
+    }).map((d) => d.name);
     shown += ranked.length;
     if (ranked.includes(r.expected)) found++;
     else missed.push(`${r.text} → ${r.expected} (got ${ranked.slice(0, 3).join(', ')})`);

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { resultText } from '../src/toolhost/api.js';
+import { FULL_SCHEMAS, fullDefinition, shownDefinitions } from '../src/toolhost/mcp/proxy.js';
 import { ToolIndex, TUNING, type Thesaurus } from '../src/toolhost/mcp/rank.js';
 import { compactThesaurus, ThesaurusFile } from '../src/toolhost/mcp/thesaurus.js';
 import { compactWordVectors, openWordVectors, WordVectorFile } from '../src/toolhost/mcp/word-vectors.js';
@@ -212,6 +213,22 @@ describe('wider words: a thesaurus (WordNet)', () => {
 });
 
 describe('the likeliest remote tools in the first request', () => {
+  it('shows the best few with full schemas and the rest without parameter descriptions, so more fit', () => {
+    const ranked = new ToolIndex(HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }))).rank('dim the lights', 12);
+    expect(ranked.length).toBeGreaterThan(FULL_SCHEMAS);
+    const shown = shownDefinitions(ranked);
+    expect(shown.slice(0, FULL_SCHEMAS)).toEqual(ranked.slice(0, FULL_SCHEMAS).map(fullDefinition));
+    const [brief, full] = [shown[FULL_SCHEMAS], ranked[FULL_SCHEMAS] && fullDefinition(ranked[FULL_SCHEMAS])];
+    expect(brief?.name).toBe(full?.name);
+    expect(brief?.description).toBe(full?.description);
+    const properties = (d: typeof brief) => Object.entries((d?.inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>);
+    expect(properties(brief).map(([name, p]) => [name, p.type])).toEqual(properties(full).map(([name, p]) => [name, p.type]));
+    expect(properties(brief).every(([, p]) => p.description === undefined)).toBe(true);
+    expect(properties(full).some(([, p]) => typeof p.description === 'string')).toBe(true);
+    expect(brief?.inputSchema.required).toEqual(full?.inputSchema.required);
+    expect(JSON.stringify(brief).length).toBeLessThan(JSON.stringify(full).length);
+  });
+
   it('shows the matching tool in full beside the meta-tools; the model calls it at once: two rounds', async () => {
     const s = await start(['lights', 'climate', 'music']);
     s.double.script(
@@ -388,11 +405,11 @@ describe('iris tools search', () => {
     const report = JSON.parse(json.stdout) as { query: string; exposed: { name: string; score: number; words: number; meaning: number }[]; tokens: number; budget: number; left_out: unknown[] };
     expect(report).toMatchObject({ query: 'dim the bedroom lights', budget: 1500, remote_tools: 40 });
     expect(report.exposed[0]).toEqual({ name: 'lights.set_brightness', score: expect.any(Number), words: 1, meaning: expect.any(Number) });
-    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(12); // [tools] expose_max
+    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(16); // [tools] expose_max
     expect(report.tokens).toBeGreaterThan(0);
     expect(report.tokens).toBeLessThan(1500);
     const people = await iris(['tools', 'search', 'dim the bedroom lights'], vars);
-    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools in full \(\d+ tokens\):\n {2}score = words \+ meaning\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2}lights\.set_brightness +Dim or brighten/);
+    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools \(\d+ tokens, the first 4 in full, the rest without parameter descriptions\):\n {2}score = words \+ meaning\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2}lights\.set_brightness +Dim or brighten/);
     expect((await iris(['tools', 'search', 'zzzz'], vars)).stdout).toBe('no remote tool matches "zzzz": the model gets only the meta-tools (of 40 remote tools)\n');
   }, 60_000);
 });

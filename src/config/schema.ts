@@ -234,7 +234,7 @@ export const configSchema = {
           minimum: 0,
           maximum: 32,
           default: 16,
-          description: 'Remote (MCP) tools most likely meant by a request, found by searching every tool\'s name, description and parameters, shown to the model with their full schemas in its first request beside the two meta-tools: at most this many, fewer past a clear drop in score, and only as many as fit in [budget] tool_tokens (iris tools search shows the choice); 0: the meta-tools only.',
+          description: 'Remote (MCP) tools most likely meant by a request, found by searching every tool\'s name, description and parameters, shown to the model in its first request beside the two meta-tools (the first 4 with their full schemas, the rest without parameter descriptions): at most this many, fewer past a clear drop in score, and only as many as fit in [budget] tool_tokens (iris tools search shows the choice); 0: the meta-tools only.',
         },
       },
     },

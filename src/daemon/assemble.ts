@@ -14,7 +14,7 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Announcement, Notice, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
-import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
+import { McpProxy, shownDefinitions } from '../toolhost/mcp/proxy.js';
 import { startDeviceSignIn } from '../toolhost/mcp/auth/device.js';
 import { httpAuth } from '../toolhost/mcp/auth/http.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
@@ -151,7 +151,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
           return backend;
         },
         host,
-        likelyTools: (words, recent) => proxy.likely(words, recent, current.tools.expose_max).map(fullDefinition),
+        likelyTools: (words, recent) => shownDefinitions(proxy.likely(words, recent, current.tools.expose_max)),
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
       };
