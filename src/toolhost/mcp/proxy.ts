@@ -289,7 +289,7 @@ export function fullDefinition(ranked: RankedTool): ToolDefinition {
  * the rest show parameter names and types only (about 23 % fewer tokens at 1,000 tools), so
  * more fit in [budget] tool_tokens; a call with bad arguments gets the full schema back
  * (execute_tool's checks). Chosen on the dev requests: 4 gave 215 of 263 found, all in full
- * 210, none in full 218 (scripts/tune-tool-rank.ts).
+ * 210, none in full 216 (scripts/tune-tool-rank.ts).
  */
 export const FULL_SCHEMAS = 4;
 

@@ -31,8 +31,8 @@ const BROADER = new Set(['@', '@i', '&', '^']);
 /** Definition words that say nothing about a tool, beside the usual stop words. */
 const GLOSS_STOP = new Set([...eng, 'used', 'something', 'someone', 'esp', 'especially', 'etc', 'usually', 'one', 'often', 'person', 'thing', 'act', 'state', 'quality', 'make', 'made', 'being', 'having']);
 const PLAIN = /^[a-z]+$/;
-/** Looked-up words kept in memory, found or not. */
-const CACHE_MAX = 5_000;
+/** Looked-up words kept in memory, found or not (about 0.5 KB each): only words no tool uses are looked up. */
+const CACHE_MAX = 2_000;
 
 interface Synset {
   words: string[];
