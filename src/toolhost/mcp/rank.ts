@@ -6,10 +6,10 @@
  * dropped ("what's" → "what"), English stop words dropped and the rest stemmed (Porter2, which
  * keeps "news" apart from "new"), so "dim the lights" finds `set_brightness`'s "Dim or brighten
  * the lights". A few words people say that tools do not ("pill", "warm", a language's name)
- * bring the tools' words at half weight, and any other word no tool uses brings WordNet's
+ * bring the tools' words at half weight, and every word no tool uses brings WordNet's
  * synonyms, broader terms and definition words at lower weights (thesaurus.ts). The list ends
  * at the first clear drop in score. The
- * index is rebuilt when a tool list changes; ranking 1,000 tools takes well under a millisecond
+ * index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
  * (scripts/bench-tool-rank.ts). Why MiniSearch: on the bench's requests lunr and FlexSearch
  * found as many tools (87–90 %), but lunr is unmaintained and reads ":", "~", "-" in spoken
  * text as query syntax, and FlexSearch gives ranks, not the relevance scores the cut-offs below
