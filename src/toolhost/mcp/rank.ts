@@ -6,8 +6,10 @@
  * dropped ("what's" → "what"), English stop words dropped and the rest stemmed (Porter2, which
  * keeps "news" apart from "new"), so "dim the lights" finds `set_brightness`'s "Dim or brighten
  * the lights". A few words people say that tools do not ("pill", "warm", a language's name)
- * bring the tools' words at half weight. The list ends at the first clear drop in score. The
- * index is rebuilt when a tool list changes; ranking 1,000 tools takes well under a millisecond
+ * bring the tools' words at half weight, and every word no tool uses brings WordNet's
+ * synonyms, broader terms and definition words at lower weights (thesaurus.ts). The list ends
+ * at the first clear drop in score. The
+ * index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
  * (scripts/bench-tool-rank.ts). Why MiniSearch: on the bench's requests lunr and FlexSearch
  * found as many tools (87–90 %), but lunr is unmaintained and reads ":", "~", "-" in spoken
  * text as query syntax, and FlexSearch gives ranks, not the relevance scores the cut-offs below
@@ -19,6 +21,11 @@ import { eng } from 'stopword';
 import type { RemoteTool } from './client.js';
 import { MEANING_TUNING, MeaningIndex, type MeaningTuning } from './meaning.js';
 import type { WordVectors } from './word-vectors.js';
+
+/** Words related to a word, by kind (WordNet: thesaurus.ts). */
+export interface Thesaurus {
+  related(word: string): { synonyms: readonly string[]; broader: readonly string[]; gloss: readonly string[] } | undefined;
+}
 
 /** A remote tool the words matched, best first. */
 export interface RankedTool {
@@ -118,9 +125,15 @@ export interface RankTuning {
   /** Weight of the meaning score (0–1) beside the shared-words score (0–1, the best 1); chosen on the dev requests within the budget. */
   meaningWeight: number;
   meaning: MeaningTuning;
+  /**
+   * Weights of a thesaurus's words for a request's word (thesaurus.ts) in the shared-words
+   * search: its synonyms, its broader terms and the words of its definition; `unknownOnly`
+   * widens only the words no tool's text uses.
+   */
+  thesaurus: { synonyms: number; broader: number; gloss: number; unknownOnly: boolean };
 }
 
-export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.5, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 1.5, meaning: MEANING_TUNING };
+export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true } };
 
 /**
  * Words a request says that no tool's text uses, and the words tools use for them. Only
@@ -168,10 +181,14 @@ export class ToolIndex {
   readonly #search: MiniSearch<Document>;
   readonly #tuning: RankTuning;
   readonly #meaning: MeaningIndex | undefined;
+  readonly #thesaurus: Thesaurus | undefined;
+  /** Every term (stem) of the tools' texts. */
+  readonly #terms = new Set<string>();
 
-  /** `vectors`: word vectors for the meaning part; without them the ranking is by shared words alone. */
-  constructor(servers: readonly IndexedServer[], vectors?: WordVectors, tuning: RankTuning = TUNING) {
+  /** `vectors`: word vectors for the meaning part; without them the ranking is by shared words alone. `thesaurus`: more words for a request's words. */
+  constructor(servers: readonly IndexedServer[], vectors?: WordVectors, tuning: RankTuning = TUNING, thesaurus?: Thesaurus) {
     this.#tuning = tuning;
+    this.#thesaurus = thesaurus;
     this.#search = new MiniSearch<Document>({
       fields: ['name', 'server', 'description', 'parameters'],
       tokenize,
@@ -196,7 +213,27 @@ export class ToolIndex {
       }
     }
     this.#search.addAll(documents);
+    for (const d of documents) for (const word of tokenize(`${d.name} ${d.server} ${d.description} ${d.parameters}`)) {
+      const t = term(word);
+      if (t !== null) this.#terms.add(t);
+    }
     this.#meaning = vectors === undefined || tuning.meaningWeight <= 0 ? undefined : new MeaningIndex(texts, vectors, tuning.meaning);
+  }
+
+  /** The thesaurus's words for the request's words: a sub-query of the shared-words search per kind, with its weight. */
+  #wider(words: string): [string, number][] {
+    if (this.#thesaurus === undefined) return [];
+    const { synonyms, broader, gloss, unknownOnly } = this.#tuning.thesaurus;
+    const kinds = { synonyms: new Set<string>(), broader: new Set<string>(), gloss: new Set<string>() };
+    for (const word of meaningWords(words)) {
+      const t = term(word);
+      if (t === null || (unknownOnly && this.#terms.has(t))) continue;
+      const found = this.#thesaurus.related(word);
+      for (const kind of ['synonyms', 'broader', 'gloss'] as const) for (const w of found?.[kind] ?? []) kinds[kind].add(w);
+    }
+    return ([[kinds.synonyms, synonyms], [kinds.broader, broader], [kinds.gloss, gloss]] as const)
+      .filter(([set, weight]) => set.size > 0 && weight > 0)
+      .map(([set, weight]): [string, number] => [[...set].join(' '), weight]);
   }
 
   get size(): number {
@@ -211,11 +248,13 @@ export class ToolIndex {
     if (limit <= 0 || words.trim() === '') return [];
     const { relatedWeight, minShare, gapShare, keepAtLeast } = this.#tuning;
     const related = [...new Set(tokenize(words).flatMap((w) => RELATED_BY_WORD.get(w.toLowerCase()) ?? []))].join(' ');
+    const wider = this.#wider(words);
     const hits = this.#search.search({
       combineWith: 'OR',
       queries: [
         words,
         ...(related === '' ? [] : [{ queries: [related], boostTerm: () => relatedWeight }]),
+        ...wider.map(([text, weight]) => ({ queries: [text], boostTerm: () => weight })),
       ],
     });
     // Both parts on a 0–1 scale: shared words as a share of the best match, meaning as it is.
