@@ -23,9 +23,9 @@ git ls-files -z --cached --others --exclude-standard \
 # Reuse this checkout's node_modules when it has one: the build needs the dev tools only.
 [ -d node_modules ] && cp -a node_modules "$work/iris/"
 # whisper-server: the test suite's build (same script, same flags) saves three minutes; the word
-# vectors compacted by an earlier build (scripts/build.ts) save 8 s and 500 MB of reading.
+# vectors and WordNet compacted by an earlier build (scripts/build.ts) save 10 s and 500 MB of reading.
 mkdir -p "$work/iris/.cache"
-cp .cache/iris-word-vectors-*.bin "$work/iris/.cache/" 2>/dev/null || true
+cp .cache/iris-word-vectors-*.bin .cache/iris-thesaurus-*.bin "$work/iris/.cache/" 2>/dev/null || true
 [ -x .cache/whisper/bin/whisper-server ] && export IRIS_WHISPER_PREBUILT=$PWD/.cache/whisper
 (cd "$work/iris" && dpkg-buildpackage -us -uc -b >&2)
 deb=$(ls "$work"/iris_*_"$(dpkg --print-architecture)".deb)

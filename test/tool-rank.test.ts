@@ -387,7 +387,8 @@ describe('at home-server scale: cached tool lists, servers started when used', (
     opened.push(s);
     await s.iris.init();
     await s.iris.mcp.servers.ensureTools('garden');
-    expect(s.iris.mcp.proxy.rank('polish the gadget', 3)).toEqual([]); // the index is built
+    // The index is built (WordNet's related words may find other garden tools; never the new one).
+    expect(s.iris.mcp.proxy.rank('polish the gadget', 3).map((r) => r.path)).not.toContain('garden.garden_extra_20');
     await s.iris.host.call('execute_tool', { tool_path: 'garden.stop_watering', arguments: {} });
     const cached = () => (JSON.parse(readFileSync(join(stateDir, 'mcp-tools.json'), 'utf8')) as { servers: Record<string, { tools: { name: string }[] }> }).servers.garden?.tools.map((t) => t.name);
     await vi.waitFor(() => expect(cached()).toContain('garden_extra_20'), { timeout: 10_000, interval: 50 });
