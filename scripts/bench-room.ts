@@ -61,7 +61,7 @@ import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { nativeHost } from '../test/helpers/tools.js';
-import { round, writeResults } from './lib/bench.js';
+import { random, round, writeResults } from './lib/bench.js';
 import { makeClip, synthesize, type Voice } from './lib/speech-set.js';
 
 const quick = process.argv.includes('--quick');
@@ -153,17 +153,6 @@ const CONDITIONS: Condition[] = [
   { name: 'IRIS alone +12 dB', esrDb: 12, reverb: 50, says: 'nothing' },
   { name: 'IRIS alone +18 dB clipping', esrDb: 18, clipping: true, reverb: 50, says: 'nothing' },
 ];
-
-/** A small seeded PRNG (mulberry32): the same rooms every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `samples` through sox effects (dithering off). */
 function sox(samples: Int16Array, effects: string[]): Int16Array {

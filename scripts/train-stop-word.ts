@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { EchoCanceller, EchoReference } from '../src/pipeline/echo.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { createEmbeddingStream } from '../src/pipeline/wakeword.js';
+import { random } from './lib/bench.js';
 
 const RATE = 16_000;
 const CHUNK = 1280;
@@ -38,15 +39,6 @@ const IRIS = ['en-us', 'en-gb-x-gbclan', 'en-us+f5'];
 /** Words like "stop", and other things a person says while IRIS talks. */
 const OTHERS = ['top', 'shop', 'stock', 'spot', 'step', 'stuff', 'start', 'store', 'stay', 'drop', 'hop', 'cop', 'stomp', 'hey jarvis', 'what time is it', 'okay', 'thanks', 'no', 'stand', 'sport'];
 
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = random(7);
 const pick = <T>(items: T[]): T => items[Math.floor(rand() * items.length)]!;
 const between = (lo: number, hi: number): number => lo + rand() * (hi - lo);

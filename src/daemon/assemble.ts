@@ -18,8 +18,8 @@ import { McpProxy, shownDefinitions } from '../toolhost/mcp/proxy.js';
 import { startDeviceSignIn } from '../toolhost/mcp/auth/device.js';
 import { httpAuth } from '../toolhost/mcp/auth/http.js';
 import { McpServers } from '../toolhost/mcp/servers.js';
-import { openThesaurus, type ThesaurusFile } from '../toolhost/mcp/thesaurus.js';
-import { openWordVectors, type WordVectorFile } from '../toolhost/mcp/word-vectors.js';
+import { openThesaurus } from '../toolhost/mcp/thesaurus.js';
+import { openWordVectors } from '../toolhost/mcp/word-vectors.js';
 import { registerNativeTools } from '../toolhost/native.js';
 import { createJsonStore } from '../toolhost/store.js';
 
@@ -89,31 +89,9 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
       ? { signInByCode: (name, server, signal) => startDeviceSignIn(name, server, { stateDir: options.stateDir, log: mcpLog, timeoutMs: current.mcp.connect_timeout_s * 1000, signal }) }
       : {}),
   });
-  let vectors: WordVectorFile | undefined | null = null; // null: not opened yet
-  const wordVectors = (): WordVectorFile | undefined => {
-    if (vectors !== null) return vectors;
-    try {
-      vectors = openWordVectors();
-      if (vectors === undefined) mcpLog.info('no word vectors in this installation: remote tools are ranked by shared words alone');
-    } catch (error) {
-      vectors = undefined;
-      mcpLog.warn(`word vectors unreadable, remote tools are ranked by shared words alone: ${messageOf(error)}`);
-    }
-    return vectors;
-  };
-  let thesaurusFile: ThesaurusFile | undefined | null = null; // null: not opened yet
-  const thesaurus = (): ThesaurusFile | undefined => {
-    if (thesaurusFile !== null) return thesaurusFile;
-    try {
-      thesaurusFile = openThesaurus();
-      if (thesaurusFile === undefined) mcpLog.info('no thesaurus in this installation: remote tools are ranked without WordNet\'s related words');
-    } catch (error) {
-      thesaurusFile = undefined;
-      mcpLog.warn(`thesaurus unreadable, remote tools are ranked without it: ${messageOf(error)}`);
-    }
-    return thesaurusFile;
-  };
-  const proxy = new McpProxy(servers, wordVectors, thesaurus);
+  const vectors = openedOnce(openWordVectors, 'word vectors', 'by shared words alone', mcpLog);
+  const thesaurus = openedOnce(openThesaurus, 'thesaurus', "without WordNet's related words", mcpLog);
+  const proxy = new McpProxy(servers, vectors.get, thesaurus.get);
   const registerMetaTools = (): void => {
     for (const tool of proxy.metaTools()) {
       host.unregister(tool.name);
@@ -194,8 +172,27 @@ export function assemble(config: Config, options: AssembleOptions): Iris {
         }
       }
       started.length = 0;
-      vectors?.close();
-      thesaurusFile?.close();
+      vectors.close();
+      thesaurus.close();
     },
+  };
+}
+
+/** A ranking file opened on first use, once; undefined (and logged) when this installation has none or it cannot be read. */
+function openedOnce<T extends { close(): void }>(open: () => T | undefined, name: string, without: string, log: Logger): { get: () => T | undefined; close: () => void } {
+  let file: T | undefined | null = null; // null: not opened yet
+  return {
+    get: () => {
+      if (file !== null) return file;
+      try {
+        file = open();
+        if (file === undefined) log.info(`no ${name} in this installation: remote tools are ranked ${without}`);
+      } catch (error) {
+        file = undefined;
+        log.warn(`${name} unreadable, remote tools are ranked ${without}: ${messageOf(error)}`);
+      }
+      return file;
+    },
+    close: () => file?.close(),
   };
 }
