@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
-import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, SCORE_PARAMS, type Measures, type Segment } from '../src/pipeline/pocketsphinx-confidence.js';
+import { confidenceOf, ECHO_END_GUARD, measureFit, OVER_SPEECH_PARAMS, rivalsOverEcho, SCORE_PARAMS, type Measures, type Segment } from '../src/pipeline/pocketsphinx-confidence.js';
 import type { SpeechToText, StreamOptions } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop } from '../src/pipeline/voice.js';
@@ -72,6 +72,15 @@ describe('pocketsphinx confidence over IRIS\'s echo', () => {
     expect(confidenceOf(right, 2, OVER_SPEECH_PARAMS)).toBeGreaterThanOrEqual(0.7);
     const { echo: _echo, clean: _clean, ...untold } = right;
     expect(confidenceOf(untold, 2, OVER_SPEECH_PARAMS)).toBeLessThan(0.7); // not told where the echo was
+  });
+
+  it('counts a number starting just after the echo\'s estimated end as over it: that end is uncertain', () => {
+    const numbers = [['six', 'eight', 'ten', 'two']];
+    // "what is eight times eight" (held-out, echo -6 dB, 0.753 before): "eight" for "six" began right after the estimated end.
+    const heard = [seg('what', 40, 60, 0), seg('is', 61, 70, 0), seg('eight', 71 + ECHO_END_GUARD - 1, 120, 0), seg('times', 121, 150, 0), seg('eight(2)', 151, 180, 0)];
+    expect(rivalsOverEcho(heard, 71, numbers)).toBe(1);
+    expect(rivalsOverEcho(heard, 71 - ECHO_END_GUARD, numbers)).toBe(0); // the echo ended well before the number
+    expect(rivalsOverEcho(heard, Infinity, numbers)).toBe(2); // the whole command over the echo
   });
 
   it('does not forgive a number or place heard over the echo, and wants a rival word to win by more', () => {

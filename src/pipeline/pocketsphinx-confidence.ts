@@ -124,6 +124,23 @@ export const SCORE_PARAMS: ScoreParams = { fitGood: 15, fitBad: 40, lostWeight: 
  */
 export const OVER_SPEECH_PARAMS: ScoreParams = { ...SCORE_PARAMS, marginGood: 5, echoAllowance: 40 };
 
+/**
+ * Over IRIS's voice, the echo's end is an estimate (the wake word plus `echoS`: the speaker's
+ * buffer, a 40–250 ms delay and the room's tail vary): a number or place starting up to this
+ * many frames (0.2 s) after it counts as heard over the echo too. On bench-room's dev echo rooms
+ * 20 frames cost no right command (23 of 72 either way), 40 cost 2.
+ */
+export const ECHO_END_GUARD = 20;
+
+/**
+ * How many numbers or places (words of a `rivals` set) were heard over the echo, which ends at
+ * `echoFrames`, or start within `ECHO_END_GUARD` of its end: their fit is not forgiven (the
+ * rival check has little to go on there, and a command's first words are lost there).
+ */
+export function rivalsOverEcho(words: readonly Segment[], echoFrames: number, rivals: readonly (readonly string[])[]): number {
+  return words.filter((w) => w.startFrame < echoFrames + ECHO_END_GUARD && rivals.some((set) => set.includes(w.word.replace(/\(\d+\)$/, '')))).length;
+}
+
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));
 
 /** The fit with `allowance` per frame forgiven over the echo (`Measures.echo`). */

@@ -14,7 +14,7 @@
  */
 import { grammarAndDictionary } from './grammar.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
-import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, SCORE_PARAMS, type Measures } from './pocketsphinx-confidence.js';
+import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, rivalsOverEcho, SCORE_PARAMS, type Measures } from './pocketsphinx-confidence.js';
 import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from './pocketsphinx-model.js';
 import { Resampler } from './resample.js';
 import { SttError, type SpeechToText, type StreamOptions, type SttStream, type Transcript } from './stt.js';
@@ -171,9 +171,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
       // silence longer than pocketsphinx's VAD keeps is not counted): the echo's end in them.
       const echoFrames = echoSamples === 0 ? 0 : echoEnd === undefined ? Infinity : (words[0]?.startFrame ?? 0) + echoEnd;
       const { fit, lost, echo, clean } = measureFit(words, lib.segments(phones), echoFrames);
-      // A number or a place heard over the echo: its fit is not forgiven (the rival check has
-      // little to go on there, and a command's first words are lost there).
-      const echoRivals = words.filter((w) => (w.startFrame + w.endFrame) / 2 < echoFrames && rivals.some((set) => set.includes(w.word.replace(/\(\d+\)$/, '')))).length;
+      const echoRivals = rivalsOverEcho(words, echoFrames, rivals);
       const others = perturbed.map((d) => (lib.hyp(d) ?? '').trim().toLowerCase());
       const rest = async (): Promise<Transcript> => {
         let agreeing = 0;
