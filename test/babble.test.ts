@@ -47,6 +47,19 @@ describe('a command over a person reading aloud', () => {
     expect(run?.transcript).toBe('what time is it in tokyo');
   });
 
+  it('a follow-up over the reading hears no command in it: the window closes (before, it took the reading for one)', async () => {
+    // The reading goes on for 20 s after the command; the follow-up window is 3 s.
+    const person = commandSamples('hey jarvis, what time is it in tokyo', { padS: [2, 20] });
+    const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
+    const loop = new VoiceLoop({
+      wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), followUpS: 3,
+      respond: () => ({ sentences: (async function* () { yield await Promise.resolve('It is noon.'); })(), result: Promise.resolve(undefined) }),
+    });
+    const runs = await loop.run(samplesSource(withBabble(person, 15)), new AbortController().signal);
+    await stt.stop?.();
+    expect(runs.map((r) => [r.followUp, r.outcome])).toEqual([[false, 'answered'], [true, 'no_speech']]);
+  });
+
   it('tells the wake phrase from the background by level, and gives up when it does not stand out', () => {
     const frame = (levelDb: number): VadFrame => ({ seconds: 0.032, isSpeech: true, probability: 0.9, levelDb });
     // 1.6 s of background at −40 dB, then the wake phrase at −20 dB: half way.

@@ -178,6 +178,8 @@ export class VoiceLoop<R> {
   readonly #o: VoiceLoopOptions<R>;
   #state: State = 'idle';
   #runs = 0;
+  /** The last wake-word command's `floorDb`: a follow-up has no wake phrase to measure, and the room and the person are the same. */
+  #floorDb: number | undefined;
   #events = new Map<number, VoiceEvent[]>();
   #turn: { run: number; controller: AbortController; done: Promise<void> } | undefined;
   /** Set by `trigger()`: the next audio starts a command, with this detection if any. */
@@ -253,7 +255,10 @@ export class VoiceLoop<R> {
       const start = ++starts;
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
-      const { audio, floorDb } = await this.#wordBoundary(before);
+      const boundary = await this.#wordBoundary(before);
+      const { audio } = boundary;
+      if (wake) this.#floorDb = boundary.floorDb;
+      const floorDb = followUp ? this.#floorDb : boundary.floorDb;
       const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
       // Over IRIS, its echo lies under the words until `echoTailS` after the wake word.
       const last = before.at(-1);
