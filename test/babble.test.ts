@@ -26,8 +26,7 @@ describe('a command over a person reading aloud', () => {
   });
 
   it('ends where the person stops, 15 dB over the reading, and the words are heard', async () => {
-    const leadS = 2;
-    const person = commandSamples('hey jarvis, what time is it in tokyo', { padS: [leadS, 3] });
+    const person = commandSamples('hey jarvis, what time is it in tokyo', { padS: [2, 3] });
     // The last word: the padding after it is 3 s.
     const lastWordS = person.length / 16_000 - 3;
     const events: VoiceEvent[] = [];
