@@ -783,7 +783,7 @@ async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
 }
 
-interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown> }
+interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string }
 
 async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false): Promise<LoopResult> {
   const conversation = new Conversation({
@@ -800,19 +800,23 @@ async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conv
         const { text: _t, raw: _r, ...rest } = event.data;
         details = rest;
       }
+      if (event.type === 'end_of_speech-end') ended = { endS: round(Number(event.data?.atS), 2), endState: String(event.data?.state) };
     },
   });
   let details: Record<string, unknown> | undefined;
+  let ended: { endS: number; endState: string } | undefined;
   wake.reset();
   const [run] = await loop.run(samplesSource(samples), new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
   const call = run?.result?.route === 'local' ? run.result.tool_calls[0] : undefined;
-  return { wake: run?.wake !== undefined, ...(run?.wake ? { wakeAtS: run.wake.atS } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}) };
+  return { wake: run?.wake !== undefined, ...(run?.wake ? { wakeAtS: run.wake.atS } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}), ...ended };
 }
 
 interface Row {
   part: Part; condition: string; person: string; says: string; expected: string; over: boolean; delayMs: number;
   measuredDelayMs?: number; erleDb?: number;
-  cancelled: { wake: boolean; wakeAtS?: number; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  /** Where the person's clip starts and ends (seconds). */
+  personS?: [number, number];
+  cancelled: { wake: boolean; wakeAtS?: number; endS?: number; endState?: string; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; cancellerCpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
@@ -887,7 +891,8 @@ for (const part of PARTS) {
           part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, expected, over, delayMs: r.delayMs,
           ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
           ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
-          cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2) }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
+          ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}),
+          cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2) }), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
           baseline: judge(without),
           audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), cancellerCpuS: round(front.cancellerCpuS ?? 0, 4), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
         });

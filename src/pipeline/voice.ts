@@ -16,7 +16,7 @@ import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventT
 import { runPipeline, stripWakeWord, type PipelineStage, type Responder, type RunInput, type RunResult } from './pipeline.js';
 import type { SpeechToText, SttStream, Transcript } from './stt.js';
 import type { TextToSpeech } from './tts.js';
-import type { VoiceActivity } from './vad.js';
+import { isBackground, isVoice, voiceFloorDb, type VadFrame, type VoiceActivity } from './vad.js';
 import type { Detection, OwnVoiceVeto, WakeWordDetector } from './wakeword.js';
 
 export type { Heard, ReplyStream, Responder } from './pipeline.js';
@@ -150,6 +150,8 @@ interface Command {
   voiced?: boolean;
   /** The wake word came over IRIS's own audio (`overSpeech`). */
   overSpeech?: boolean;
+  /** Frames quieter than this are the room's background, not the person (vad.ts `voiceFloorDb`). */
+  floorDb?: number;
 }
 
 /**
@@ -160,6 +162,15 @@ interface Command {
  */
 const SETTLE_AT = 0.5;
 
+/**
+ * What the recogniser gets of a chunk that is the room's background alone (below the command's
+ * `floorDb`): −20 dB, so a person reading aloud 10–15 dB under the voice is as far under it as a
+ * quiet room's floor (30–35 dB); heard whole, it was decoded as more words ("what time is it in
+ * athens"). Room bench dev babble rooms: right words 7 → 11 of 36, none confidently wrong
+ * (−30 dB: one "what time is it" heard as "… in seoul" at 0.70).
+ */
+const BACKGROUND_GAIN = 0.1;
+
 /** `echoTailS`'s default: the bench cuts IRIS 0.2 s after the wake word, its echo arrives 40–200 ms late, and the room's tail (RT60 up to 0.6 s) is mostly cancelled after that. */
 const ECHO_TAIL_S = 0.6;
 
@@ -167,6 +178,8 @@ export class VoiceLoop<R> {
   readonly #o: VoiceLoopOptions<R>;
   #state: State = 'idle';
   #runs = 0;
+  /** The last wake-word command's `floorDb`: a follow-up has no wake phrase to measure, and the room and the person are the same. */
+  #floorDb: number | undefined;
   #events = new Map<number, VoiceEvent[]>();
   #turn: { run: number; controller: AbortController; done: Promise<void> } | undefined;
   /** Set by `trigger()`: the next audio starts a command, with this detection if any. */
@@ -242,7 +255,10 @@ export class VoiceLoop<R> {
       const start = ++starts;
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
-      const audio = await this.#wordBoundary(before);
+      const boundary = await this.#wordBoundary(before);
+      const { audio } = boundary;
+      if (wake) this.#floorDb = boundary.floorDb;
+      const floorDb = followUp ? this.#floorDb : boundary.floorDb;
       const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
       // Over IRIS, its echo lies under the words until `echoTailS` after the wake word.
       const last = before.at(-1);
@@ -254,7 +270,7 @@ export class VoiceLoop<R> {
         report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
       }
-      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}), ...(overSpeech ? { overSpeech } : {}) };
+      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}), ...(overSpeech ? { overSpeech } : {}), ...(floorDb === undefined ? {} : { floorDb }) };
       stream?.push(concatSamples(command.chunks));
       this.#o.vad.reset();
       this.#state = 'command';
@@ -402,11 +418,14 @@ export class VoiceLoop<R> {
 
   /** A chunk of the command: to the recogniser, the VAD and the endpointer. */
   async #hear(command: Command, chunk: AudioChunk): Promise<void> {
-    command.chunks.push(chunk.samples);
+    const heard = await this.#o.vad.process(chunk);
+    const frames = heard.map((f) => ({ ...f, isSpeech: isVoice(f, command.floorDb) }));
+    // The background alone (the person has stopped, or pauses): turned down for the recogniser, which would take it for words.
+    const samples = isBackground(heard, command.floorDb) ? scaled(chunk.samples, BACKGROUND_GAIN) : chunk.samples;
+    command.chunks.push(samples);
     // After a settle the audio waits: silence would void it, and the pause may end the turn.
-    if (command.settle) command.settle.held.push(chunk.samples);
-    else command.stream?.push(chunk.samples);
-    const frames = await this.#o.vad.process(chunk);
+    if (command.settle) command.settle.held.push(samples);
+    else command.stream?.push(samples);
     for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
     if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command, chunk.atS + speechOnsetS(frames));
     this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
@@ -602,23 +621,27 @@ export class VoiceLoop<R> {
    * The pre-roll from where the wake phrase's speech began (Silero over the kept audio: the
    * start of the last run of speech, gaps under 0.3 s bridged, less 0.15 s). Only the
    * recogniser gets it: the endpointer starts at the detection, so a pause after the wake
-   * word is not taken for the end of the command.
+   * word is not taken for the end of the command. Speech in the background, quieter than the
+   * wake phrase, is not counted (`floorDb`, also for the command's frames).
    */
-  async #wordBoundary(before: AudioChunk[]): Promise<AudioChunk[]> {
-    if (before.length === 0) return [];
+  async #wordBoundary(before: AudioChunk[]): Promise<{ audio: AudioChunk[]; floorDb?: number }> {
+    if (before.length === 0) return { audio: [] };
     this.#o.vad.reset();
-    const frames: { atS: number; isSpeech: boolean }[] = [];
+    const heard: (VadFrame & { atS: number })[] = [];
     for (const chunk of before) {
       let atS = chunk.atS;
       for (const frame of await this.#o.vad.process(chunk)) {
-        frames.push({ atS, isSpeech: frame.isSpeech });
+        heard.push({ ...frame, atS });
         atS += frame.seconds;
       }
     }
+    const floorDb = voiceFloorDb(heard);
+    const frames = heard.map((f) => ({ atS: f.atS, isSpeech: isVoice(f, floorDb) }));
+    const found = (audio: AudioChunk[]) => ({ audio, ...(floorDb === undefined ? {} : { floorDb }) });
     let i = frames.length - 1;
     while (i >= 0 && !frames[i]?.isSpeech) i--;
     const endAtS = before[before.length - 1]?.atS ?? 0;
-    if (i < 0) return before.filter((c) => c.atS >= endAtS - 0.5); // no speech: the last 0.5 s
+    if (i < 0) return found(before.filter((c) => c.atS >= endAtS - 0.5)); // no speech: the last 0.5 s
     let onsetS = frames[i]?.atS ?? 0;
     for (; i >= 0; i--) {
       const frame = frames[i];
@@ -626,7 +649,7 @@ export class VoiceLoop<R> {
       if (frame.isSpeech) onsetS = frame.atS;
       else if (onsetS - frame.atS > 0.3) break; // a pause this long: the phrase began after it
     }
-    return before.filter((c) => c.atS + durationS(c.samples.length) > onsetS - 0.15);
+    return found(before.filter((c) => c.atS + durationS(c.samples.length) > onsetS - 0.15));
   }
 
   #finish(command: Command, outcome: Outcome, extra: { transcript?: string; confidence?: number; result?: R; said?: string; error?: string } = {}): VoiceRun<R> {
@@ -658,6 +681,8 @@ export class VoiceLoop<R> {
     return event;
   }
 }
+
+const scaled = (samples: Int16Array, gain: number) => Int16Array.from(samples, (v) => Math.round(v * gain));
 
 /** Where in a chunk its first speech frame begins (seconds). */
 function speechOnsetS(frames: readonly { seconds: number; isSpeech: boolean }[]): number {

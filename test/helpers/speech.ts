@@ -7,6 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { concatSamples } from '../../src/pipeline/audio.js';
 import { decodeWav } from '../../src/pipeline/wav.js';
 import { speakToWav, type SpeechOptions } from '../../scripts/lib/speech.js';
 import { synthesize } from '../../scripts/lib/speech-set.js';
@@ -87,4 +88,25 @@ export function twoReplies(): Int16Array {
   both.set(first);
   both.set(second, first.length);
   return both;
+}
+
+/** Mean power of `samples`' 10 ms frames within 30 dB of the loudest: speech, not the silence around it. */
+function speechPower(samples: Int16Array): number {
+  const frames: number[] = [];
+  for (let i = 0; i + 160 <= samples.length; i += 160) frames.push(energy(samples.subarray(i, i + 160)) / 160);
+  const loudest = Math.max(...frames, 1);
+  const speech = frames.filter((p) => p > loudest / 1000);
+  return speech.reduce((a, b) => a + b, 0) / Math.max(1, speech.length);
+}
+
+/**
+ * `samples` with a person reading aloud behind them, `snrDb` quieter (speech power to speech
+ * power), from the first sample to the last: the LibriVox recordings of pocketsphinx-testdata,
+ * two readers at once, as scripts/bench-room.ts's babble rooms.
+ */
+export function withBabble(samples: Int16Array, snrDb: number): Int16Array {
+  const one = concatSamples(humanSpeech().slice(0, 5).map((path) => decodeWav(readFileSync(path))));
+  const babble = Int16Array.from(one, (v, i) => Math.round((v + (one[(i + (one.length >> 1)) % one.length] ?? 0)) / 2));
+  const gain = Math.sqrt(speechPower(samples) / 10 ** (snrDb / 10) / speechPower(babble));
+  return Int16Array.from(samples, (v, i) => Math.max(-32768, Math.min(32767, Math.round(v + (babble[i % babble.length] ?? 0) * gain))));
 }
