@@ -31,8 +31,9 @@ afterEach(async () => {
 
 /**
  * A private config and state on this test's room. The daemon (and the aplay and arecord it
- * starts) runs at a higher priority than the other work sharing this machine: under a load of 9,
- * aplay then took 6-40 ms from its spawn to its first sample, and IRIS measures that too.
+ * starts) and the room run at a higher priority than the other work sharing this machine: at a
+ * load of 9 aplay took 4-40 ms from its spawn to its first sample (raised: 0-18 ms), and IRIS
+ * measures that as part of the delay.
  */
 async function onDevices(delayMs: number, input = 'mic'): Promise<{ vars: Record<string, string>; room: AlsaRoom }> {
   const dir = tempDir('iris-alsa-');
@@ -66,7 +67,9 @@ const until = async (check: () => boolean, timeoutMs: number): Promise<boolean> 
 };
 
 describe.skipIf(!tools)(`the daemon on ALSA devices${tools ? '' : ' (skipped: arecord/aplay missing, apt install alsa-utils)'}`, () => {
-  it('hears a person say the wake word over its own voice, not its own "hey jarvis", and measures the room\'s delay', { timeout: 30_000 }, async () => {
+  // Real time on a shared machine: aplay's start and the live clock's anchor reached +36 ms of the
+  // +40 allowed once in 13 runs (a load of 12), so it is tried twice; a broken path fails both.
+  it('hears a person say the wake word over its own voice, not its own "hey jarvis", and measures the room\'s delay', { timeout: 30_000, retry: 1 }, async () => {
     const { vars, room } = await onDevices(120);
     const daemon = startIris(['daemon', '--log-level', 'info'], vars);
     raise(daemon);
@@ -108,7 +111,7 @@ describe.skipIf(!tools)(`iris doctor on ALSA devices${tools ? '' : ' (skipped: a
     return { echo: /^✓ echo canceller: (.*)$/m.exec(stdout)?.[1] ?? stdout, stdout };
   }
 
-  it('reports the canceller and the delay it measured from the speaker to the microphone', { timeout: 30_000 }, async () => {
+  it('reports the canceller and the delay it measured from the speaker to the microphone', { timeout: 30_000, retry: 1 }, async () => {
     const { echo, stdout } = await doctor((await onDevices(90)).vars);
     expect(stdout).toMatch(/✓ microphone: ALSA device "mic" records 16 kHz mono/);
     expect(echo).toMatch(/^speexdsp; speaker-to-microphone delay \d+ ms, measured on a test sentence/);
