@@ -55,7 +55,7 @@ export class AlsaRoom {
   readonly #buffer = Buffer.alloc(4096);
   /** Bytes read from the speaker that end mid-frame. */
   #odd = Buffer.alloc(0);
-  /** The speaker sample (48 kHz room clock) the next one read sounds at. */
+  /** The speaker sample (the room's clock at the speaker's rate) the next one read sounds at. */
   #playhead = 0;
   /** No aplay had the speaker open at the last read: what comes next starts a new sound. */
   #idle = true;
@@ -63,8 +63,6 @@ export class AlsaRoom {
   #written = 0;
   #closed = false;
   readonly #serving: Promise<void>;
-  /** Microphone readers served so far (each arecord that opened `mic`). */
-  readers = 0;
 
   constructor(dir: string, readonly delayMs: number, readonly gain: number) {
     mkdirSync(dir, { recursive: true });
@@ -110,11 +108,6 @@ export class AlsaRoom {
     let n = 0;
     for (let k = Math.round((from * SPEAKER_RATE) / RATE); k < Math.round((to * SPEAKER_RATE) / RATE); k++) if (Math.abs(this.#speaker[k] ?? 0) > 30) n++;
     return n / SPEAKER_RATE;
-  }
-
-  /** What the speaker sounded between room samples `from` and `to`, as the microphone hears it (16 kHz). */
-  speaker(from: number, to: number): Float32Array {
-    return Float32Array.from({ length: Math.max(0, to - from) }, (_, i) => this.#heard(from + i));
   }
 
   /** The speaker at room sample `t` (16 kHz), band-limited. */
@@ -172,7 +165,6 @@ export class AlsaRoom {
         if (this.#closed) return;
         throw error;
       }
-      this.readers += 1;
       try {
         for (let end = this.now(); !this.#closed; end += BLOCK) {
           const waitMs = ((end - this.now()) * 1000) / RATE;
