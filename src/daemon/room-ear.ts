@@ -59,6 +59,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       canceller = await EchoCanceller.create(reference, {
         engine: config.audio.echo_canceller,
         onFallback: (reason) => log.warn(`echo canceller ${reason}`),
+        onDelay: (delayMs) => log.info(`echo canceller ${canceller?.engine ?? ''}: speaker-to-microphone delay ${Math.round(delayMs)} ms`),
       });
       why = canceller.engine;
     } catch (error) {

@@ -42,9 +42,14 @@ class S16Frames {
   }
 }
 
-/** arecord's arguments for raw 16 kHz mono S16_LE from `device` (the daemon's and doctor's). */
+/**
+ * arecord's arguments for raw 16 kHz mono S16_LE from `device` (the daemon's and doctor's), in
+ * periods of one frame (80 ms; arecord's default is a quarter of its 500 ms buffer): each block
+ * then ends where a frame does, so every frame's arrival tells the live clock when it was
+ * captured (echo.ts `liveClock`), not one frame in 2 s.
+ */
 export const arecordArgs = (device: string): string[] =>
-  ['-q', '-D', device, '-f', 'S16_LE', '-r', String(SPEECH_FORMAT.rate), '-c', String(SPEECH_FORMAT.channels), '-t', 'raw'];
+  ['-q', '-D', device, '-f', 'S16_LE', '-r', String(SPEECH_FORMAT.rate), '-c', String(SPEECH_FORMAT.channels), '-t', 'raw', '-F', String((FRAME_SAMPLES / SPEECH_FORMAT.rate) * 1e6)];
 
 export function arecordSource(options: ArecordOptions): AudioSource {
   return {

@@ -222,6 +222,8 @@ export interface EchoCancellerOptions {
   engine?: EchoEngineName;
   /** Called when the engine asked for could not be loaded and speexdsp is used instead. */
   onFallback?: (reason: string) => void;
+  /** Called when a delay estimate is taken (the first, and each change), in ms. */
+  onDelay?: (delayMs: number) => void;
   /** webrtc's settings instead of the chosen ones (bench-room's variants). `reportDelay`: hand it the reference unshifted and the measured delay as `set_stream_delay_ms`, instead of aligning the reference here. */
   webrtc?: Partial<Omit<WebrtcEchoOptions, 'rate'>> & { reportDelay?: boolean };
   /** The longest delay searched, in ms; default 500 (ALSA buffers plus air, 0–250 ms, plus the live clock's stamps). */
@@ -297,11 +299,13 @@ export class EchoCanceller {
   readonly #refFrame: Int16Array<ArrayBuffer>;
   /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
   readonly #alignHere: boolean;
+  readonly #onDelay: ((delayMs: number) => void) | undefined;
 
   private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean }) {
     this.#reference = reference;
     this.#engine = engine;
     this.#alignHere = options.alignHere ?? true;
+    this.#onDelay = options.onDelay;
     this.#frameSamples = engine.frameSamples;
     this.#refFrame = new Int16Array(engine.frameSamples);
     this.#maxLag = Math.round(((options.maxDelayMs ?? 500) * RATE) / 1000);
@@ -434,6 +438,7 @@ export class EchoCanceller {
     if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
       this.#delay = estimate.delaySamples;
       this.#pending = undefined;
+      this.#onDelay?.((estimate.delaySamples * 1000) / RATE);
     } else this.#pending = { delay: estimate.delaySamples };
   }
 

@@ -80,9 +80,10 @@ export class Speaker implements AudioSink {
     const controller = new AbortController();
     const both = AbortSignal.any([signal, controller.signal]);
     this.#playing.add(controller);
-    // Handed to the player first (the sound must not wait), stamped with that moment.
-    const at = this.#clock();
+    // Handed to the player first (the sound must not wait), stamped once it has it: spawning
+    // aplay takes 3-25 ms on a loaded machine, and the echo's delay must not move with it.
     const playing = this.#out.play(wav, both);
+    const at = this.#clock();
     const samples = referenceSamples(wav);
     if (samples) this.reference.write(samples, at);
     try {
