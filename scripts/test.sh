@@ -66,9 +66,9 @@ run_suite() { # $1: node binary, $2: label, then vitest's own options
   echo "== vitest on $2 ($("$1" --version), at ${SECONDS} s)"
   "$1" node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile="$results/$2.json" "${@:3}" || true
 }
-# The real-time room tests (room.test.ts, rooms.test.ts: a third of the suite's time, spent
+# The real-time room tests (room, rooms and alsa .test.ts: a third of the suite's time, spent
 # waiting on audio played at its own pace) run once, on Node 18: the Node the package runs on.
-realtime=(test/room.test.ts test/rooms.test.ts)
+realtime=(test/room.test.ts test/rooms.test.ts test/alsa.test.ts)
 if [ -n "$node18" ]; then
   run_suite "$(command -v node)" node "${realtime[@]/#/--exclude=}"
   run_suite "$node18" node18
