@@ -417,9 +417,10 @@ describe('the daemon in a room (real time)', () => {
   // own-voice veto it wakes IRIS (docs/room.md). The person's "hey jarvis" after it still wakes
   // it: said once the announcement is over (the person's wake word over a fresh canceller is
   // the barge-in test's; here it was missed in about half the runs, docs/room.md Left 5b). The
-  // veto itself missed IRIS's own phrase in 1 of 5 runs (docs/room.md Left 5): tried up to three
-  // times; a veto that is not wired fails all three (it woke IRIS in 3 of 3 runs).
-  it('an announcement that says "hey jarvis" does not wake IRIS; the person saying it then does', { retry: 2, timeout: 90_000 }, async () => {
+  // veto, looking only backwards, let IRIS's own phrase through in 2 of 10 runs; holding the
+  // detection, in none of 30, of which 2 failed otherwise on a loaded machine (docs/room.md,
+  // "IRIS's own wake word"): tried twice; a veto that is not wired fails both (it woke IRIS in 3 of 3 runs).
+  it('an announcement that says "hey jarvis" does not wake IRIS; the person saying it then does', { retry: 1, timeout: 90_000 }, async () => {
     const room = new LiveRoom(90, 1);
     const { voice, lines, asked } = await daemonIn(room, true);
     try {
