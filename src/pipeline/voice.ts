@@ -249,8 +249,8 @@ export class VoiceLoop<R> {
       const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
       // Over IRIS, its echo lies under the words until `echoTailS` after the wake word.
       const last = before.at(-1);
-      const heardS = wake?.atS ?? (last ? last.atS + durationS(last.samples.length) : 0); // the chunk may be later: the own-voice veto holds a detection
-      const echoS = overSpeech && last ? Math.max(0, heardS + (this.#o.echoTailS ?? ECHO_TAIL_S) - (audio[0]?.atS ?? last.atS)) : 0;
+      // From the chunk it was taken in (barge-in stops IRIS there), later than the detection when the own-voice veto held it.
+      const echoS = overSpeech && last ? Math.max(0, last.atS + durationS(last.samples.length) + (this.#o.echoTailS ?? ECHO_TAIL_S) - (audio[0]?.atS ?? last.atS)) : 0;
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
       const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)), echoS > 0 ? { echoS } : undefined);
