@@ -24,7 +24,7 @@
  * is reported apart: `canceller_cpu_s_per_s`.
  *
  * The daemon stops talking when it hears the wake word, so a command is mostly spoken over
- * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
+ * silence: each command room is made twice, the second time with IRIS cut 0.2 s (IRIS_BENCH_CUT_S) after the
  * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
  *
  * As the daemon, a command whose wake word came while IRIS sounded is "over speech" (the loop's
@@ -86,6 +86,8 @@ const baselineOn = !process.argv.includes('--no-baseline');
  * reuse it, so a change to the loop or the recogniser is measured without the front end again.
  * Only while the front end's code and settings are unchanged. */
 const reuseFront = process.argv.includes('--reuse-front');
+/** How long after the wake word the daemon cuts IRIS (seconds; default 0.2), e.g. IRIS_BENCH_CUT_S=0.36 with the own-voice veto's 160 ms hold. */
+const bargeCutS = Number(process.env.IRIS_BENCH_CUT_S ?? 0.2);
 /** `--front-only` (with `--reuse-front`): only fill the cache, no command is heard, so nothing is measured (the held-out rooms made ahead of the one run that measures them). */
 const frontOnly = process.argv.includes('--front-only');
 /** `--echo webrtc` / IRIS_BENCH_ECHO: the canceller measured. */
@@ -835,7 +837,7 @@ for (const part of PARTS) {
           person = decodeWav(readFileSync(file));
         }
         const draws = drawsOf(rand);
-        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {})].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`])].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
         let r: Room;
         let front: FrontEndResult;
         try {
@@ -851,7 +853,7 @@ for (const part of PARTS) {
             // the recording it would make is the same room with IRIS cut there.
             const heard = await runLoop(front.samples, 'wake');
             if (heard.wakeAtS !== undefined) {
-              r = room(condition, part, person, draws, heard.wakeAtS + 0.2);
+              r = room(condition, part, person, draws, heard.wakeAtS + bargeCutS);
               front = await throughFrontEnd(r);
             }
           }
@@ -947,4 +949,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, barge_in_cut_s: bargeCutS, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
