@@ -24,7 +24,7 @@
  * is reported apart: `canceller_cpu_s_per_s`.
  *
  * The daemon stops talking when it hears the wake word, so a command is mostly spoken over
- * silence: each command room is made twice, the second time with IRIS cut 0.2 s after the
+ * silence: each command room is made twice, the second time with IRIS cut 0.2 s (IRIS_BENCH_CUT_S) after the
  * wake word the first pass heard (`--no-barge-in`: IRIS talks on, as in a plain recording).
  *
  * As the daemon, a command whose wake word came while IRIS sounded is "over speech" (the loop's
@@ -58,7 +58,7 @@ import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type Sto
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
-import { createOpenWakeWord, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { nativeHost } from '../test/helpers/tools.js';
 import { random, round, writeResults } from './lib/bench.js';
@@ -86,6 +86,8 @@ const baselineOn = !process.argv.includes('--no-baseline');
  * reuse it, so a change to the loop or the recogniser is measured without the front end again.
  * Only while the front end's code and settings are unchanged. */
 const reuseFront = process.argv.includes('--reuse-front');
+/** How long after the wake word the daemon cuts IRIS (seconds; default 0.2), e.g. IRIS_BENCH_CUT_S=0.36 with the own-voice veto's 160 ms hold. */
+const bargeCutS = Number(process.env.IRIS_BENCH_CUT_S ?? 0.2);
 /** `--front-only` (with `--reuse-front`): only fill the cache, no command is heard, so nothing is measured (the held-out rooms made ahead of the one run that measures them). */
 const frontOnly = process.argv.includes('--front-only');
 /** `--echo webrtc` / IRIS_BENCH_ECHO: the canceller measured. */
@@ -376,15 +378,16 @@ if (kwsSweep) {
   const spotModel = async (model: string, threshold: number, out: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
     const detector = await createOpenWakeWord({ model, threshold });
-    const veto = new OwnVoiceVeto(await createOpenWakeWord({ model, threshold: Number(process.env.IRIS_BENCH_STOP_OWN ?? threshold / 2) }));
+    const veto = new OwnVoiceVeto(await createOpenWakeWord({ model, threshold: Number(process.env.IRIS_BENCH_STOP_OWN ?? threshold / 2) }), 1, 0);
     let wasArmed = false;
     for (let at = 0; at + 1280 <= out.length; at += 1280) {
       const chunk = { samples: out.subarray(at, at + 1280), atS: at / RATE, rate: RATE, width: 2, channels: 1 };
       const on = armed(at);
       await veto.hear(chunk, on ? own.subarray(at, at + 1280) : undefined);
       if (on) {
-        const d = await detector.process(chunk);
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ atS: d.atS, fromS: d.atS, toS: d.atS, own: veto.vetoes(d), fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
+        const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
+        const d = heard ?? vetoed;
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -518,13 +521,13 @@ if (kwsSweep) {
  * Through the canceller, then the voice loop to the wake word, with IRIS's own audio fed to the
  * second detector 0.2 s ahead of its echo as room-ear.ts feeds it; and with no canceller. IRIS_BENCH_PARTS (default
  * dev), IRIS_BENCH_OWN_ROOMS rooms per condition and voice (default 8),
- * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default the wake word's, 0.5).
+ * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default wakeword.ts `OWN_VOICE_THRESHOLD`).
  * Writes scripts/results/room-own-wake.json (or IRIS_BENCH_NAME).
  */
 if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
   const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
   const perVoice = Number(process.env.IRIS_BENCH_OWN_ROOMS ?? 8);
-  const ownThreshold = Number(process.env.IRIS_BENCH_OWN_THRESHOLD ?? 0.5);
+  const ownThreshold = Number(process.env.IRIS_BENCH_OWN_THRESHOLD ?? OWN_VOICE_THRESHOLD);
   const SAYS_WAKE: Record<Part, string[]> = {
     dev: [
       'Hey jarvis is my name. Say it, then your question, and I will answer.',
@@ -543,22 +546,25 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
   const vadOwn = await createSileroVad();
   const noStt: SpeechToText = { name: 'none', transcribe: () => Promise.reject(new Error('not in this benchmark')) };
   const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
-  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[]; rawOn: number[]; rawOff: number[] }[] = [];
+  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[]; rawOn: number[]; rawOff: number[]; onActed: number[]; offActed: number[] }[] = [];
   /** Wake detections (stream seconds) over `heard`, with `own[i]` IRIS's audio for chunk i; with the veto or without. */
   const wakes = async (heard: Int16Array, own: (Int16Array | undefined)[], veto: boolean) => {
     mic.reset();
     const at: number[] = [];
     const vetoed: number[] = [];
     const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }));
+    const acted: number[] = []; // where the loop acted on each (the end of the chunk it was in: later when the veto held it)
+    let endS = 0;
+    const source = samplesSource(heard);
     const loop = new VoiceLoop<string>({
       wake: mic, vad: vadOwn, stt: noStt, tts, sink: new CollectingSink(), end: 'wake',
       respond: () => { throw new Error('not reached'); },
       ...(veto ? { ownVoice: { veto: ownVeto, audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
-      onRun: (run) => { if (run.wake) at.push(round(run.wake.atS, 2)); },
+      onRun: (run) => { if (run.wake) { at.push(round(run.wake.atS, 2)); acted.push(round(endS, 2)); } },
       onEvent: (event) => { if (event.type === 'own-wake') vetoed.push(round(Number(event.data?.atS ?? 0), 2)); },
     });
-    await loop.run(samplesSource(heard), new AbortController().signal);
-    return { at, vetoed };
+    await loop.run({ async *frames(signal) { for await (const chunk of source.frames(signal)) { endS = chunk.atS + chunk.samples.length / RATE; yield chunk; } } }, new AbortController().signal);
+    return { at, vetoed, acted };
   };
   const conditions: Condition[] = [0, 6, 12].flatMap((esrDb) => [
     { name: `IRIS says hey jarvis ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, esrDb, reverb: 50, says: 'nothing' as const },
@@ -595,12 +601,21 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
           const rawOwn = own.map((_, i) => (reference.sounding(i * 1280 - RATE / 4, (i + 1) * 1280) ? rawOf(i * 1280, 1280) : undefined));
           const rawOn = await wakes(r.mic, rawOwn, true);
           const rawOff = await wakes(r.mic, rawOwn, false);
-          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed, rawOn: rawOn.at, rawOff: rawOff.at });
+          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed, rawOn: rawOn.at, rawOff: rawOff.at, onActed: on.acted, offActed: off.acted });
         }
       }
       process.stderr.write(`${part} ${condition.name}: ${rows.length} rooms\n`);
     }
   }
+  /** How much later the loop acted on the person's wake word with the veto than without (its hold), ms: p50 and max over rooms heard both ways. */
+  const lateness = (set: typeof rows) => {
+    const late = set.flatMap((r) => {
+      const on = r.onActed.find((_, i) => inPerson(r.on[i] ?? -1, r));
+      const off = r.offActed.find((_, i) => inPerson(r.off[i] ?? -1, r));
+      return on === undefined || off === undefined ? [] : [Math.round((on - off) * 1000)];
+    }).sort((a, b) => a - b);
+    return { later_ms_p50: late[Math.floor(late.length / 2)] ?? null, later_ms_max: late.at(-1) ?? null };
+  };
   const inPerson = (t: number, r: (typeof rows)[number]) => r.personS !== undefined && t >= r.personS[0] && t <= r.personS[1] + 0.5;
   const table = parts.flatMap((part) => conditions.flatMap((condition): Record<string, unknown>[] => {
     const set = rows.filter((r) => r.part === part && r.condition === condition.name);
@@ -609,7 +624,7 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
       const count = (key: 'on' | 'off' | 'rawOn' | 'rawOff', warm = false) => set.reduce((n, r) => n + r[key].filter((t) => !warm || t >= r.currentS).length, 0);
       return [{ part, condition: condition.name, n: set.length, self_wakes_veto: count('on'), self_wakes_no_veto: count('off'), current_reply_veto: count('on', true), current_reply_no_veto: count('off', true), no_canceller_veto: count('rawOn'), no_canceller_no_veto: count('rawOff') }];
     }
-    return [{ part, condition: condition.name, n: set.length, wake_pct_veto: Math.round((100 * set.filter((r) => r.on.some((t) => inPerson(t, r))).length) / set.length), wake_pct_no_veto: Math.round((100 * set.filter((r) => r.off.some((t) => inPerson(t, r))).length) / set.length), person_vetoed: set.filter((r) => r.vetoed.some((t) => inPerson(t, r))).length, no_canceller_wake_pct_veto: Math.round((100 * set.filter((r) => r.rawOn.some((t) => inPerson(t, r))).length) / set.length), no_canceller_wake_pct_no_veto: Math.round((100 * set.filter((r) => r.rawOff.some((t) => inPerson(t, r))).length) / set.length), other_wakes_veto: set.reduce((n, r) => n + r.on.filter((t) => !inPerson(t, r)).length, 0), other_wakes_no_veto: set.reduce((n, r) => n + r.off.filter((t) => !inPerson(t, r)).length, 0) }];
+    return [{ part, condition: condition.name, n: set.length, wake_pct_veto: Math.round((100 * set.filter((r) => r.on.some((t) => inPerson(t, r))).length) / set.length), wake_pct_no_veto: Math.round((100 * set.filter((r) => r.off.some((t) => inPerson(t, r))).length) / set.length), person_vetoed: set.filter((r) => r.vetoed.some((t) => inPerson(t, r))).length, no_canceller_wake_pct_veto: Math.round((100 * set.filter((r) => r.rawOn.some((t) => inPerson(t, r))).length) / set.length), no_canceller_wake_pct_no_veto: Math.round((100 * set.filter((r) => r.rawOff.some((t) => inPerson(t, r))).length) / set.length), other_wakes_veto: set.reduce((n, r) => n + r.on.filter((t) => !inPerson(t, r)).length, 0), other_wakes_no_veto: set.reduce((n, r) => n + r.off.filter((t) => !inPerson(t, r)).length, 0), ...lateness(set) }];
   }));
   console.table(table);
   writeResults(process.env.IRIS_BENCH_NAME ?? 'room-own-wake', { parts, rooms_per_voice: perVoice, own_threshold: ownThreshold, table, rows });
@@ -841,7 +856,7 @@ for (const part of PARTS) {
           person = decodeWav(readFileSync(file));
         }
         const draws = drawsOf(rand);
-        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {})].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`])].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
         let r: Room;
         let front: FrontEndResult;
         try {
@@ -857,7 +872,7 @@ for (const part of PARTS) {
             // the recording it would make is the same room with IRIS cut there.
             const heard = await runLoop(front.samples, 'wake');
             if (heard.wakeAtS !== undefined) {
-              r = room(condition, part, person, draws, heard.wakeAtS + 0.2);
+              r = room(condition, part, person, draws, heard.wakeAtS + bargeCutS);
               front = await throughFrontEnd(r);
             }
           }
@@ -954,4 +969,4 @@ const summary = {
 };
 console.table(table);
 console.log(summary);
-writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
+writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, barge_in_cut_s: bargeCutS, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });

@@ -22,7 +22,7 @@ import { StopWord, type StopWordOptions } from '../src/pipeline/stopword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop } from '../src/pipeline/voice.js';
-import { createOpenWakeWord, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
@@ -417,9 +417,10 @@ describe('the daemon in a room (real time)', () => {
   // own-voice veto it wakes IRIS (docs/room.md). The person's "hey jarvis" after it still wakes
   // it: said once the announcement is over (the person's wake word over a fresh canceller is
   // the barge-in test's; here it was missed in about half the runs, docs/room.md Left 5b). The
-  // veto itself missed IRIS's own phrase in 1 of 5 runs (docs/room.md Left 5): tried up to three
-  // times; a veto that is not wired fails all three (it woke IRIS in 3 of 3 runs).
-  it('an announcement that says "hey jarvis" does not wake IRIS; the person saying it then does', { retry: 2, timeout: 90_000 }, async () => {
+  // veto, looking only backwards, let IRIS's own phrase through in 2 of 10 runs; holding the
+  // detection, in none of 30, of which 2 failed otherwise on a loaded machine (docs/room.md,
+  // "IRIS's own wake word"): tried twice; a veto that is not wired fails both (it woke IRIS in 3 of 3 runs).
+  it('an announcement that says "hey jarvis" does not wake IRIS; the person saying it then does', { retry: 1, timeout: 90_000 }, async () => {
     const room = new LiveRoom(90, 1);
     const { voice, lines, asked } = await daemonIn(room, true);
     try {
@@ -562,7 +563,7 @@ describe('IRIS\'s own wake word', () => {
     const lateS = 0.1;
     const leadS = 0.2;
     const mic = mix(echoOf(played, lateS * 1000, gain, false), person, personAtS);
-    const [wake, own, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+    const [wake, own, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createOpenWakeWord({ model: 'hey_jarvis', threshold: OWN_VOICE_THRESHOLD }), createSileroVad()]);
     const woke: number[] = [];
     const ignored: number[] = [];
     const loop = new VoiceLoop({
@@ -596,6 +597,35 @@ describe('IRIS\'s own wake word', () => {
     return out;
   };
   const scaled = (samples: Int16Array, gain: number): Int16Array => Int16Array.from(samples, (v) => Math.round(v * gain));
+
+  // Live, the own detector crossed its threshold up to two chunks after the microphone's (IRIS's
+  // clean voice and its echo score differently): a detection waits while IRIS plays.
+  it('holds a microphone detection while IRIS plays until the own detector has heard past it', async () => {
+    const ownAt = new Set([1.2]); // the own detector hears the word in the chunk ending at 1.2 s
+    const own: WakeWordDetector = {
+      word: 'hey_jarvis', reset: () => undefined, prime: () => Promise.resolve(),
+      process: (chunk) => Promise.resolve(ownAt.has(Math.round((chunk.atS + 0.08) * 100) / 100) ? { word: 'hey_jarvis', score: 0.9, atS: chunk.atS + 0.08 } : undefined),
+    };
+    const veto = new OwnVoiceVeto(own);
+    const chunk = (atS: number): AudioChunk => ({ rate: RATE, width: 2, channels: 1, samples: new Int16Array(1280), atS });
+    const mic = { word: 'hey_jarvis', score: 0.8, atS: 1.04 };
+    const judged: unknown[] = [];
+    for (const atS of [0.96, 1.04, 1.12, 1.2]) {
+      await veto.hear(chunk(atS - 0.08), new Int16Array(1280));
+      judged.push(veto.judge(atS === 1.04 ? mic : undefined, atS));
+    }
+    expect(judged).toEqual([{}, {}, {}, { own: mic }]); // held from 1.04, IRIS's at 1.2
+    // Nothing playing: no hold, the person's at once.
+    await veto.hear(chunk(2), undefined);
+    expect(veto.judge({ ...mic, atS: 5 }, 5)).toEqual({ heard: { ...mic, atS: 5 } });
+    // Playing, and the own detector hears nothing: the person's, two chunks later.
+    const later: unknown[] = [];
+    for (const atS of [8.08, 8.16, 8.24]) {
+      await veto.hear(chunk(atS - 0.08), new Int16Array(1280));
+      later.push(veto.judge(atS === 8.08 ? { ...mic, atS } : undefined, atS));
+    }
+    expect(later).toEqual([{}, {}, { heard: { ...mic, atS: 8.08 } }]);
+  });
 
   it('IRIS saying "hey jarvis" does not wake it; the person saying it over IRIS still does', async () => {
     const played = announcement();

@@ -69,7 +69,7 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
  */
 export async function ownVoiceOf(engines: Engines, parts: VoiceParts, ear: () => FrontEnd | undefined): Promise<{ ownVoice?: { veto: OwnVoiceVeto; audio: (chunk: AudioChunk) => Int16Array | undefined } }> {
   if (!parts.wake) return {};
-  return { ownVoice: { veto: new OwnVoiceVeto(await engines.wake()), audio: (chunk) => ear()?.ownVoice(chunk) } };
+  return { ownVoice: { veto: new OwnVoiceVeto(await engines.wake(true)), audio: (chunk) => ear()?.ownVoice(chunk) } };
 }
 
 export interface VoiceServiceOptions<R> {

@@ -17,7 +17,7 @@ import { createPocketsphinx } from './pocketsphinx.js';
 import { pooledStt, type SpeechToText } from './stt.js';
 import { createTextToSpeech, type TextToSpeech } from './tts.js';
 import { createSileroVad, type VoiceActivity } from './vad.js';
-import { createOpenWakeWord, wakeWordName, type WakeWordDetector } from './wakeword.js';
+import { createOpenWakeWord, OWN_VOICE_THRESHOLD, wakeWordName, type WakeWordDetector } from './wakeword.js';
 import { checkModel, createWhisper, findWhisperServer } from './whisper.js';
 
 /** The shared speech to text: the engine, why it was chosen, and its start (a failed one is tried again by the next caller). */
@@ -73,10 +73,13 @@ export class Engines {
     this.#log = log;
   }
 
-  /** The wake stage: a detector of its own for one stream, on the shared model sessions. */
-  wake(): Promise<WakeWordDetector> {
+  /**
+   * The wake stage: a detector of its own for one stream, on the shared model sessions. `own`:
+   * the one on IRIS's own audio (the own-voice veto), at `OWN_VOICE_THRESHOLD` at most.
+   */
+  wake(own = false): Promise<WakeWordDetector> {
     const { wake_word: model, wake_threshold: threshold } = this.#config().assistant;
-    return createOpenWakeWord({ model, threshold });
+    return createOpenWakeWord({ model, threshold: own ? Math.min(threshold, OWN_VOICE_THRESHOLD) : threshold });
   }
 
   /** Where speech starts and ends, for one stream. */

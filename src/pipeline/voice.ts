@@ -171,6 +171,9 @@ const SETTLE_AT = 0.5;
  */
 const BACKGROUND_GAIN = 0.1;
 
+/** Over IRIS, the command's audio starts 160 ms (two chunks) before the detection: not the echo-laden wake phrase (fed 0.4 s, 25 of 72 dev echo rooms right against 45). */
+const OVER_SPEECH_LEAD_S = 0.16;
+
 /** `echoTailS`'s default: the bench cuts IRIS 0.2 s after the wake word, its echo arrives 40–200 ms late, and the room's tail (RT60 up to 0.6 s) is mostly cancelled after that. */
 const ECHO_TAIL_S = 0.6;
 
@@ -262,6 +265,7 @@ export class VoiceLoop<R> {
       const endpoint = followUp ? { ...this.#o.endpoint, noSpeechS: this.#o.followUpS ?? 0 } : this.#o.endpoint;
       // Over IRIS, its echo lies under the words until `echoTailS` after the wake word.
       const last = before.at(-1);
+      // From the chunk it was taken in (barge-in stops IRIS there), later than the detection when the own-voice veto held it.
       const echoS = overSpeech && last ? Math.max(0, last.atS + durationS(last.samples.length) + (this.#o.echoTailS ?? ECHO_TAIL_S) - (audio[0]?.atS ?? last.atS)) : 0;
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
@@ -341,7 +345,7 @@ export class VoiceLoop<R> {
             continue;
           }
           const before = triggered ? [] : preRoll.splice(0);
-          await startCommand(++this.#runs, false, detection, overSpeech ? before.slice(-2) : before, overSpeech);
+          await startCommand(++this.#runs, false, detection, overSpeech ? before.filter((c) => c.atS + durationS(c.samples.length) > (detection?.atS ?? 0) - OVER_SPEECH_LEAD_S + 1e-3) : before, overSpeech);
           if (!triggered) continue; // this chunk is the pre-roll's last
           // Started at the speech stage: this chunk is the command's first.
         }
@@ -403,9 +407,11 @@ export class VoiceLoop<R> {
     const own = this.#o.ownVoice;
     await own?.veto.hear(chunk, own.audio(chunk)); // first: IRIS's audio is heard ahead of its echo
     const detection = await this.#o.wake?.process(chunk);
-    if (detection === undefined || own?.veto.vetoes(detection) !== true) return detection;
+    if (own === undefined) return detection;
+    const judged = own.veto.judge(detection, chunk.atS + durationS(chunk.samples.length));
+    if (judged.own === undefined) return judged.heard;
     this.#o.wake?.reset();
-    this.#emit(this.#turn?.run ?? this.#runs + 1, 'own-wake', { word: detection.word, score: detection.score, atS: detection.atS });
+    this.#emit(this.#turn?.run ?? this.#runs + 1, 'own-wake', { word: judged.own.word, score: judged.own.score, atS: judged.own.atS });
     return undefined;
   }
 

