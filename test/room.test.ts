@@ -267,9 +267,11 @@ class LiveRoom {
   /** The speaker: sounds for the clip's length, or until stopped. */
   readonly sink: AudioSink = {
     play: (wav, signal) => new Promise<void>((resolve) => {
+      const samples = Float64Array.from(referenceSamples(wav) ?? new Int16Array(0)); // quick: decodeWav's sinc resampler would delay the sound
+      // It sounds once the call's synchronous part is over, as aplay once spawned (AudioSink):
+      // copying a long reply took ms the Speaker's stamp, taken after, would count as delay.
       const at = this.now();
-      const samples = referenceSamples(wav) ?? new Int16Array(0); // quick: decodeWav's sinc resampler would delay the sound
-      this.#speaker.set(Float64Array.from(samples), at);
+      this.#speaker.set(samples, at);
       this.playing += 1;
       const done = (): void => {
         clearTimeout(timer);

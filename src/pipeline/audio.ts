@@ -36,6 +36,11 @@ export interface AudioSource {
 
 /** An `AudioSink` plays one WAV to the end, or stops at once when the signal aborts. */
 export interface AudioSink {
+  /**
+   * Play `wav`; resolves when it has sounded (or `signal` stopped it). The sound starts once the
+   * synchronous part of the call is over, not before (aplay: once spawned): the `Speaker` stamps
+   * its echo reference then.
+   */
   play(wav: Buffer, signal: AbortSignal): Promise<void>;
 }
 
