@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every test on a fresh Debian 12 machine: installs what the suite needs, then type-checks,
 # lints, runs the vitest suite on this Node and again on Node 18 (Debian 12's; the real-time room
-# and speech-engine tests on Node 18 only), builds the .deb and tests it in a Debian 12 chroot beside the first
-# pass (scripts/test-deb.sh), and ends with one "N passed, N failed" line.
+# and speech-engine tests on Node 18 only), builds the .deb and tests it in a Debian 12 chroot
+# between the two (scripts/test-deb.sh), and ends with one "N passed, N failed" line.
 #
 # Everything the tests need is installed once, up front, with its output shown: Debian packages
 # (only missing ones; nothing installed is upgraded where the archive allows it, see
@@ -61,34 +61,10 @@ npm run --silent typecheck
 npm run --silent lint
 
 results=$(mktemp -d)
-deb_job=
-trap 'rm -rf "$results"; for job in $base_job $deb_job; do kill "$job" 2>/dev/null || true; done' EXIT
+trap 'rm -rf "$results"; [ -z "$base_job" ] || kill "$base_job" 2>/dev/null || true' EXIT
 run_suite() { # $1: node binary, $2: label, then vitest's own options
   echo "== vitest on $2 ($("$1" --version), at ${SECONDS} s)"
   "$1" node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile="$results/$2.json" "${@:3}" || true
-}
-# The Debian package: built, lintian-checked, installed into a Debian 12 container, booted,
-# removed, purged (scripts/test-deb.sh). Mostly compression, apt and the container: it runs
-# beside a vitest pass without real-time tests, and is over before those start.
-deb_summary="deb: 0 passed, 0 failed"
-start_deb() {
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "== the Debian package: skipped (needs root for the chroot)"
-    return
-  fi
-  wait "$base_job" || echo "making the Debian 12 root in the background failed (.cache/base.log): trying again"
-  base_job=
-  echo "== the Debian package, beside the tests (from ${SECONDS} s)"
-  bash scripts/test-deb.sh >"$results/deb.log" 2>&1 &
-  deb_job=$!
-}
-finish_deb() {
-  [ -n "$deb_job" ] || return 0
-  wait "$deb_job" || true
-  deb_job=
-  echo "== the Debian package (done at ${SECONDS} s)"
-  cat "$results/deb.log"
-  deb_summary=$(tail -n 1 "$results/deb.log")
 }
 # Some files run once, on Node 18 (the Node the package runs on): the real-time room tests
 # (room, rooms, alsa: they wait on audio played at its own pace) and the speech engines on real
@@ -96,17 +72,25 @@ finish_deb() {
 # webrtc are native libraries, whose answers do not depend on Node). Together about 45 % of a
 # pass's time.
 node18_only=()
-for name in room rooms alsa speech local-spoken babble webrtc-aec; do node18_only+=("--exclude=test/$name.test.ts"); done
 if [ -n "$node18" ]; then
-  start_deb
-  run_suite "$(command -v node)" node "${node18_only[@]}"
-  finish_deb
-  run_suite "$node18" node18
-else
-  run_suite "$(command -v node)" node
-  start_deb
-  finish_deb
+  for name in room rooms alsa speech local-spoken babble webrtc-aec; do node18_only+=("--exclude=test/$name.test.ts"); done
 fi
+run_suite "$(command -v node)" node "${node18_only[@]}"
+
+# The Debian package: built, lintian-checked, installed into a Debian 12 chroot, removed, purged.
+# Alone between the passes: beside a vitest pass both took as long as one after the other.
+if [ "$(id -u)" -eq 0 ]; then
+  echo "== the Debian package (at ${SECONDS} s)"
+  wait "$base_job" || echo "making the Debian 12 root in the background failed (.cache/base.log): trying again"
+  base_job=
+  bash scripts/test-deb.sh 2>&1 | tee "$results/deb.log" || true
+  deb_summary=$(tail -n 1 "$results/deb.log")
+else
+  echo "== the Debian package: skipped (needs root for the chroot)"
+  deb_summary="deb: 0 passed, 0 failed"
+fi
+
+[ -z "$node18" ] || run_suite "$node18" node18
 
 echo "== all stages done in ${SECONDS} s"
 node --import tsx scripts/lib/test-summary.ts "$results" "$deb_summary"
