@@ -1,8 +1,9 @@
 /**
  * Files that ship beside the bundle in dist/models (scripts/build.ts puts them there): the
- * wake-word and VAD models, the tokenizer's vocabulary and its WebAssembly, the word vectors.
+ * wake-word and VAD models, the tokenizer's vocabulary and its WebAssembly, the word vectors
+ * and the thesaurus.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,4 +46,17 @@ export function npmPackageDir(name: string): string | undefined {
     if (existsSync(path.join(dir, 'package.json'))) return dir;
   }
   return undefined;
+}
+
+/**
+ * `file`, made by `make` unless it is there already, written whole (a part file renamed): the
+ * files compacted from an npm package's data (word vectors, thesaurus), named by their source.
+ */
+export function madeOnce(file: string, make: () => Buffer): string {
+  if (!existsSync(file)) {
+    const part = `${file}.${process.pid}.part`;
+    writeFileSync(part, make());
+    renameSync(part, file);
+  }
+  return file;
 }

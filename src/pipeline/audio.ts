@@ -47,6 +47,13 @@ export interface AudioSink {
 export const durationS = (samples: number, format: AudioFormat = SPEECH_FORMAT): number =>
   samples / (format.rate * format.channels);
 
+/** The mean of the squared samples (0 for none). */
+export function meanPower(samples: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < samples.length; i++) sum += (samples[i] ?? 0) ** 2;
+  return samples.length === 0 ? 0 : sum / samples.length;
+}
+
 /** Concatenate PCM chunks into one array. */
 export function concatSamples(parts: readonly Int16Array[]): Int16Array {
   const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));

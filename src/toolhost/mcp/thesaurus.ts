@@ -14,11 +14,11 @@
  * count + 1 offsets (uint32, from the start of the text); then the text: one record per word,
  * sorted, `word\tsynonyms\tbroader\tgloss` with the words of each part separated by spaces.
  */
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eng } from 'stopword';
-import { bundledFile, npmPackageDir } from '../../bundled.js';
+import { bundledFile, madeOnce, npmPackageDir } from '../../bundled.js';
 import type { Thesaurus } from './rank.js';
 
 export const THESAURUS_FILE = 'thesaurus.bin';
@@ -199,13 +199,7 @@ export function thesaurusSource(): string | undefined {
 /** The compact file made from `dictDir` in `dir`, made now unless it is there already (named by the database's size). */
 export function madeThesaurus(dictDir: string, dir: string): string {
   const size = readdirSync(dictDir).filter((f) => f.startsWith('data.')).reduce((n, f) => n + statSync(path.join(dictDir, f)).size, 0);
-  const made = path.join(dir, `iris-${THESAURUS_FILE.replace('.bin', '')}-${size}.bin`);
-  if (!existsSync(made)) {
-    const part = `${made}.${process.pid}.part`;
-    writeFileSync(part, compactThesaurus(dictDir));
-    renameSync(part, made);
-  }
-  return made;
+  return madeOnce(path.join(dir, `iris-${THESAURUS_FILE.replace('.bin', '')}-${size}.bin`), () => compactThesaurus(dictDir));
 }
 
 /** The thesaurus IRIS ships (beside the bundle, else made once from the npm package), or undefined. */

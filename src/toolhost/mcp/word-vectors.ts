@@ -16,10 +16,10 @@
  * its rank by frequency in the source (uint32; 0 is the most frequent), its unit vector × 127
  * (int8 per dimension).
  */
-import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { bundledFile, npmPackageDir } from '../../bundled.js';
+import { bundledFile, madeOnce, npmPackageDir } from '../../bundled.js';
 
 /** The words a request or a tool's text is made of, as vectors. */
 export interface WordVectors {
@@ -217,13 +217,7 @@ export function wordVectorsSource(): string | undefined {
 
 /** The compact file made from `source` in `dir`, made now unless it is there already (named by the source's size). */
 export function madeWordVectors(source: string, dir: string): string {
-  const made = path.join(dir, `iris-${WORD_VECTORS_FILE.replace('.bin', '')}-${KEEP_WORDS}-${statSync(source).size}.bin`);
-  if (!existsSync(made)) {
-    const part = `${made}.${process.pid}.part`;
-    writeFileSync(part, compactWordVectors(readFileSync(source)));
-    renameSync(part, made);
-  }
-  return made;
+  return madeOnce(path.join(dir, `iris-${WORD_VECTORS_FILE.replace('.bin', '')}-${KEEP_WORDS}-${statSync(source).size}.bin`), () => compactWordVectors(readFileSync(source)));
 }
 
 /**
