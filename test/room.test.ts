@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { probeEcho, stampArrivals } from '../src/daemon/room-ear.js';
-import { VoiceService, overSpeechOf } from '../src/daemon/voice.js';
+import { VoiceService, overSpeechOf, type OverIrisCounts } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
 import type { AudioChunk, AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
@@ -348,7 +348,7 @@ describe('the daemon in a room (real time)', () => {
     return check();
   };
 
-  async function bargeIn(echoCancel: boolean): Promise<{ asked: string[]; lines: string[]; stopped: boolean }> {
+  async function bargeIn(echoCancel: boolean): Promise<{ asked: string[]; lines: string[]; stopped: boolean; overIris: OverIrisCounts | undefined }> {
     const room = new LiveRoom(90, 1.5); // IRIS louder at the microphone than the person
     const { voice, asked, lines } = await daemonIn(room, echoCancel);
     try {
@@ -358,7 +358,7 @@ describe('the daemon in a room (real time)', () => {
       room.say(commandSamples('hey jarvis, cancel all timers', { padS: [0, 0.3] }));
       // Taken: asked (understood), or its turn ended (not understood). Real time: a starved loop lags.
       await until(() => asked.length >= 2 || lines.some((line) => /turn 2: .*wake/.test(line)), 40_000);
-      return { asked, lines, stopped: room.stoppedAtMs !== undefined };
+      return { asked, lines, stopped: room.stoppedAtMs !== undefined, overIris: voice.status.over_iris };
     } finally {
       room.close();
       await voice.stop();
@@ -383,7 +383,7 @@ describe('the daemon in a room (real time)', () => {
       const before = { stopped: room.stoppedAtMs !== undefined, heard: lines.filter((line) => /heard "stop"|acknowledged|wake/.test(line)), asked: [...asked] };
       const wordEndMs = room.say(commandSamples('stop', { padS: [0, 0] }));
       await until(() => room.stoppedAtMs !== undefined && lines.some((line) => line.includes('acknowledged: #7')), 20_000);
-      return { before, lagMs: room.stoppedAtMs === undefined ? undefined : room.stoppedAtMs - wordEndMs, lines };
+      return { before, lagMs: room.stoppedAtMs === undefined ? undefined : room.stoppedAtMs - wordEndMs, lines, overIris: voice.status.over_iris };
     } finally {
       room.close();
       await voice.stop();
@@ -393,8 +393,9 @@ describe('the daemon in a room (real time)', () => {
   // Real time, a single word over an echo as loud as the person: the spotter hears it about two
   // times in three (docs/room.md), so it is tried up to three times; no stop word fails all three.
   it('"stop" over a ringing timer stops it within 300 ms and acknowledges it; IRIS saying "stop" itself does not', { retry: 2, timeout: 90_000 }, async () => {
-    const { before, lagMs, lines } = await stopOver(1, 7_000);
+    const { before, lagMs, lines, overIris } = await stopOver(1, 7_000);
     expect(before).toEqual({ stopped: false, heard: [], asked: [] });
+    expect(overIris).toMatchObject({ stop_words: 1, barge_ins: 0 }); // iris status counts it
     expect(lines.some((line) => line.includes('acknowledged: #7'))).toBe(true);
     expect(lagMs).toBeDefined();
     expect(lagMs).toBeLessThanOrEqual(300);
@@ -408,9 +409,10 @@ describe('the daemon in a room (real time)', () => {
   // misses of a loaded machine, its reference overwritten, are fixed), so it is tried up to
   // three times; a broken barge-in fails all three.
   it('barge-in: the wake word over IRIS\'s own louder voice stops the reply and takes a new command', { retry: 2, timeout: 90_000 }, async () => {
-    const { asked, lines, stopped } = await bargeIn(true);
+    const { asked, lines, stopped, overIris } = await bargeIn(true);
     expect(asked[0]).toBe('what time is it');
     expect(stopped).toBe(true);
+    expect(overIris?.barge_ins).toBe(1); // iris status counts it
     expect(asked.length >= 2 || lines.some((line) => /turn 2: .*wake \d/.test(line)), lines.join('\n')).toBe(true);
   });
 
@@ -438,6 +440,7 @@ describe('the daemon in a room (real time)', () => {
       await until(taken, 40_000);
       expect(before, lines.join('\n')).toEqual([]);
       expect(ignored.length, lines.join('\n')).toBeGreaterThanOrEqual(1);
+      expect(voice.status.over_iris?.own_wakes_ignored).toBeGreaterThanOrEqual(ignored.length); // iris status counts them
       expect(taken(), lines.join('\n')).toBe(true);
     } finally {
       room.close();

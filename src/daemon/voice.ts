@@ -19,7 +19,7 @@ import type { SpeechToText } from '../pipeline/stt.js';
 import type { TextToSpeech } from '../pipeline/tts.js';
 import type { VoiceActivity } from '../pipeline/vad.js';
 import { VoiceLoop, type Responder, type VoiceLoopOptions } from '../pipeline/voice.js';
-import { dataOf } from '../pipeline/events.js';
+import { dataOf, type VoiceEventType } from '../pipeline/events.js';
 import { OwnVoiceVeto, type WakeWordDetector } from '../pipeline/wakeword.js';
 import type { AudioChunk } from '../pipeline/audio.js';
 import { Announcer } from './announcer.js';
@@ -99,7 +99,18 @@ export interface VoiceStatus {
   echo?: { canceller: string; delay_ms?: number };
   /** Read-only answers started at a short pause (`[audio] early_answer`, with the canceller on), and of those taken back because the person went on. */
   early_answers?: { on: boolean; started: number; taken_back: number };
+  /** Heard while IRIS's speaker played: wake words that stopped it, "stop"s, and its own wake words ignored. */
+  over_iris?: OverIrisCounts;
 }
+
+export interface OverIrisCounts {
+  barge_ins: number;
+  stop_words: number;
+  own_wakes_ignored: number;
+}
+
+/** The loop's events counted in `over_iris` ("stop" is counted where the front end hears it: it also stops announcements, outside any turn). */
+const OVER_IRIS_EVENTS: Partial<Record<VoiceEventType, keyof OverIrisCounts>> = { 'barge-in': 'barge_ins', 'own-wake': 'own_wakes_ignored' };
 
 const MAX_RETRY_MS = 60_000;
 /** How far back IRIS's audio makes a wake word "over speech" (clock samples): the loop's pre-roll, 2.5 s. */
@@ -131,6 +142,7 @@ export class VoiceService<R> {
   /** Early answers may start: `[audio] early_answer`, and IRIS's own voice is cancelled from the microphone. */
   #answerEarly = false;
   #status: VoiceStatus = { state: 'off', detail: 'not started' };
+  readonly #overIris: OverIrisCounts = { barge_ins: 0, stop_words: 0, own_wakes_ignored: 0 };
 
   constructor(options: VoiceServiceOptions<R>) {
     this.#o = options;
@@ -146,6 +158,7 @@ export class VoiceService<R> {
       ...this.#status,
       echo: { canceller: room.canceller, ...(room.delayMs === undefined ? {} : { delay_ms: Math.round(room.delayMs) }) },
       early_answers: { on: this.#answerEarly, started: early.started, taken_back: early.takenBack },
+      over_iris: { ...this.#overIris },
     };
   }
 
@@ -178,6 +191,8 @@ export class VoiceService<R> {
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       ...(answersEarly && config.audio.early_answer ? { earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)), takeBackS: config.audio.take_back_s } : {}),
       onEvent: (event) => {
+        const counted = OVER_IRIS_EVENTS[event.type];
+        if (counted) this.#overIris[counted] += 1;
         if (event.type === 'wake-end') this.#announcer?.acknowledge();
         if (event.type === 'own-wake') this.#log.info(`IRIS's own wake word ignored at ${(dataOf(event, 'own-wake').atS ?? 0).toFixed(2)} s`);
         if (event.type === 'answer-taken-back') this.#log.info(`turn ${event.run}: early answer taken back, the person went on`);
@@ -201,6 +216,7 @@ export class VoiceService<R> {
       speaker: sink,
       onStop: (atS) => {
         // "stop" while IRIS plays: the sound stops at once, a reply ends, a ringing timer is heard.
+        this.#overIris.stop_words += 1;
         sink.stop();
         loop.hush(atS);
         this.#announcer?.acknowledge();

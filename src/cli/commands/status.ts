@@ -18,9 +18,9 @@ function roomLine(room: RoomStatus): string {
   return `${room.name} (${room.area}, ${room.uri}): ${parts.join(', ')}`;
 }
 
-function statusLines(status: DaemonStatus): string[] {
+export function statusLines(status: DaemonStatus): string[] {
   const loaded = status.ollama.loaded === null ? 'Ollama not answering' : status.ollama.loaded ? 'loaded' : 'not loaded';
-  const echo = status.voice.echo;
+  const { echo, early_answers: early, over_iris: heard } = status.voice;
   return [
     `IRIS is running (pid ${status.pid}, up ${status.uptime_s} s), home zone ${status.home_zone}`,
     `model: ${status.ollama.model} at ${status.ollama.url} (${loaded})`,
@@ -28,6 +28,8 @@ function statusLines(status: DaemonStatus): string[] {
     ...status.mcp.map((s) => `MCP ${serverLine(s)}`),
     `voice: ${status.voice.state.replace(/_/g, ' ')} (${status.voice.detail})`,
     ...(echo ? [`echo canceller: ${echo.canceller}${echo.delay_ms === undefined ? ' (delay not measured yet: IRIS has not talked)' : `, speaker-to-microphone delay ${echo.delay_ms} ms`}`] : []),
+    ...(early ? [`early answers: ${early.on ? `on, ${early.started} started, ${early.taken_back} taken back because the person went on` : 'off'}`] : []),
+    ...(heard ? [`heard over IRIS's voice: the wake word ${heard.barge_ins}, "stop" ${heard.stop_words}; its own wake word ignored ${heard.own_wakes_ignored}`] : []),
     ...(status.rooms ?? []).map((room) => `room ${roomLine(room)}`),
   ];
 }
