@@ -345,6 +345,8 @@ if (kwsSweep) {
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
   /** The spotters' utterance restart to try instead of the default (seconds; Infinity = never), e.g. IRIS_BENCH_STOP_RESTART_S=Infinity. */
   const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
+  /** The spotters' `-kws_delay` to try instead of the default (frames), e.g. IRIS_BENCH_KWS_DELAY=5. */
+  const kwsDelay = process.env.IRIS_BENCH_KWS_DELAY === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_DELAY);
   const checks: { name: string; check: StopCheck | false }[] = [
     { name: 'none', check: false },
     { name: 'default', check: DEFAULT_STOP_CHECK },
@@ -357,7 +359,7 @@ if (kwsSweep) {
   /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept. */
   const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
-    const stopWord = await StopWord.create({ threshold, check: false, onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }) });
+    const stopWord = await StopWord.create({ threshold, check: false, onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
     for (let at = 0; at + 1280 <= out.length; at += 1280) {
       const on = armed(at);

@@ -24,11 +24,11 @@ const RATE = SPEECH_FORMAT.rate;
 /** pocketsphinx's frame: 10 ms. */
 const FRAME = RATE / 100;
 /**
- * How far the word's end lies before the audio fed when the spotter reports it: its 10-frame
- * `-kws_delay` and the features' look-ahead, 15–23 frames measured (80 ms chunks); the low end, so
- * the word is whole in what is checked.
+ * How far the word's end lies before the audio fed when the spotter reports it: its `-kws_delay`
+ * and the features' look-ahead, 15–23 frames measured at a delay of 10 (80 ms chunks). The low
+ * end, so the word is whole in what is checked: the delay plus these frames.
  */
-const DETECTION_LAG = 12 * FRAME;
+const DETECTION_LAG_FRAMES = 2;
 /** IRIS's audio this long before a stretch still sounds in the room during it (its reverberation; RT60 up to ~0.6 s). */
 const ROOM_TAIL = RATE / 4;
 /** Chunks of history (80 ms each: 1 s) before the residual echo's level is known. */
@@ -58,6 +58,13 @@ export interface StopWordOptions {
   ownLeadS?: number;
   /** How often each spotter starts a new utterance, so its level normalisation follows the echo's (seconds); default 2. */
   restartS?: number;
+  /**
+   * pocketsphinx's `-kws_delay` (frames the spotter waits past the word before it reports it);
+   * default 5 (pocketsphinx's own: 10). scripts/bench-room.ts, dev: the same words heard and 0
+   * self-stops at 5 and 10, the latest detection 177 / 194 ms after the word at 0 / +6 dB against
+   * 360 / 414 ms; at 2 one self-stop (docs/room.md).
+   */
+  kwsDelay?: number;
   /** Audio fed again after a restart, longer than the word (seconds); default 0.6. */
   refeedS?: number;
   /** What a candidate must pass to count; `false`: every candidate the own-voice veto lets through counts. */
@@ -146,7 +153,7 @@ class Spotter {
   /** Samples pushed, not counting those fed again. */
   #fed = 0;
 
-  constructor(readonly lib: PocketsphinxLibrary, readonly decoder: unknown, readonly word: string, readonly restartSamples: number, readonly refeedSamples: number) {
+  constructor(readonly lib: PocketsphinxLibrary, readonly decoder: unknown, readonly word: string, readonly restartSamples: number, readonly refeedSamples: number, readonly detectionLag: number) {
     lib.startUtt(decoder);
   }
 
@@ -212,13 +219,13 @@ class Spotter {
   }
 
   /**
-   * Where the word lies: its length from the detection, its end `DETECTION_LAG` before what was
+   * Where the word lies: its length from the detection, its end `detectionLag` before what was
    * fed (the detection's frames count on from the decoder's first utterance, not this one's).
    */
   #hit(): Hit {
     const found = this.lib.segments(this.decoder).filter((s) => s.word === this.word).at(-1);
     this.lib.endUtt(this.decoder);
-    const to = this.#fed - DETECTION_LAG;
+    const to = this.#fed - this.detectionLag;
     return { from: to - (found ? found.endFrame - found.startFrame + 1 : 50) * FRAME, to };
   }
 }
@@ -276,7 +283,8 @@ export class StopWord {
     if (!entries.some((entry) => entry.word === word)) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
     return () => withDictionary(entries, (dict) => {
-      const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-allphone_ci', 'yes', '-logfn', '/dev/null'];
+      const kwsDelay = options.kwsDelay ?? 5;
+      const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-kws_delay', String(kwsDelay), '-allphone_ci', 'yes', '-logfn', '/dev/null'];
       const decoders = [lib.init(argv(options.threshold ?? 1e-20)), lib.init(argv(options.ownThreshold ?? 1e-15))];
       const searches = (d: unknown) =>
         lib.setJsgf(d, 'word', `#JSGF V1.0;\ngrammar word;\npublic <s> = ${word};\n`) === 0 &&
@@ -289,7 +297,8 @@ export class StopWord {
         throw new SttError('stt_failed', 'pocketsphinx could not start the stop-word spotter');
       }
       const [restart, refeed] = [(options.restartS ?? 2) * RATE, (options.refeedS ?? 0.6) * RATE];
-      return new StopWord(lib, word, new Spotter(lib, mic, word, restart, refeed), new Spotter(lib, own, word, restart, refeed), options);
+      const lag = (kwsDelay + DETECTION_LAG_FRAMES) * FRAME;
+      return new StopWord(lib, word, new Spotter(lib, mic, word, restart, refeed, lag), new Spotter(lib, own, word, restart, refeed, lag), options);
     });
   }
 
