@@ -7,7 +7,7 @@
  * setting of a grid. The other held-out sets are not read
  * here. The full measurement, held-out included, is scripts/bench-tool-rank.ts.
  *
- *   npx tsx scripts/tune-tool-rank.ts [--grid meaning|wide|budget|floor|thesaurus|priors|priors2|spoken|family|none|cut] [--asr|--both] [--top N] [--missed] [--ranks] [--at-k] [--expose N] [--full N] [--no-held-out-4]
+ *   npx tsx scripts/tune-tool-rank.ts [--grid meaning|wide|budget|floor|thesaurus|priors|priors2|spoken|family|none|cut|cut2] [--asr|--both] [--top N] [--missed] [--ranks] [--at-k] [--expose N] [--full N] [--no-held-out-4]
  */
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { MEANING_TUNING } from '../src/toolhost/mcp/meaning.js';
@@ -92,6 +92,8 @@ const GRIDS: Record<string, Axes> = {
   spoken: { spoken: [false, true], questionPrior: [0, 0.3], actionPrior: [0, 0.2] },
   /** Fewer near-duplicates: at most so many tools of one family (get_/create_/delete_ X). */
   family: { perFamily: [0, 1, 2, 3, 4] },
+  /** Around where the list ends now. */
+  cut2: { shares: [[0.2, 0.4], [0.25, 0.3], [0.25, 0.4], [0.25, 0.5], [0.3, 0.4], [0.2, 0.3]] },
   /** The defaults alone (with `--missed`, `--ranks`). */
   none: {},
   cut: { shares: [0.25, 0.35, 0.45, 0.55, 0.65].flatMap((min) => [0.5, 0.6, 0.7, 0.8].map((gap) => [min, gap])) },
