@@ -447,7 +447,7 @@ describe('iris tools search', () => {
     expect(report.tokens).toBeGreaterThan(0);
     expect(report.tokens).toBeLessThan(1500);
     const people = await iris(['tools', 'search', 'dim the bedroom lights'], vars);
-    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools \(\d+ tokens, the first 4 in full, the rest without parameter descriptions\):\n {2}score = words \+ meaning \(× kind, [^\n]*\)\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2}lights\.set_brightness +Dim or brighten/);
+    expect(people.stdout).toMatch(/^for "dim the bedroom lights" the first request shows \d+ of 40 remote tools \(\d+ tokens, the first 4 in full, the rest without parameter descriptions\):\n {2}score = words \+ meaning \(× kind, [^\n]*\)\n +\d\.\d\d = 1\.00 \+ \d\.\d\d {2,}lights\.set_brightness +Dim or brighten/);
     expect((await iris(['tools', 'search', 'zzzz'], vars)).stdout).toBe('no remote tool matches "zzzz": the model gets only the meta-tools (of 40 remote tools)\n');
   }, 60_000);
 });

@@ -114,11 +114,12 @@ export function register(program: Command, session: Session): void {
         if (exposed.length === 0) return [`no remote tool matches "${query}": the model gets only the meta-tools (of ${report.remote_tools} remote tools)`];
         const width = Math.max(...ranked.map((r) => r.path.length));
         const parts = (r: { score: number; words: number; meaning: number; kind: number }) => `${r.score.toFixed(2).padStart(5)} = ${r.kind === 1 ? '' : '('}${r.words.toFixed(2)} + ${r.meaning.toFixed(2)}${r.kind === 1 ? '' : `) × ${r.kind.toFixed(2)}`}`;
+        const partsWidth = Math.max(...[...exposed, ...report.left_out].map((r) => parts(r).length));
         return [
           `for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools (${report.tokens} tokens, the first ${FULL_SCHEMAS} in full, the rest without parameter descriptions):`,
           '  score = words + meaning (× kind, under 1 for a tool that changes things when asked a question, or only reads when told to do something)',
-          ...exposed.map((r) => `  ${parts(r)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
-          ...report.left_out.map((r) => `  ${parts(r)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
+          ...exposed.map((r) => `  ${parts(r).padEnd(partsWidth)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
+          ...report.left_out.map((r) => `  ${parts(r).padEnd(partsWidth)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
         ];
       });
     });
