@@ -7,9 +7,11 @@
  * keeps "news" apart from "new"), so "dim the lights" finds `set_brightness`'s "Dim or brighten
  * the lights". A few words people say that tools do not ("pill", "warm", a language's name)
  * bring the tools' words at half weight, and every word no tool uses brings WordNet's
- * synonyms, broader terms and definition words at lower weights (thesaurus.ts). The list ends
- * at the first clear drop in score. The
- * index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
+ * synonyms, broader terms and definition words at lower weights (thesaurus.ts). Words come as
+ * a speech recogniser writes them ("whats", "im", "um"). A question weighs tools that change
+ * things less, a command tools that only read (`readOnlyHint`); at most two tools of one record
+ * family (get_/list_/create_/… the same thing) are listed. The list ends at the first clear
+ * drop in score. The index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
  * (scripts/bench-tool-rank.ts). Why MiniSearch: on the bench's requests lunr and FlexSearch
  * found as many tools (87–90 %), but lunr is unmaintained and reads ":", "~", "-" in spoken
  * text as query syntax, and FlexSearch gives ranks, not the relevance scores the cut-offs below
@@ -154,6 +156,11 @@ export interface RankTuning {
   perFamily: number;
 }
 
+/**
+ * Chosen on the dev requests only (scripts/tune-tool-rank.ts; docs/benchmarks.md): the kind's
+ * 0.3 / 0.2 in the middle of a flat run (0.2–0.3 / 0.15–0.3 found as many), two per family
+ * (one or three found fewer).
+ */
 export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true }, spoken: true, questionPrior: 0.3, actionPrior: 0.2, perFamily: 2 };
 
 /**
@@ -307,6 +314,17 @@ export class ToolIndex {
       .map(([set, weight]): [string, number] => [[...set].join(' '), weight]);
   }
 
+  /** The hits, best first, with at most `most` of each family. */
+  #fewPerFamily<T extends { id: number }>(hits: readonly T[], most: number): T[] {
+    const seen = new Map<string, number>();
+    return hits.filter((hit) => {
+      const family = this.#families[hit.id] ?? '';
+      const n = (seen.get(family) ?? 0) + 1;
+      seen.set(family, n);
+      return n <= most;
+    });
+  }
+
   get size(): number {
     return this.#entries.length;
   }
@@ -350,20 +368,11 @@ export class ToolIndex {
       return { id, ...p, kind: fit, score: (p.words + p.meaning) * fit };
     });
     scored.sort((a, b) => b.score - a.score || a.id - b.id);
-    if (perFamily > 0) {
-      const seen = new Map<string, number>();
-      const kept = scored.filter((hit) => {
-        const family = this.#families[hit.id] ?? '';
-        const n = (seen.get(family) ?? 0) + 1;
-        seen.set(family, n);
-        return n <= perFamily;
-      });
-      scored.splice(0, scored.length, ...kept);
-    }
-    const best = scored[0]?.score ?? 0;
-    const gap = options.atGap === false ? -1 : scored.findIndex((hit, i) => i >= keepAtLeast && hit.score < (scored[i - 1]?.score ?? 0) * gapShare);
+    const listed = perFamily > 0 ? this.#fewPerFamily(scored, perFamily) : scored;
+    const best = listed[0]?.score ?? 0;
+    const gap = options.atGap === false ? -1 : listed.findIndex((hit, i) => i >= keepAtLeast && hit.score < (listed[i - 1]?.score ?? 0) * gapShare);
     const round = (x: number) => Math.round(x * 1000) / 1000;
-    return scored
+    return listed
       .slice(0, gap < 0 ? limit : Math.min(gap, limit))
       .filter((hit) => hit.score >= best * minShare)
       .flatMap((hit) => {
