@@ -36,7 +36,7 @@ import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
 import { fingerprint } from '../src/toolhost/mcp/servers.js';
 import { HOME_SERVERS, type CatalogueTool } from '../test/fixtures/home-catalogue.js';
-import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, type HomeRequest } from '../test/fixtures/home-requests.js';
+import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, type HomeRequest } from '../test/fixtures/home-requests.js';
 import { OllamaDouble, type RecordedChat, type ScriptedTurn } from '../test/helpers/ollama-double.js';
 import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 
@@ -44,9 +44,11 @@ import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench
  * dev and dev_2 are tuned on. held_out was looked at by earlier attempts; held_out_2 was
  * written before the November 2026 changes and its totals chose between variants after the
  * first; held_out_3 was measured once, then looked at; held_out_4 was written before ranking by
- * meaning; held_out_5 was written before session 11's changes and is the cleanest.
+ * meaning; held_out_5 was written before session 11's changes and looked at after them;
+ * held_out_6 was written before session 12's changes, as a speech recogniser writes, and is the
+ * cleanest.
  */
-const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5 } as const;
+const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5, held_out_6: HELD_OUT_6 } as const;
 const EXPOSE_MAX = [8, 12, 16, 20];
 const DEFAULT_EXPOSE_MAX = 16;
 const SERVER_SCRIPT = join(ROOT, 'test/fixtures/home-mcp-server.ts');
@@ -166,7 +168,7 @@ const bySplit = (figures: Record<string, number | { recall: number }> | undefine
 console.log(`${remote} tools on ${HOME_SERVERS.length} servers; native tools + meta-tools ${ranking.native_and_meta_tokens} of ${budget} tokens; meta-tools ${ranking.meta_tools_tokens}`);
 for (const max of EXPOSE_MAX) {
   const r = recall[String(max)];
-  console.log(`expose_max ${String(max).padStart(2)}: recall ${bySplit(r)}; held-out 5 shown ${r?.held_out_5?.shown_mean} tools, ${r?.held_out_5?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
+  console.log(`expose_max ${String(max).padStart(2)}: recall ${bySplit(r)}; held-out 6 shown ${r?.held_out_6?.shown_mean} tools, ${r?.held_out_6?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
 }
 console.log(`shared words alone (expose_max ${DEFAULT_EXPOSE_MAX}): ${bySplit(meaningAblation.without_meaning)}`);
 console.log(`with meaning: ${bySplit(meaningAblation.with_meaning)}`);

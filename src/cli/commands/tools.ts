@@ -83,7 +83,7 @@ export function register(program: Command, session: Session): void {
 
   tools
     .command('search')
-    .description('which remote tools the first model request would show for these words, with their scores (shared words + meaning)')
+    .description('which remote tools the first model request would show for these words, with their scores (shared words + meaning, × the request\'s kind)')
     .argument('<query...>', 'the words, as the person would say them')
     .addOption(jsonOption())
     .action(async (words: string[], _opts, cmd: Command) => {
@@ -97,7 +97,7 @@ export function register(program: Command, session: Session): void {
       const offered = iris.host.definitions();
       const definitions = shownDefinitions(ranked);
       const shown = new Set(shownInFull(offered, definitions, config.budget.tool_tokens, count).map((d) => d.name));
-      const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score, words: r.words, meaning: r.meaning });
+      const row = (r: (typeof ranked)[number]) => ({ name: r.path, score: r.score, words: r.words, meaning: r.meaning, kind: r.kind });
       const exposed = ranked.filter((r) => shown.has(r.path));
       const report = {
         query,
@@ -113,12 +113,13 @@ export function register(program: Command, session: Session): void {
         if (config.tools.expose_max === 0) return ['[tools] expose_max = 0: the model is shown only the meta-tools'];
         if (exposed.length === 0) return [`no remote tool matches "${query}": the model gets only the meta-tools (of ${report.remote_tools} remote tools)`];
         const width = Math.max(...ranked.map((r) => r.path.length));
-        const parts = (r: { score: number; words: number; meaning: number }) => `${r.score.toFixed(2).padStart(5)} = ${r.words.toFixed(2)} + ${r.meaning.toFixed(2)}`;
+        const parts = (r: { score: number; words: number; meaning: number; kind: number }) => `${r.score.toFixed(2).padStart(5)} = ${r.kind === 1 ? '' : '('}${r.words.toFixed(2)} + ${r.meaning.toFixed(2)}${r.kind === 1 ? '' : `) × ${r.kind.toFixed(2)}`}`;
+        const partsWidth = Math.max(...[...exposed, ...report.left_out].map((r) => parts(r).length));
         return [
           `for "${query}" the first request shows ${exposed.length} of ${report.remote_tools} remote tools (${report.tokens} tokens, the first ${FULL_SCHEMAS} in full, the rest without parameter descriptions):`,
-          '  score = words + meaning',
-          ...exposed.map((r) => `  ${parts(r)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
-          ...report.left_out.map((r) => `  ${parts(r)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
+          '  score = words + meaning (× kind, under 1 for a tool that changes things when asked a question, or only reads when told to do something)',
+          ...exposed.map((r) => `  ${parts(r).padEnd(partsWidth)}  ${r.path.padEnd(width)}  ${(r.tool.description ?? '').split('\n')[0] ?? ''}`),
+          ...report.left_out.map((r) => `  ${parts(r).padEnd(partsWidth)}  ${r.name.padEnd(width)}  (left out: over [budget] tool_tokens ${report.budget})`),
         ];
       });
     });

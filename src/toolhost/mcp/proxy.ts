@@ -151,7 +151,7 @@ export class McpProxy {
     if (limit <= 0) return [];
     const again = recent.flatMap((path) => {
       const entry = this.#resolve(path);
-      return typeof entry === 'string' ? [] : [{ server: entry.server, tool: entry.tool, path: `${entry.server}.${entry.tool.name}`, score: 0, words: 0, meaning: 0 }];
+      return typeof entry === 'string' ? [] : [{ server: entry.server, tool: entry.tool, path: `${entry.server}.${entry.tool.name}`, score: 0, words: 0, meaning: 0, kind: 1 }];
     });
     const ranked = this.rank(words, limit).filter((r) => !again.some((a) => a.path === r.path));
     return [...again, ...ranked].slice(0, limit);

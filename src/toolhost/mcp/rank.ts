@@ -7,9 +7,11 @@
  * keeps "news" apart from "new"), so "dim the lights" finds `set_brightness`'s "Dim or brighten
  * the lights". A few words people say that tools do not ("pill", "warm", a language's name)
  * bring the tools' words at half weight, and every word no tool uses brings WordNet's
- * synonyms, broader terms and definition words at lower weights (thesaurus.ts). The list ends
- * at the first clear drop in score. The
- * index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
+ * synonyms, broader terms and definition words at lower weights (thesaurus.ts). Words come as
+ * a speech recogniser writes them ("whats", "im", "um"). A question weighs tools that change
+ * things less, a command tools that only read (`readOnlyHint`); at most two tools of one record
+ * family (get_/list_/create_/… the same thing) are listed. The list ends at the first clear
+ * drop in score. The index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
  * (scripts/bench-tool-rank.ts). Why MiniSearch: on the bench's requests lunr and FlexSearch
  * found as many tools (87–90 %), but lunr is unmaintained and reads ":", "~", "-" in spoken
  * text as query syntax, and FlexSearch gives ranks, not the relevance scores the cut-offs below
@@ -39,6 +41,12 @@ export interface RankedTool {
   words: number;
   /** The meaning part: nearness of the words in word-vector space (meaning.ts) × its weight; 0 without word vectors. */
   meaning: number;
+  /**
+   * What the request's kind makes of the two: 1, or less for a tool that changes things when
+   * the words are a question, or only reads when they are a command (RankTuning.questionPrior,
+   * actionPrior). `score` is (words + meaning) × kind.
+   */
+  kind: number;
 }
 
 export interface IndexedServer {
@@ -131,9 +139,29 @@ export interface RankTuning {
    * widens only the words no tool's text uses.
    */
   thesaurus: { synonyms: number; broader: number; gloss: number; unknownOnly: boolean };
+  /** Read words as a speech recogniser writes them: "whats", "im", "dont" as "what's", "I'm", "do not"; fillers ("um", "please") dropped. */
+  spoken: boolean;
+  /**
+   * A question ("is the door locked", "how long …") is rarely answered by a tool that changes
+   * things: those (not `readOnlyHint`) score × (1 − questionPrior); 0 = off.
+   */
+  questionPrior: number;
+  /** A request that is not a question nor a "show me", "read me" … : read-only tools score × (1 − actionPrior); 0 = off. */
+  actionPrior: number;
+  /**
+   * At most this many tools of one family, the same thing kept by record verbs (get_, list_,
+   * create_, update_, delete_litter_box): the rest of a family is a browse away, and its places
+   * go to other tools; 0 = no limit.
+   */
+  perFamily: number;
 }
 
-export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true } };
+/**
+ * Chosen on the dev requests only (scripts/tune-tool-rank.ts; docs/benchmarks.md): the kind's
+ * 0.3 / 0.2 in the middle of a flat run (0.2–0.3 / 0.15–0.3 found as many), two per family
+ * (one or three found fewer).
+ */
+export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true }, spoken: true, questionPrior: 0.3, actionPrior: 0.2, perFamily: 2 };
 
 /**
  * Words a request says that no tool's text uses, and the words tools use for them. Only
@@ -166,6 +194,48 @@ const RELATED_BY_WORD = new Map<string, string>([
   ...[...LANGUAGES].map((w): [string, string] => [w, 'language translate']),
 ]);
 
+/**
+ * Contractions as a speech recogniser or a hurried typist writes them, without the apostrophe,
+ * and what they are with it. Left out where the bare form is a word of its own ("ill", "id",
+ * "wed", "well", "shell", "were").
+ */
+const BARE_CONTRACTIONS: [RegExp, string][] = [
+  [/\b(what|how|where|who|when|that|there|here|it|let)s\b/giu, "$1's"],
+  [/\bim\b/giu, "I'm"],
+  [/\b(i|you|we|they)(ve)\b/giu, "$1'$2"],
+  [/\b(you|they)(re|ll)\b/giu, "$1'$2"],
+  [/\b(do|does|did|is|are|was|were|have|has|had|could|would|should|ca|wo)nt\b/giu, "$1n't"],
+];
+/** Words said around a request that say nothing about a tool. */
+const FILLERS = new Set(['um', 'uh', 'er', 'erm', 'hmm', 'hey', 'please', 'ok', 'okay', 'iris', 'gonna', 'wanna', 'gotta', 'yeah']);
+
+function spokenForm(words: string): string {
+  let text = words;
+  for (const [pattern, replacement] of BARE_CONTRACTIONS) text = text.replace(pattern, replacement);
+  return text.split(/\s+/u).filter((w) => !FILLERS.has(w.toLowerCase().replace(/[^\p{L}]/gu, ''))).join(' ');
+}
+
+/** First words of a question. */
+const QUESTION = new Set(['what', 'how', 'is', 'are', 'was', 'were', 'did', 'does', 'do', 'when', 'where', 'who', 'whose', 'which', 'why', 'any', 'have', 'has', 'am', 'will', 'should']);
+/** First words of a request to be shown or told something. */
+const SHOW = new Set(['show', 'tell', 'read', 'find', 'look', 'search', 'check', 'list', 'give', 'let', 'see', 'track']);
+/** First words of tools that keep records of a thing: list, get, create, change, delete, search it. */
+const CRUD = /^(get|list|create|add|update|edit|set|delete|remove|search|find)$/iu;
+/** Names of tools that only read, for tools without `readOnlyHint`. */
+const READ_VERB = /^(get|list|find|search|read|check|track|show|query|fetch|lookup|describe|count)(_|[A-Z]|$)/u;
+
+function readsOnly(tool: RemoteTool): boolean {
+  return tool.annotations?.readOnlyHint ?? READ_VERB.test(tool.name);
+}
+
+/** "question", "show" or "action", from the request's first word (clitics dropped); a single word ("sunscreen") says neither. */
+function requestKind(words: string): 'question' | 'show' | 'action' {
+  const all = tokenize(words);
+  const first = all[0]?.toLowerCase() ?? '';
+  if (words.trim().endsWith('?') || QUESTION.has(first)) return 'question';
+  return SHOW.has(first) || all.length < 2 ? 'show' : 'action';
+}
+
 export interface RankOptions {
   /** End the list at the first clear drop in score (RankTuning.gapShare); default true. */
   atGap?: boolean;
@@ -178,6 +248,12 @@ function meaningWords(text: string): string[] {
 
 export class ToolIndex {
   readonly #entries: { server: string; tool: RemoteTool }[] = [];
+  /**
+   * Each tool's family: for a tool named by a record verb (CRUD), its server and the stems of the
+   * rest of its name ("pets.litter box" for get_litter_box and list_litter_boxes); any other tool
+   * is a family of its own (open_blinds and close_blinds are two things to do).
+   */
+  readonly #families: string[] = [];
   readonly #search: MiniSearch<Document>;
   readonly #tuning: RankTuning;
   readonly #meaning: MeaningIndex | undefined;
@@ -210,6 +286,8 @@ export class ToolIndex {
         documents.push({ id: this.#entries.length, name: tool.name, server: about, description: tool.description ?? '', parameters: parameterText(tool) });
         texts.push([...meaningWords(`${tool.name} ${tool.description ?? ''}`), ...serverWords]);
         this.#entries.push({ server: server.name, tool });
+        const [verb = '', ...object] = tokenize(tool.name);
+        this.#families.push(CRUD.test(verb) ? `${server.name}.${object.map((w) => term(w) ?? w.toLowerCase()).join(' ')}` : `${server.name}.${tool.name}`);
       }
     }
     this.#search.addAll(documents);
@@ -236,17 +314,30 @@ export class ToolIndex {
       .map(([set, weight]): [string, number] => [[...set].join(' '), weight]);
   }
 
+  /** The hits, best first, with at most `most` of each family. */
+  #fewPerFamily<T extends { id: number }>(hits: readonly T[], most: number): T[] {
+    const seen = new Map<string, number>();
+    return hits.filter((hit) => {
+      const family = this.#families[hit.id] ?? '';
+      const n = (seen.get(family) ?? 0) + 1;
+      seen.set(family, n);
+      return n <= most;
+    });
+  }
+
   get size(): number {
     return this.#entries.length;
   }
 
   /**
-   * The tools best matching `words`, at most `limit`, dropping matches far below the best and,
-   * unless `options.atGap` is false (a search's listing), those past the first clear drop.
+   * The tools best matching the `request`'s words, at most `limit`, dropping matches far below
+   * the best and, unless `options.atGap` is false (a search's listing), those past the first
+   * clear drop.
    */
-  rank(words: string, limit: number, options: RankOptions = {}): RankedTool[] {
+  rank(request: string, limit: number, options: RankOptions = {}): RankedTool[] {
+    const { relatedWeight, minShare, gapShare, keepAtLeast, spoken, questionPrior, actionPrior, perFamily } = this.#tuning;
+    const words = spoken ? spokenForm(request) : request;
     if (limit <= 0 || words.trim() === '') return [];
-    const { relatedWeight, minShare, gapShare, keepAtLeast } = this.#tuning;
     const related = [...new Set(tokenize(words).flatMap((w) => RELATED_BY_WORD.get(w.toLowerCase()) ?? []))].join(' ');
     const wider = this.#wider(words);
     const hits = this.#search.search({
@@ -270,16 +361,23 @@ export class ToolIndex {
         else part.meaning = m * this.#tuning.meaningWeight;
       });
     }
-    const scored = [...parts].map(([id, p]) => ({ id, ...p, score: p.words + p.meaning })).sort((a, b) => b.score - a.score || a.id - b.id);
-    const best = scored[0]?.score ?? 0;
-    const gap = options.atGap === false ? -1 : scored.findIndex((hit, i) => i >= keepAtLeast && hit.score < (scored[i - 1]?.score ?? 0) * gapShare);
+    const kind = questionPrior > 0 || actionPrior > 0 ? requestKind(words) : 'show';
+    const scored = [...parts].map(([id, p]) => {
+      const tool = this.#entries[id]?.tool;
+      const fit = tool === undefined ? 1 : kind === 'question' && !readsOnly(tool) ? 1 - questionPrior : kind === 'action' && readsOnly(tool) ? 1 - actionPrior : 1;
+      return { id, ...p, kind: fit, score: (p.words + p.meaning) * fit };
+    });
+    scored.sort((a, b) => b.score - a.score || a.id - b.id);
+    const listed = perFamily > 0 ? this.#fewPerFamily(scored, perFamily) : scored;
+    const best = listed[0]?.score ?? 0;
+    const gap = options.atGap === false ? -1 : listed.findIndex((hit, i) => i >= keepAtLeast && hit.score < (listed[i - 1]?.score ?? 0) * gapShare);
     const round = (x: number) => Math.round(x * 1000) / 1000;
-    return scored
+    return listed
       .slice(0, gap < 0 ? limit : Math.min(gap, limit))
       .filter((hit) => hit.score >= best * minShare)
       .flatMap((hit) => {
         const entry = this.#entries[hit.id];
-        return entry === undefined ? [] : [{ ...entry, path: `${entry.server}.${entry.tool.name}`, score: round(hit.score), words: round(hit.words), meaning: round(hit.meaning) }];
+        return entry === undefined ? [] : [{ ...entry, path: `${entry.server}.${entry.tool.name}`, score: round(hit.score), words: round(hit.words), meaning: round(hit.meaning), kind: round(hit.kind) }];
       });
   }
 }
