@@ -9,12 +9,12 @@
  * tree, the tests and the bundle's folder alike.
  *
  * Stream frame k is written at `anchor + k / rate - lead` (epoch ms, performance.timeOrigin +
- * performance.now()). What sounds then lags the timeline by what is queued: the pipe to aplay
- * and ALSA's buffer. ALSA's is fixed; the pipe is kept near the lead: it is a pipe of our own
- * (so its unread bytes can be counted, FIONREAD), and whatever piles up beyond the lead (aplay
- * late to start, a device slower than this clock) is taken out of the silence between clips by
- * skipping frames. So a clip sounds the same time after its place on the timeline in every
- * stream, whenever aplay started.
+ * performance.now()): the anchor is taken once aplay has set the device up (the setup its `-v`
+ * dumps), so aplay's own start, which moves 0-40 ms from run to run, is not part of it. What sounds lags
+ * the timeline by what is queued (the lead, ALSA's buffer, and whatever aplay fell behind by at
+ * its start), the same for every clip of the stream. Frames are never skipped to take a lag out:
+ * the echo canceller would then have to learn the delay again (tried: a 33 ms skip after the
+ * reminder got the early answer taken back by its own echo).
  *
  * In:  {type: 'clip', id, at, pcm}  (stream frame, Int16Array at the stream's rate; mixed)
  *      {type: 'drop', id}           (what is not written yet is never played)
@@ -22,22 +22,14 @@
  *      {type: 'kill'}               (stop now)
  * Out: {type: 'spawned', pid}, {type: 'ready', anchor, bufferFrames, periodFrames},
  *      {type: 'ended', id, end}, {type: 'dropped', id, end} (end: the first frame not played),
- *      {type: 'skipped', frames}, {type: 'underrun', text}, {type: 'error', code, message},
+ *      {type: 'underrun', text}, {type: 'error', code, message},
  *      {type: 'exit', code, signal, stderr}
  */
 import { spawn } from 'node:child_process';
-import { closeSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 
-/** @type {{ command: string, args: string[], rate: number, leadFrames: number, slackFrames: number, windowMs: number, tickMs: number, primeFrames: number }} */
+/** @type {{ command: string, args: string[], rate: number, leadFrames: number, tickMs: number, primeFrames: number }} */
 const options = workerData;
-/** Linux's values (x86-64 and arm64 alike). */
-const O_CLOEXEC = 0o2000000;
-const O_NONBLOCK = 0o4000;
-const F_SETFL = 4;
-const FIONREAD = 0x541b;
-
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 const now = () => performance.timeOrigin + performance.now();
 
@@ -50,14 +42,9 @@ let written = 0;
 let stderr = '';
 /** @type {NodeJS.Timeout | undefined} */
 let timer;
-/** The pipe's lowest level (frames) in the window that began at `since` (epoch ms). */
-let lowest = { frames: Infinity, since: 0 };
 
-/** The pipe to aplay: our own, so that what aplay has not read yet can be counted. */
-const pipe = ownPipe();
-const child = spawn(options.command, options.args, { stdio: [pipe ? pipe.read : 'pipe', 'ignore', 'pipe'] });
-if (pipe) closeSync(pipe.read);
-child.stdin?.on('error', () => undefined); // aplay gone mid-write: its exit says why
+const child = spawn(options.command, options.args, { stdio: ['pipe', 'ignore', 'pipe'] });
+child.stdin.on('error', () => undefined); // aplay gone mid-write: its exit says why
 if (child.pid !== undefined) port.postMessage({ type: 'spawned', pid: child.pid });
 // aplay reads a header's worth of its input (26 bytes) before it sets the device up.
 write(new Int16Array(options.primeFrames));
@@ -65,16 +52,12 @@ written = options.primeFrames;
 child.stderr?.on('data', (/** @type {Buffer} */ chunk) => {
   const text = chunk.toString();
   stderr = (stderr + text).slice(-16_384);
-  if (anchor === undefined && /Its setup is:/.test(stderr)) start();
+  if (anchor === undefined && /boundary\s*:/.test(stderr)) start(); // the last line of the setup aplay dumps (-v)
   for (const line of text.split('\n')) if (/underrun/.test(line)) port.postMessage({ type: 'underrun', text: line.trim() });
 });
 child.on('error', (/** @type {NodeJS.ErrnoException} */ error) => port.postMessage({ type: 'error', code: error.code, message: error.message }));
 child.on('close', (code, signal) => {
   clearInterval(timer);
-  if (pipe && !pipe.closed) {
-    pipe.closed = true;
-    closeSync(pipe.write);
-  }
   port.postMessage({ type: 'exit', code, signal, stderr });
   port.close();
 });
@@ -82,7 +65,6 @@ child.on('close', (code, signal) => {
 /** aplay is ready: frame `primeFrames` is due now, and the lead is written at once. */
 function start() {
   anchor = now() - (options.primeFrames * 1000) / options.rate;
-  lowest = { frames: Infinity, since: now() };
   const size = (/** @type {string} */ name) => Number(new RegExp(`${name}\\s*:\\s*(\\d+)`).exec(stderr)?.[1] ?? 0);
   port.postMessage({ type: 'ready', anchor, bufferFrames: size('buffer_size'), periodFrames: size('period_size') });
   tick();
@@ -94,21 +76,6 @@ function tick() {
   if (anchor === undefined) return;
   const due = Math.floor(((now() - anchor) * options.rate) / 1000) + options.leadFrames;
   if (due <= written) return;
-  // More queued in the pipe than the lead for a whole window (not a moment: aplay or the card
-  // catching up after a late read drains it again by itself): skip that much of the silence
-  // ahead, never a clip.
-  const level = pipe ? pipe.unread() : 0;
-  const at = now();
-  if (level < lowest.frames) lowest = { frames: level, since: lowest.since };
-  if (at - lowest.since >= options.windowMs) {
-    const excess = lowest.frames - options.leadFrames;
-    if (excess > options.slackFrames && !clips.some((clip) => clip.at < written + excess && clip.at + clip.pcm.length > written)) {
-      written += excess;
-      port.postMessage({ type: 'skipped', frames: excess });
-    }
-    lowest = { frames: Infinity, since: at };
-    if (due <= written) return;
-  }
   const block = new Int16Array(due - written);
   for (const clip of clips) {
     const from = Math.max(written, clip.at);
@@ -128,38 +95,9 @@ function tick() {
   });
 }
 
-/** Samples to aplay. A full pipe (aplay stuck) loses them: the device will not play them either. */
+/** Samples to aplay. */
 function write(/** @type {Int16Array} */ samples) {
-  const bytes = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  if (!pipe) return void child.stdin?.write(bytes);
-  if (pipe.closed) return;
-  try {
-    writeSync(pipe.write, bytes);
-  } catch (error) {
-    const code = /** @type {NodeJS.ErrnoException} */ (error).code;
-    if (code !== 'EAGAIN' && code !== 'EPIPE') throw error;
-  }
-}
-
-/** A pipe whose write end does not block, through libc (koffi); undefined where that cannot load (then aplay's stdin, unmeasured). */
-function ownPipe() {
-  try {
-    const koffi = createRequire(import.meta.url)('koffi');
-    const libc = koffi.load('libc.so.6');
-    const pipe2 = libc.func('int pipe2(void *fds, int flags)');
-    const fcntl = libc.func('int fcntl(int fd, int cmd, ...)');
-    const ioctl = libc.func('int ioctl(int fd, unsigned long request, void *out)');
-    const fds = Buffer.alloc(8);
-    if (pipe2(fds, O_CLOEXEC) !== 0) return undefined;
-    const read = fds.readInt32LE(0);
-    const writeEnd = fds.readInt32LE(4);
-    fcntl(writeEnd, F_SETFL, 'int', O_NONBLOCK);
-    const count = Buffer.alloc(4);
-    const unread = () => (ioctl(writeEnd, FIONREAD, count) === 0 ? count.readInt32LE(0) / 2 : 0);
-    return { read, write: writeEnd, closed: false, unread };
-  } catch {
-    return undefined;
-  }
+  child.stdin.write(Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength));
 }
 
 port.on('message', (/** @type {{ type: string, id?: number, at?: number, pcm?: Int16Array }} */ message) => {
@@ -174,11 +112,7 @@ port.on('message', (/** @type {{ type: string, id?: number, at?: number, pcm?: I
     clearInterval(timer);
     timer = undefined;
     anchor = undefined;
-    if (pipe && !pipe.closed) {
-      pipe.closed = true;
-      closeSync(pipe.write);
-    }
-    child.stdin?.end();
+    child.stdin.end();
   } else if (message.type === 'kill') {
     clearInterval(timer);
     child.kill('SIGKILL');

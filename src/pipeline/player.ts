@@ -40,10 +40,6 @@ const PERIOD_US = 5_000;
 /** How far ahead of its timeline the feeder writes (frames, 10 ms), and how often (ms). */
 const LEAD_FRAMES = Math.round(STREAM_RATE * 0.01);
 const TICK_MS = 5;
-/** More than this queued in the pipe beyond the lead (frames, 5 ms: aplay reads a period at a time) ... */
-const SLACK_FRAMES = Math.round(STREAM_RATE * 0.005);
-/** ... for this long (ms): a late read that aplay or the card catches up on is not a lag to take out. */
-const WINDOW_MS = 500;
 /** A clip starts this far after the feeder's next write (frames, 5 ms): the message reaches the feeder before it writes there. */
 const GUARD_FRAMES = Math.round(STREAM_RATE * 0.005);
 /** How long a closing player may take to play what it has and exit (ms): ALSA's buffer is 20 ms; a hung device gets killed. */
@@ -79,7 +75,6 @@ type FeederMessage =
   | { type: 'ready'; anchor: number; bufferFrames: number; periodFrames: number }
   | { type: 'ended' | 'dropped'; id: number; end: number }
   | { type: 'underrun'; text: string }
-  | { type: 'skipped'; frames: number }
   | { type: 'error'; code?: string; message: string }
   | { type: 'exit'; code: number | null; signal: string | null; stderr: string };
 
@@ -114,7 +109,7 @@ class OpenStream {
       if (this.#closing && this.#clips.size === 0) return done(); // closed before it ever started
       const worker = new Worker(feederFile(), {
         execArgv: [], // plain JavaScript: no loader of the parent's (tsx) to start first
-        workerData: { command: options.command ?? 'aplay', args: aplayStreamArgs(options.device), rate: STREAM_RATE, leadFrames: LEAD_FRAMES, slackFrames: SLACK_FRAMES, windowMs: WINDOW_MS, tickMs: TICK_MS, primeFrames: PRIME_FRAMES },
+        workerData: { command: options.command ?? 'aplay', args: aplayStreamArgs(options.device), rate: STREAM_RATE, leadFrames: LEAD_FRAMES, tickMs: TICK_MS, primeFrames: PRIME_FRAMES },
       });
       this.#worker = worker;
       worker.on('message', (message: FeederMessage) => this.#on(message));
@@ -190,9 +185,6 @@ class OpenStream {
         clip?.resolveEnd(message.end);
         return;
       }
-      case 'skipped':
-        this.options.log?.debug(`speaker stream on "${this.options.device}": ${Math.round((message.frames * 1000) / STREAM_RATE)} ms of silence skipped (aplay was behind)`);
-        return;
       case 'underrun':
         this.options.log?.warn(`speaker stream on "${this.options.device}": ${message.text} (the echo's delay may move)`);
         return;
