@@ -126,6 +126,17 @@ describe.skipIf(!tools)(`iris doctor on ALSA devices${tools ? '' : ' (skipped: a
   });
 });
 
+describe.skipIf(!tools)(`iris say on ALSA devices${tools ? '' : ' (skipped: aplay missing)'}`, () => {
+  it('says the text on the speaker stream, to its last sentence, and exits', { timeout: 30_000 }, async () => {
+    const { vars, room } = await onDevices(90);
+    const from = room.now();
+    const said = await iris(['say', 'The oven is hot. The cake is done.'], vars);
+    expect(said.code, said.stderr).toBe(0);
+    expect(said.stdout).toMatch(/^speaker spk: /);
+    expect(room.soundedS(from)).toBeGreaterThan(0.8); // both sentences (1.1-1.4 s of voice): iris lets the stream play out before it exits
+  });
+});
+
 describe('the speaker path with a real player', () => {
   // Spawning aplay took 3-24 ms here: the clip is placed where the player has it, not before.
   it('stamps a clip with the clock once the player has started it', async () => {
