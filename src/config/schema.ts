@@ -288,6 +288,7 @@ export const configSchema = {
           type: 'number',
           minimum: 1,
           maximum: 3600,
+          maximumReason: 'past an hour the device is held, and silence written, for nothing',
           default: 30,
           description: 'IRIS keeps one stream open to the speaker while it talks (silence between clips, so the echo canceller sees one delay); it closes the stream and lets the device go after this long with nothing to play (seconds).',
         },
