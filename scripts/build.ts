@@ -39,6 +39,10 @@ else {
   copyFileSync(madeThesaurus(thesaurusDict, '.cache'), `dist/models/${THESAURUS_FILE}`);
 }
 
+// The speaker stream's feeder thread (src/pipeline/player.ts) is a plain module of its own, run
+// by a worker thread from beside the bundle.
+copyFileSync('src/pipeline/player-feed.mjs', 'dist/player-feed.mjs');
+
 await build({
   entryPoints: ['src/cli/iris.ts'],
   outdir: 'dist',

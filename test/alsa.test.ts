@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EchoReference } from '../src/pipeline/echo.js';
 import { Speaker } from '../src/pipeline/playback.js';
+import { PlayerStream } from '../src/pipeline/player.js';
 import { encodeWav } from '../src/pipeline/wav.js';
 import { AlsaRoom } from './helpers/alsa-room.js';
 import { iris, startIris, waitForLine } from './helpers/cli.js';
@@ -52,13 +53,14 @@ function raise(child: ChildProcess): void {
 }
 
 /**
- * A delay IRIS measured, against the room's `injectedMs`. IRIS's clocks add to the room's delay
- * what it cannot tell apart from it: aplay's own start after it was spawned (0-18 ms, under a
- * load of 10-12 on this shared machine) and the live clock's anchor (up to 10 ms late by design,
- * echo.ts JITTER_SAMPLES). Instrumented runs: 125-141 ms over a room of 120, each the sum of the
- * three to the millisecond; in the test 127-156 ms. The room places a sound within 3 ms.
+ * A delay IRIS measured, against the room's `injectedMs`. IRIS measures from where its speaker
+ * stream places a sound to where the microphone has it: the room's delay plus what is queued
+ * before the card plays (the stream's 10 ms lead, ALSA's 20 ms buffer and the room's FIFO; 17-19
+ * ms in scratch runs, to 0.1 ms the same for every clip of a stream, ±2 ms from stream to stream) and the live clock's anchor (up to
+ * 10 ms late by design, echo.ts JITTER_SAMPLES). One aplay per clip measured 125-156 ms over a
+ * room of 120 (its own start, 0-18 ms, in place of the stream's queue).
  */
-const near = (injectedMs: number) => (ms: number): boolean => ms >= injectedMs - 10 && ms <= injectedMs + 40;
+const near = (injectedMs: number) => (ms: number): boolean => ms >= injectedMs && ms <= injectedMs + 50;
 
 const until = async (check: () => boolean, timeoutMs: number): Promise<boolean> => {
   const end = performance.now() + timeoutMs;
@@ -78,6 +80,9 @@ describe.skipIf(!tools)(`the daemon on ALSA devices${tools ? '' : ' (skipped: ar
     try {
       await waitForLine(daemon, /listening for "hey_jarvis"/);
       const text = 'check the oven. The cake needs ten more minutes. Hey jarvis, the cake, the cake is almost done, so take it out soon, then let it cool on the rack by the window before you cut it';
+      // Synthesized before IRIS talks: flite and sox run synchronously and hold this thread, which
+      // serves the room, for up to seconds (the room then lost the echo while IRIS's reference ran on).
+      const person = commandSamples('hey jarvis, what time is it', { padS: [0, 0.3] });
       expect((await iris(['tools', 'call', 'set_reminder', JSON.stringify({ at: 'in 1 second', text })], vars)).code).toBe(0);
       expect(await until(() => room.soundedS() > 0.2, 10_000)).toBe(true);
       const from = room.now();
@@ -85,7 +90,7 @@ describe.skipIf(!tools)(`the daemon on ALSA devices${tools ? '' : ' (skipped: ar
       const status = JSON.parse((await iris(['status', '--json'], vars)).stdout) as { voice: { echo?: { canceller: string; delay_ms?: number } } };
       const before = lines.filter((line) => /acknowledged|turn \d+:/.test(line));
       const played = room.soundedS(from);
-      room.say(commandSamples('hey jarvis, what time is it', { padS: [0, 0.3] }));
+      room.say(person);
       const heard = await until(() => lines.some((line) => line.includes('acknowledged: #1')), 8_000);
 
       expect(played, 'IRIS\'s speech through aplay').toBeGreaterThan(3);
@@ -124,6 +129,17 @@ describe.skipIf(!tools)(`iris doctor on ALSA devices${tools ? '' : ' (skipped: a
   });
 });
 
+describe.skipIf(!tools)(`iris say on ALSA devices${tools ? '' : ' (skipped: aplay missing)'}`, () => {
+  it('says the text on the speaker stream, to its last sentence, and exits', { timeout: 30_000 }, async () => {
+    const { vars, room } = await onDevices(90);
+    const from = room.now();
+    const said = await iris(['say', 'The oven is hot. The cake is done.'], vars);
+    expect(said.code, said.stderr).toBe(0);
+    expect(said.stdout).toMatch(/^speaker spk: /);
+    expect(room.soundedS(from)).toBeGreaterThan(0.8); // both sentences (1.1-1.4 s of voice): iris lets the stream play out before it exits
+  });
+});
+
 describe('the speaker path with a real player', () => {
   // Spawning aplay took 3-24 ms here: the clip is placed where the player has it, not before.
   it('stamps a clip with the clock once the player has started it', async () => {
@@ -133,5 +149,108 @@ describe('the speaker path with a real player', () => {
     await speaker.play(encodeWav(new Int16Array(1600).fill(1000)), new AbortController().signal);
     expect(speaker.reference.sounding(1000, 1400)).toBe(false);
     expect(speaker.reference.sounding(1400, 1401)).toBe(true);
+  });
+});
+
+describe.skipIf(!tools)(`the speaker stream on ALSA devices${tools ? '' : ' (skipped: aplay missing)'}`, () => {
+  let stream: PlayerStream | undefined;
+  const alsaConfig = process.env.ALSA_CONFIG_PATH;
+  afterEach(async () => {
+    await stream?.close();
+    stream = undefined;
+    if (alsaConfig === undefined) delete process.env.ALSA_CONFIG_PATH;
+    else process.env.ALSA_CONFIG_PATH = alsaConfig;
+  });
+
+  /** The daemon's speaker (a `Speaker` on the stream) playing into a room served here. */
+  function onStream(): { room: AlsaRoom; speaker: Speaker; stream: PlayerStream } {
+    room = new AlsaRoom(join(tempDir('iris-stream-'), 'room'), 120, 0.7);
+    try {
+      setPriority(-10);
+    } catch { /* not allowed here */ }
+    process.env.ALSA_CONFIG_PATH = room.env.ALSA_CONFIG_PATH; // the feeder thread's aplay inherits it
+    stream = new PlayerStream({ device: 'spk', idleS: 5 });
+    return { room, speaker: new Speaker(stream), stream };
+  }
+
+  /** A tone loud from its first sample, so where it starts is found to a sample in the reference and in the room. */
+  const tone = (seconds: number): Buffer => {
+    const samples = new Int16Array(Math.round(22_050 * seconds)).map((_, i) => Math.round(8_000 * Math.cos((2 * Math.PI * 440 * i) / 22_050)));
+    return encodeWav(samples, { rate: 22_050, width: 2, channels: 1 });
+  };
+  const now = (): number => EchoReference.nowSamples();
+  const firstLoud = (samples: Int16Array): number => samples.findIndex((x) => Math.abs(x) > 100);
+
+  // One aplay per clip put each clip's sound 0-18 ms after its stamp, a different amount each
+  // time (aplay's own start): the echo canceller's filter, trained on one clip, then subtracted
+  // at the wrong lag on the next. On one stream every clip sounds the same time after its stamp.
+  it('plays every clip on one timeline: each sounds the same time after where the reference has it', { timeout: 20_000 }, async () => {
+    const { room, speaker } = onStream();
+    const signal = new AbortController().signal;
+    const offsetsMs: number[] = [];
+    // Pauses longer than the sound's lag behind its stamp (17-19 ms here), so each clip is found apart from the one before.
+    for (const pauseMs of [200, 500, 300, 700, 250]) {
+      const from = now();
+      await speaker.play(tone(0.3), signal);
+      await new Promise((r) => setTimeout(r, pauseMs));
+      const to = now();
+      const stamped = from + firstLoud(speaker.reference.read(from, to - from));
+      const sounded = room.soundAt(stamped, to);
+      expect(sounded, 'the clip sounded in the room').toBeDefined();
+      offsetsMs.push(((sounded ?? 0) - stamped) / 16);
+    }
+    console.log(`stream: sound after stamp ${offsetsMs.map((ms) => ms.toFixed(2)).join(', ')} ms`);
+    // At least four of the five to 0.5 ms (runs: within 0.07 ms), so that one late write on this
+    // shared machine, which would move the sound from then on as a card's underrun does, is not a
+    // failure; one aplay per clip spread them over 1.8-5.9 ms (this test) and 1-26 ms (scratch runs).
+    const together = Math.max(...offsetsMs.map((a) => offsetsMs.filter((b) => Math.abs(a - b) < 0.5).length));
+    expect(together, offsetsMs.join(', ')).toBeGreaterThanOrEqual(4);
+  });
+
+  it('starts a clip soon after play() and stops it soon after stop(), the stream staying open', { timeout: 20_000 }, async () => {
+    const { room, speaker, stream } = onStream();
+    const signal = new AbortController().signal;
+    const figures: string[] = [];
+    for (const clip of ['opening', 'open']) {
+      const asked = now();
+      const playing = speaker.play(tone(3), signal);
+      expect(await until(() => room.soundAt(asked, now()) !== undefined, 2_000)).toBe(true);
+      const startMs = ((room.soundAt(asked, now()) ?? 0) - asked) / 16;
+      await new Promise((r) => setTimeout(r, 300));
+      const pid = stream.pid;
+      const stopped = now();
+      expect(speaker.stop()).toBe(true);
+      await playing;
+      await new Promise((r) => setTimeout(r, 300));
+      const stopMs = ((room.soundAt(stopped - 16_000, now(), { last: true }) ?? 0) - stopped) / 16;
+      figures.push(`${clip}: start ${startMs.toFixed(1)} ms, stop ${stopMs.toFixed(1)} ms`);
+      console.log(`stream: ${figures.join('; ')}`);
+      expect(startMs).toBeLessThan(clip === 'open' ? 100 : 600);
+      expect(stopMs).toBeLessThan(60);
+      expect(speaker.playing).toBe(false);
+      expect(stream.pid, 'the same aplay plays on').toBe(pid);
+      expect(speaker.reference.sounding(stopped + 60 * 16, now())).toBe(false); // what never sounded is cut from the reference
+    }
+  });
+
+  it('a player that dies fails its clip with an AudioError, and the next clip opens a new one', { timeout: 20_000 }, async () => {
+    const { room, speaker, stream } = onStream();
+    const signal = new AbortController().signal;
+    const asked = now();
+    const playing = speaker.play(tone(3), signal);
+    expect(await until(() => room.soundAt(asked, now()) !== undefined, 2_000)).toBe(true);
+    const pid = stream.pid;
+    process.kill(pid ?? 0, 'SIGKILL');
+    await expect(playing).rejects.toThrow(/speaker "spk" failed: aplay was killed/);
+    const again = now();
+    await speaker.play(tone(0.3), signal);
+    expect(room.soundAt(again, now())).toBeDefined();
+    expect(stream.pid).not.toBe(pid);
+  });
+
+  it('says when aplay is missing', async () => {
+    const missing = new PlayerStream({ device: 'spk', idleS: 1, command: '/nonexistent/aplay' });
+    await expect(missing.play(tone(0.1), new AbortController().signal)).rejects.toMatchObject({ code: 'audio_missing' });
+    await missing.close();
   });
 });

@@ -71,6 +71,7 @@ describe('config', () => {
       ['audio', 'max_command_s', 60],
       ['audio', 'no_speech_s', 60],
       ['audio', 'announce_every_s', 600],
+      ['audio', 'speaker_idle_s', 3600],
       ['mcp', 'connect_timeout_s', 600],
       ['mcp', 'health_interval_s', 86_400],
       ['mcp', 'idle_stop_s', 86_400],

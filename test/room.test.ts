@@ -72,6 +72,34 @@ describe('echo cancellation', () => {
     expect(removedDb).toBeGreaterThanOrEqual(15);
   });
 
+  // Live, an early answer began 1-2 s after the reminder stopped: the canceller, idle meanwhile,
+  // had last run over the person's own voice, and its first frame when it ran again was that old
+  // voice (+39 dB over a silent microphone); the VAD took it for the person going on.
+  it('adds nothing of what it last heard to the next clip\'s start after a pause', async () => {
+    const first = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds.', { padS: [0.3, 0] });
+    const person = commandSamples('hey jarvis, what time is it', { padS: [0, 0] }).subarray(0, Math.round(0.5 * RATE));
+    const second = speechSamples('It is ten past three.', { padS: [0, 0.3] });
+    const gap = 2 * RATE; // nothing playing; the person talks in its first half second
+    const played = new Int16Array(first.length + gap + second.length);
+    played.set(first);
+    played.set(second, first.length + gap);
+    let seed = 1;
+    const noise = Int16Array.from(played, () => ((seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5) * 60);
+    const mic = mix(mix(echoOf(played, 120, 0.7, false), noise), person, first.length / RATE + 0.3); // on past where the canceller stops running (0.63 s after the reference)
+    const reference = new EchoReference(30);
+    reference.write(first, 0);
+    reference.write(second, first.length + gap);
+    const canceller = await EchoCanceller.create(reference);
+    const out = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+    canceller.destroy();
+    // From a little before the second clip is played to where its echo arrives, the microphone hears only the room's noise.
+    const from = first.length + gap - Math.round(0.2 * RATE);
+    const to = first.length + gap + Math.round(0.12 * RATE);
+    const addedDb = 10 * Math.log10(energy(out.subarray(from, to)) / energy(mic.subarray(from, to)));
+    expect(addedDb).toBeLessThan(3);
+  });
+
   it('estimates a delay from the cross-correlation at 16 kHz resolution', () => {
     const played = speechSamples('hello there, how are you doing today', { padS: [0.1, 0.1] });
     const maxLag = 4000;

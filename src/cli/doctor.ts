@@ -13,7 +13,8 @@ import { promisify } from 'node:util';
 import { chooseStt, Engines } from '../pipeline/engines.js';
 import type { Logger } from '../log.js';
 import { EchoCanceller, EchoReference } from '../pipeline/echo.js';
-import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
+import { Speaker, earcon } from '../pipeline/playback.js';
+import { PlayerStream } from '../pipeline/player.js';
 import { StopWord } from '../pipeline/stopword.js';
 import { arecordArgs, arecordSource } from '../pipeline/capture.js';
 import { probeEcho } from '../daemon/room-ear.js';
@@ -117,9 +118,14 @@ async function audioChecks(config: Config): Promise<Check[]> {
     }
   }
   try {
-    // The daemon's one way out to the speaker; 5 s is ample for a 0.2 s chime.
+    // The daemon's one way out to the speaker (its stream); 5 s is ample for a 0.2 s chime.
     const signal = AbortSignal.timeout(5_000);
-    await new Speaker(aplaySink({ device: output })).play(earcon(), signal);
+    const speaker = new Speaker(new PlayerStream({ device: output, idleS: 1 }));
+    try {
+      await speaker.play(earcon(), signal);
+    } finally {
+      await speaker.close();
+    }
     if (signal.aborted) throw new Error('aplay did not finish a 0.2 s chime in 5 s');
     checks.push({ ok: true, what: 'speaker', detail: `ALSA device "${output}" plays (you heard a chime)` });
   } catch (error) {
@@ -153,7 +159,8 @@ async function echoCheck(config: Config, engines: Engines, log: Logger): Promise
   if (config.audio.input !== '') {
     try {
       const wav = await engines.tts().synthesize('Testing the echo canceller: one, two, three, four, five, six.');
-      const room = await probeEcho(config, log, { source: arecordSource({ device: config.audio.input }), sink: aplaySink({ device: config.audio.output }), wav });
+      const speaker = new PlayerStream({ device: config.audio.output, idleS: 1 });
+      const room = await probeEcho(config, log, { source: arecordSource({ device: config.audio.input }), sink: speaker, wav }).finally(() => speaker.close());
       delay = room.delayMs === undefined
         ? 'no echo of a test sentence reached the microphone (nothing to cancel, or the speaker is too quiet)'
         : `speaker-to-microphone delay ${Math.round(room.delayMs)} ms, measured on a test sentence`;

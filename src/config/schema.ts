@@ -284,6 +284,14 @@ export const configSchema = {
       properties: {
         input: { type: 'string', default: 'default', description: 'ALSA capture device (arecord -L lists them); empty: no microphone.' },
         output: { type: 'string', default: 'default', description: 'ALSA playback device (aplay -L lists them).' },
+        speaker_idle_s: {
+          type: 'number',
+          minimum: 1,
+          maximum: 3600,
+          maximumReason: 'past an hour the device is held, and silence written, for nothing',
+          default: 30,
+          description: 'IRIS keeps one stream open to the speaker while it talks (silence between clips, so the echo canceller sees one delay); it closes the stream and lets the device go after this long with nothing to play (seconds).',
+        },
         silence_s: { type: 'number', minimum: 0.2, maximum: 5, default: 0.7, description: 'Silence that ends a command (seconds).' },
         complete_pause_s: {
           type: 'number',

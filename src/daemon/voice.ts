@@ -11,7 +11,8 @@ import { supervise } from '../supervise.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
 import { EchoReference } from '../pipeline/echo.js';
-import { Speaker, aplaySink, earcon } from '../pipeline/playback.js';
+import { Speaker, earcon } from '../pipeline/playback.js';
+import { PlayerStream } from '../pipeline/player.js';
 import { createFrontEnd, type FrontEnd } from './room-ear.js';
 import { prefixState } from '../intents/prefix.js';
 import { Engines } from '../pipeline/engines.js';
@@ -139,6 +140,7 @@ export class VoiceService<R> {
   #loop: VoiceLoop<R> | undefined;
   #announcer: Announcer | undefined;
   #ear: FrontEnd | undefined;
+  #speaker: Speaker | undefined;
   /** Early answers may start: `[audio] early_answer`, and IRIS's own voice is cancelled from the microphone. */
   #answerEarly = false;
   #status: VoiceStatus = { state: 'off', detail: 'not started' };
@@ -168,7 +170,8 @@ export class VoiceService<R> {
     const config = this.#o.config();
     // The one way out to the speaker: replies, the earcon and announcements all play through
     // it, and what it played is the echo canceller's reference.
-    const sink = new Speaker(this.#o.sink ?? aplaySink({ device: config.audio.output }));
+    const sink = new Speaker(this.#o.sink ?? new PlayerStream({ device: config.audio.output, idleS: config.audio.speaker_idle_s, log: this.#log.child('speaker') }));
+    this.#speaker = sink;
     this.#status = { state: 'starting', detail: 'loading models' };
     let ownVoice: Awaited<ReturnType<typeof ownVoiceOf>> = {};
     try {
@@ -193,7 +196,10 @@ export class VoiceService<R> {
       onEvent: (event) => {
         const counted = OVER_IRIS_EVENTS[event.type];
         if (counted) this.#overIris[counted] += 1;
-        if (event.type === 'wake-end') this.#announcer?.acknowledge();
+        if (event.type === 'wake-end') {
+          this.#announcer?.acknowledge();
+          sink.warm(); // the chime or the reply follows: the speaker stream starts meanwhile
+        }
         if (event.type === 'own-wake') this.#log.info(`IRIS's own wake word ignored at ${(dataOf(event, 'own-wake').atS ?? 0).toFixed(2)} s`);
         if (event.type === 'answer-taken-back') this.#log.info(`turn ${event.run}: early answer taken back, the person went on`);
       },
@@ -244,6 +250,8 @@ export class VoiceService<R> {
     await this.#running;
     this.#ear?.stop();
     this.#ear = undefined;
+    await this.#speaker?.close();
+    this.#speaker = undefined;
     if (this.#o.engines === undefined) await this.#engines.stop(); // shared engines are their owner's to stop
     return unsaid;
   }

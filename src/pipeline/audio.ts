@@ -44,6 +44,25 @@ export interface AudioSink {
   play(wav: Buffer, signal: AbortSignal): Promise<void>;
 }
 
+/** Where a clip sounds on a `StreamSink`'s timeline, in live clock samples (16 kHz, `EchoReference.nowSamples`). */
+export interface PlacedClip {
+  /** Its first sample. */
+  at: Promise<number>;
+  /** Where its sound ended: its end, or where the signal cut it. Settles after `at`; rejects as `play` does. */
+  done: Promise<number>;
+}
+
+/** A sink that keeps one stream open (pipeline/player.ts): it says where on its timeline each clip sounds. */
+export interface StreamSink extends AudioSink {
+  schedule(wav: Buffer, signal: AbortSignal): PlacedClip;
+  /** Open the stream ahead of a clip. */
+  open(): void;
+  /** Let what is queued sound, then release the device. */
+  close(): Promise<void>;
+}
+
+export const isStreamSink = (sink: AudioSink): sink is StreamSink => 'schedule' in sink;
+
 export const durationS = (samples: number, format: AudioFormat = SPEECH_FORMAT): number =>
   samples / (format.rate * format.channels);
 

@@ -297,6 +297,8 @@ export class EchoCanceller {
   #processed = 0;
   #sounding = 0;
   readonly #refFrame: Int16Array<ArrayBuffer>;
+  /** The clock sample after the last frame the engine ran on. */
+  #engineEnd: number | undefined;
   /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
@@ -404,11 +406,34 @@ export class EchoCanceller {
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delay - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delay * 1000) / RATE);
+    this.#catchUp(at, shift);
     const ref = this.#reference.read(at - shift, frame, this.#refFrame);
     const out = this.#engine.process(mic, ref);
+    this.#engineEnd = at + frame;
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
     return out;
+  }
+
+  /**
+   * The engine ran last before a stretch the microphone passed through (nothing sounded): it
+   * still holds what it ran on then (speexdsp's output lags a frame; its filter, the reference
+   * before the pause), so its first output now would be 16 ms of that old audio — live, the
+   * person's voice from when the reminder stopped, +39 dB over a silent microphone where the
+   * early answer began, which the VAD took for the person going on (`room.test.ts`: +33 dB).
+   * Run it over the filter's length of that stretch first, as it was: the microphone from the
+   * ring, the reference silent there (nothing to adapt to).
+   */
+  #catchUp(at: number, shift: number): void {
+    const frame = this.#frameSamples;
+    if (this.#engineEnd === undefined || at <= this.#engineEnd) return;
+    const from = Math.max(this.#engineEnd, at - Math.ceil(this.#tail / frame) * frame, this.#micEnd - this.#micRing.length);
+    const size = this.#micRing.length;
+    const mic = new Int16Array(frame);
+    for (let t = at - Math.floor((at - from) / frame) * frame; t + frame <= at; t += frame) {
+      for (let i = 0; i < frame; i++) mic[i] = this.#micRing[(((t + i) % size) + size) % size] ?? 0;
+      this.#engine.process(mic, this.#reference.read(t - shift, frame, this.#refFrame));
+    }
   }
 
   /** Start re-estimating the delay over the last window (the work is spread over the next frames). */

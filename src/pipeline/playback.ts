@@ -1,7 +1,7 @@
 /**
- * Audio sinks. `aplay` is the speaker: one process per WAV (the header carries the format),
- * spawned with an argument vector, killed at once when the turn is cancelled — barge-in must
- * stop the sound within 200 ms. `Speaker` is the one way out to it: everything IRIS plays
+ * Audio sinks. `aplaySink` plays one WAV per `aplay` (the header carries the format), spawned
+ * with an argument vector and killed at once when the turn is cancelled; the daemon's speaker
+ * is the stream kept open instead (player.ts). `Speaker` is the one way out to either: everything IRIS plays
  * (replies, the earcon, announcements, ringing timers, `iris say`) goes through it, and it keeps
  * what it played, sample-timed, as the echo canceller's reference; it knows whether something
  * is playing (the stop word is armed only then) and can stop it all. The collecting sink writes
@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { AudioError } from './capture.js';
 import { stopChild } from './child.js';
-import type { AudioSink } from './audio.js';
+import { isStreamSink, type AudioSink, type StreamSink } from './audio.js';
 import { EchoReference } from './echo.js';
 import { referenceSamples } from './resample.js';
 import { encodeWav, wavInfo } from './wav.js';
@@ -54,8 +54,10 @@ export function aplaySink(options: AplayOptions): AudioSink {
 
 /**
  * The one way out to the speaker: plays through `out` and writes each clip, as 16 kHz mono,
- * into `reference` at the clock sample it was handed to the player (EchoReference.nowSamples);
- * a clip stopped early is cut from the reference where it stopped.
+ * into `reference` at the clock sample it sounds at; a clip stopped early is cut from the
+ * reference where it stopped. On a `StreamSink` (player.ts, the daemon's) that place is the
+ * clip's position on the stream's own timeline; on a per-clip sink, the clock once the player
+ * has it.
  */
 export class Speaker implements AudioSink {
   readonly reference: EchoReference;
@@ -80,17 +82,34 @@ export class Speaker implements AudioSink {
     const controller = new AbortController();
     const both = AbortSignal.any([signal, controller.signal]);
     this.#playing.add(controller);
+    try {
+      if (isStreamSink(this.#out)) await this.#stream(this.#out, wav, both);
+      else await this.#clip(this.#out, wav, both);
+    } finally {
+      this.#playing.delete(controller);
+    }
+  }
+
+  /** On the stream: placed where it sounds on the stream's timeline, cut where the stream dropped it. */
+  async #stream(out: StreamSink, wav: Buffer, signal: AbortSignal): Promise<void> {
+    const { at, done } = out.schedule(wav, signal);
+    const samples = referenceSamples(wav);
+    void at.then((start) => samples && this.reference.write(samples, start), () => undefined);
+    const end = await done;
+    if (signal.aborted) this.reference.truncate(end);
+  }
+
+  async #clip(out: AudioSink, wav: Buffer, signal: AbortSignal): Promise<void> {
     // Handed to the player first (the sound must not wait), stamped once it has it: spawning
     // aplay takes 3-25 ms on a loaded machine, and the echo's delay must not move with it.
-    const playing = this.#out.play(wav, both);
+    const playing = out.play(wav, signal);
     const at = this.#clock();
     const samples = referenceSamples(wav);
     if (samples) this.reference.write(samples, at);
     try {
       await playing;
     } finally {
-      this.#playing.delete(controller);
-      if (both.aborted) this.reference.truncate(this.#clock());
+      if (signal.aborted) this.reference.truncate(this.#clock());
     }
   }
 
@@ -99,6 +118,16 @@ export class Speaker implements AudioSink {
     const any = this.#playing.size > 0;
     for (const controller of this.#playing) controller.abort(new DOMException('stopped', 'AbortError'));
     return any;
+  }
+
+  /** Something will be played soon: a stream opens now (it takes ~0.1 s to start). */
+  warm(): void {
+    if (isStreamSink(this.#out)) this.#out.open();
+  }
+
+  /** Release the speaker: a stream lets what is queued sound and closes. */
+  async close(): Promise<void> {
+    if (isStreamSink(this.#out)) await this.#out.close();
   }
 }
 

@@ -33,12 +33,8 @@ export class Resampler {
   }
 }
 
-/**
- * A clip as 16 kHz mono for the echo reference, quickly: it is made while the clip plays. A
- * two-tap low-pass and linear interpolation take a few ms, and the canceller's adaptive filter
- * absorbs the small difference. Undefined for a WAV that is not 16-bit PCM (the player reports it).
- */
-export function referenceSamples(wav: Buffer): Int16Array | undefined {
+/** A 16-bit WAV's samples, channels averaged, and its rate; undefined for any other WAV. */
+export function monoSamples(wav: Buffer): { samples: Float32Array; rate: number } | undefined {
   let info: ReturnType<typeof wavInfo>;
   try {
     info = wavInfo(wav);
@@ -47,14 +43,57 @@ export function referenceSamples(wav: Buffer): Int16Array | undefined {
   }
   if (info.width !== 2) return undefined;
   const frames = Math.floor(Math.min(info.dataBytes, wav.length - info.dataOffset) / (2 * info.channels));
-  const mono = new Float32Array(frames);
+  const samples = new Float32Array(frames);
   for (let i = 0; i < frames; i++) {
     let sum = 0;
     for (let c = 0; c < info.channels; c++) sum += wav.readInt16LE(info.dataOffset + (i * info.channels + c) * 2);
-    mono[i] = sum / info.channels;
+    samples[i] = sum / info.channels;
   }
-  if (info.rate === SPEECH_FORMAT.rate) return Int16Array.from(mono, Math.round);
+  return { samples, rate: info.rate };
+}
+
+/**
+ * A clip as 16 kHz mono for the echo reference, quickly: it is made while the clip plays. A
+ * two-tap low-pass and linear interpolation take a few ms, and the canceller's adaptive filter
+ * absorbs the small difference. Undefined for a WAV that is not 16-bit PCM (the player reports it).
+ */
+export function referenceSamples(wav: Buffer): Int16Array | undefined {
+  const clip = monoSamples(wav);
+  if (!clip) return undefined;
+  const { samples: mono, rate } = clip;
+  if (rate === SPEECH_FORMAT.rate) return Int16Array.from(mono, Math.round);
   // Neighbours averaged first (1-2-1): a gentle low-pass against aliasing when going down in rate.
   const smooth = mono.map((x, i) => ((mono[i - 1] ?? x) + 2 * x + (mono[i + 1] ?? x)) / 4);
-  return new Resampler(info.rate / SPEECH_FORMAT.rate).push(smooth);
+  return new Resampler(rate / SPEECH_FORMAT.rate).push(smooth);
+}
+
+/** Zero crossings of the band-limited resampler's sinc on each side: ~0.5 ms of audio at 16 kHz. */
+const SINC_ZEROS = 8;
+
+/**
+ * A whole clip from `from` Hz to `to` Hz for a person to hear (the speaker stream plays one
+ * rate): Hann-windowed sinc interpolation, cut at the lower rate's Nyquist frequency, so
+ * neither images (going up) nor aliases (going down) are heard. Linear interpolation leaves
+ * images of a 16 kHz voice above 8 kHz at 22,050 Hz.
+ */
+export function resampleClip(samples: ArrayLike<number>, from: number, to: number): Int16Array {
+  const out = new Int16Array(Math.floor((samples.length * to) / from));
+  if (from === to) {
+    for (let i = 0; i < out.length; i++) out[i] = Math.round(samples[i] ?? 0);
+    return out;
+  }
+  const cutoff = Math.min(1, to / from); // of the input's Nyquist frequency
+  const width = SINC_ZEROS / cutoff; // input samples each side
+  for (let i = 0; i < out.length; i++) {
+    const u = (i * from) / to;
+    let sum = 0;
+    for (let k = Math.ceil(u - width); k <= u + width; k++) {
+      const d = u - k;
+      const x = Math.PI * cutoff * d;
+      const tap = cutoff * (d === 0 ? 1 : Math.sin(x) / x) * (0.5 + 0.5 * Math.cos((Math.PI * d) / width));
+      sum += tap * (samples[k] ?? 0);
+    }
+    out[i] = Math.max(-32768, Math.min(32767, Math.round(sum)));
+  }
+  return out;
 }

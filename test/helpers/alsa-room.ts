@@ -4,9 +4,12 @@
  * `null` slave, each on a FIFO this helper serves in real time. alsa-lib 1.2.8's null slave paces
  * neither stream (aplay writes a clip in a few ms, arecord reads as fast as data comes), so:
  * - the speaker's FIFO is shrunk to one page (F_SETPIPE_SZ, 4096 bytes) and read here at 22.05 kHz
- *   (espeak-ng's and Piper's rate, so alsa-lib converts nothing IRIS says). `spk` widens it to 8
- *   channels of S32 (32 bytes a frame), so aplay is held at most 128 frames (6 ms) ahead of the
- *   sound and exits once its clip has all but sounded, as aplay on a card does after its drain.
+ *   (the speaker stream's rate, so alsa-lib converts no rate). `spk` widens it to 8 channels of
+ *   S32 (32 bytes a frame), so aplay is held at most 128 frames (6 ms) ahead of the sound beyond
+ *   what alsa-lib's file plugin keeps back (a buffer's worth, ALSA's buffer as aplay asked for
+ *   it: as a card holds its buffer). The daemon keeps one aplay open and writes silence between
+ *   clips (pipeline/player.ts): the sound runs on while it is open. An aplay of its own per clip
+ *   (`aplaySink`) starts a new sound where its first bytes come and ends when it exits;
  *   The microphone hears it band-limited to 16 kHz here (windowed-sinc interpolation), as a DAC
  *   and an ADC would: through alsa-lib's linear rate converter, its images left speexdsp 10 dB of
  *   echo removal where a band-limited resampling leaves 23;
@@ -108,6 +111,26 @@ export class AlsaRoom {
     let n = 0;
     for (let k = Math.round((from * SPEAKER_RATE) / RATE); k < Math.round((to * SPEAKER_RATE) / RATE); k++) if (Math.abs(this.#speaker[k] ?? 0) > 30) n++;
     return n / SPEAKER_RATE;
+  }
+
+  /** The speaker's sample index at live clock sample `clock` (EchoReference.nowSamples: performance.now() at 16 kHz). */
+  #speakerIndex(clock: number): number {
+    return ((clock / 16 - this.#origin) * SPEAKER_RATE) / 1000;
+  }
+
+  /**
+   * Where the speaker first sounded above `level` (16-bit scale) in live clock samples
+   * [`from`, `to`): the clock sample (fractional, to a speaker sample), or undefined.
+   * `last`: where it last did instead.
+   */
+  soundAt(from: number, to: number, { level = 100, last = false } = {}): number | undefined {
+    const start = Math.max(0, Math.ceil(this.#speakerIndex(from)));
+    const end = Math.min(this.#speaker.length, Math.floor(this.#speakerIndex(to)));
+    const loud = (k: number): boolean => Math.abs(this.#speaker[k] ?? 0) > level;
+    let found: number | undefined;
+    if (last) for (let k = end - 1; k >= start && found === undefined; k--) { if (loud(k)) found = k; }
+    else for (let k = start; k < end && found === undefined; k++) { if (loud(k)) found = k; }
+    return found === undefined ? undefined : ((found * 1000) / SPEAKER_RATE + this.#origin) * 16;
   }
 
   /** The speaker at room sample `t` (16 kHz), band-limited. */

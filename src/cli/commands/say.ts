@@ -4,7 +4,8 @@ import type { Command } from 'commander';
 import { speakable } from '../../conversation/speech.js';
 import { Engines } from '../../pipeline/engines.js';
 import { runPipeline } from '../../pipeline/pipeline.js';
-import { CollectingSink, Speaker, aplaySink } from '../../pipeline/playback.js';
+import { CollectingSink, Speaker } from '../../pipeline/playback.js';
+import { PlayerStream } from '../../pipeline/player.js';
 import { EXIT, Exit, print } from '../output.js';
 import { globals, logOf, readConfig } from '../session.js';
 
@@ -20,7 +21,7 @@ export function register(program: Command): void {
       const tts = new Engines(() => config, logOf(g)).tts();
       const file = new CollectingSink();
       // The daemon's one way out to the speaker, or a file.
-      const sink = opts.out === undefined ? new Speaker(aplaySink({ device: config.audio.output })) : file;
+      const sink = opts.out === undefined ? new Speaker(new PlayerStream({ device: config.audio.output, idleS: config.audio.speaker_idle_s })) : file;
       const controller = new AbortController();
       const interrupt = (): void => controller.abort(new DOMException('interrupted', 'AbortError'));
       process.once('SIGINT', interrupt);
@@ -35,6 +36,7 @@ export function register(program: Command): void {
         if (opts.out !== undefined) await writeFile(opts.out, file.wav());
       } finally {
         process.off('SIGINT', interrupt);
+        if (sink instanceof Speaker) await sink.close(); // the last sentence sounds to its end
       }
       print(`${opts.out ?? `speaker ${config.audio.output}`}: ${(await tts.describe?.()) ?? config.tts.voice}`);
     });
