@@ -14,7 +14,7 @@ import { VoiceService, overSpeechOf } from '../src/daemon/voice.js';
 import { createLogger } from '../src/log.js';
 import type { AudioChunk, AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
-import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay } from '../src/pipeline/echo.js';
+import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay, liveClock } from '../src/pipeline/echo.js';
 import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { Speaker } from '../src/pipeline/playback.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
@@ -472,6 +472,27 @@ describe('the live microphone\'s clock', () => {
       expect(readMs - (at ?? 0)).toBeGreaterThan(250);
     });
   });
+  it('follows a microphone whose crystal runs slower or faster than the system clock, and a late stretch does not move it', () => {
+    // An hour of 80 ms chunks from a microphone `ppm` off the system clock, each stamped 60 ms
+    // after its capture plus 0–20 ms of jitter, 20 s of them 50 ms later still (a loaded machine).
+    for (const ppm of [-300, -100, 0, 100, 300]) {
+      let now = 0;
+      const clock = liveClock(() => now);
+      const jitter = (i: number) => ((((Math.sin(i * 12.9898) * 43758.5453) % 1) + 1) % 1) * 320; // 0–20 ms, the same every run
+      let worst = 0;
+      for (let i = 0; i < 45_000; i++) {
+        const position = i * 1280;
+        const captured = position / (1 + ppm * 1e-6); // its first sample, in system clock samples
+        now = captured + 1280 / (1 + ppm * 1e-6) + 960 + jitter(i) + (i >= 10_000 && i < 10_250 ? 800 : 0);
+        const at = clock({ rate: RATE, width: 2, channels: 1, samples: new Int16Array(1280), atS: position / RATE });
+        // A constant offset is the room's delay to the canceller; what must stay small is how far it moves.
+        if (i >= 100) worst = Math.max(worst, Math.abs(at - captured - 960));
+      }
+      // 40 ms: the jitter, the anchor's 10 ms step and 30 s of drift; with the anchor held, a slow microphone was 0.36 s (100 ppm) off after the hour.
+      expect(worst, `${ppm} ppm`).toBeLessThanOrEqual(640);
+    }
+  });
+
   it('loses nothing when the source is faster than real time: past 30 s ahead it is read only as the reader takes chunks', async () => {
     const microphone = new PushedAudio(60); // it keeps 60 s unread itself
     for (let i = 0; i < 500; i++) microphone.push(Int16Array.from({ length: 1280 }, () => i)); // 40 s, at once

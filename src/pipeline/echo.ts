@@ -455,20 +455,36 @@ export class EchoCanceller {
  * and at start the models load while audio queues), so the anchor is the earliest any chunk
  * implies: the least-delayed reading. It never creeps (each step would shift the reference by
  * a sample, and the adaptive filter would lose what it learned): two cards' drift shows up as
- * a slowly moving delay instead, which the canceller tracks.
+ * a slowly moving delay instead, which the canceller tracks, and the anchor moves in steps of
+ * more than `JITTER_SAMPLES` (the canceller shifts its delay by exactly that). It moves earlier
+ * at once, and later once every chunk of a whole `ANCHOR_WINDOW_S` arrived that much later
+ * than it implies: a microphone whose crystal runs slower than the system clock falls behind
+ * by its drift (100 ppm: 0.36 s an hour), and with the anchor held the echo's delay shrank
+ * by that much until it went below zero, where no canceller finds it.
  */
 /** 10 ms: the live anchor moves only for a gain bigger than this; each move costs the filter some of what it learned. */
 const JITTER_SAMPLES = 160;
+/** How long every arrival must stand later than the anchor before it moves later (seconds): one late stretch of a loaded machine does not move it. */
+const ANCHOR_WINDOW_S = 30;
 
 export function liveClock(now: () => number = () => EchoReference.nowSamples()): (chunk: AudioChunk) => number {
   let anchor = Infinity;
   let last = -Infinity;
+  /** The least-delayed arrival since `windowStart` (a stream position). */
+  let windowLeast = Infinity;
+  let windowStart = 0;
   return (chunk) => {
     const position = Math.round(chunk.atS * RATE);
     if (position < last) anchor = Infinity; // the microphone was opened again: its positions start over
     last = position;
     const implied = now() - position - chunk.samples.length;
     if (implied < anchor - JITTER_SAMPLES) anchor = implied; // smaller gains: jitter the delay estimate absorbs
+    if (anchor === implied || position < windowStart) [windowLeast, windowStart] = [Infinity, position];
+    windowLeast = Math.min(windowLeast, implied);
+    if (position - windowStart >= ANCHOR_WINDOW_S * RATE) {
+      if (windowLeast > anchor + JITTER_SAMPLES) anchor = windowLeast; // the microphone's clock is slow: follow it
+      [windowLeast, windowStart] = [Infinity, position];
+    }
     return Math.round(anchor) + position;
   };
 }
