@@ -14,6 +14,7 @@
  */
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
+import { DelayDrift, readDrifting } from './drift.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
 
@@ -283,7 +284,13 @@ export class EchoCanceller {
   /** The microphone's recent samples and the clock sample after the last. */
   readonly #micRing: Int16Array;
   #micEnd = 0;
+  /** The delay taken (samples), at microphone clock sample `#delayAt`; it moves by `#rate` per sample since (two clocks' drift: drift.ts). */
   #delay: number | undefined;
+  #delayAt = 0;
+  #rate = 0;
+  readonly #drift = new DelayDrift();
+  /** Where the window of the estimate under way is centred (microphone clock sample). */
+  #jobAt = 0;
   #sinceEstimate = 0;
   #pending: { delay: number } | undefined;
   /** A delay estimate under way (`delaySteps`): a step per frame until the delay is known, then one per chunk. */
@@ -346,7 +353,7 @@ export class EchoCanceller {
 
   get stats(): EchoStats {
     return {
-      delayMs: this.#delay === undefined ? undefined : (this.#delay * 1000) / RATE,
+      delayMs: this.#delay === undefined ? undefined : (this.#delayOf(this.#micEnd) * 1000) / RATE,
       erleDb: this.#outEnergy > 0 && this.#micEnergy > 0 ? 10 * Math.log10(this.#micEnergy / this.#outEnergy) : undefined,
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
@@ -360,7 +367,8 @@ export class EchoCanceller {
       // the reference than it was, so the echo's delay changes by exactly that. What the ring
       // held before is misplaced: no estimate until a whole window lies after the jump.
       const jump = at - this.#micEnd;
-      if (this.#delay !== undefined) this.#delay = Math.min(this.#maxLag, Math.max(0, this.#delay + jump));
+      if (this.#delay !== undefined) [this.#delay, this.#delayAt] = [Math.min(this.#maxLag, Math.max(0, this.#delayOf(this.#micEnd) + jump)), at];
+      this.#drift.clear();
       this.#pending = undefined;
       this.#job = undefined; // over audio that no longer lines up
       this.#jumpAt = at;
@@ -383,15 +391,20 @@ export class EchoCanceller {
    * (`length` of them), `leadSamples` early: the reference is known before its echo arrives.
    */
   played(at: number, length: number, leadSamples = 0): Int16Array {
-    return this.#reference.read(at - (this.#delay ?? 0) + leadSamples, length);
+    return this.#reference.read(at - Math.round(this.#delay === undefined ? 0 : this.#delayOf(at)) + leadSamples, length);
   }
 
   destroy(): void {
     this.#engine.destroy();
   }
 
+  /** The delay at microphone clock sample `at` (samples; the delay known). */
+  #delayOf(at: number): number {
+    return (this.#delay ?? 0) + this.#rate * (at - this.#delayAt);
+  }
+
   #frame(mic: Int16Array, at: number): Int16Array {
-    const lookback = this.#delay ?? 0;
+    const lookback = this.#delay === undefined ? 0 : Math.round(this.#delayOf(at));
     const frame = this.#frameSamples;
     const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + frame);
     if (!sounding) return mic;
@@ -402,9 +415,10 @@ export class EchoCanceller {
       if (this.#delay === undefined || !this.#stepped) this.#step();
     } else if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
-    const shift = this.#alignHere ? Math.max(0, this.#delay - MARGIN_SAMPLES) : 0;
-    if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delay * 1000) / RATE);
-    const ref = this.#reference.read(at - shift, frame, this.#refFrame);
+    const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
+    if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
+    // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
+    const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     const out = this.#engine.process(mic, ref);
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
@@ -422,6 +436,7 @@ export class EchoCanceller {
     const mic = new Int16Array(this.#window + this.#maxLag);
     for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
     this.#job = delaySteps(mic, ref, this.#maxLag);
+    this.#jobAt = end - this.#window / 2;
     this.#step();
   }
 
@@ -433,10 +448,15 @@ export class EchoCanceller {
     this.#job = undefined;
     const estimate = step.value;
     if (!estimate || estimate.strength < this.#minStrength) return;
-    const known = this.#delay;
+    const rate = this.#drift.add(this.#jobAt, estimate.delaySamples);
+    if (rate !== undefined && rate !== this.#rate && this.#delay !== undefined) {
+      // The delay drifts (or stopped drifting): from here it moves at the new rate, without a jump.
+      [this.#delay, this.#delayAt, this.#rate] = [this.#delayOf(this.#micEnd), this.#micEnd, rate];
+    }
+    const known = this.#delay === undefined ? undefined : this.#delayOf(this.#jobAt);
     if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs
     if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
-      this.#delay = estimate.delaySamples;
+      [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
       this.#pending = undefined;
       this.#onDelay?.((estimate.delaySamples * 1000) / RATE);
     } else this.#pending = { delay: estimate.delaySamples };
