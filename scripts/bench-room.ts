@@ -897,11 +897,12 @@ if (process.env.IRIS_BENCH_DRIFT !== undefined) {
         const inPerson = (at: number, slackS = 0.5) => personS.some(([a, b]) => at / RATE >= a - 0.2 && at / RATE <= b + slackS);
         const windows: { t: number; trueMs: number; usedMs: number | null; erleDb: number | null; mic: number; out: number }[] = [];
         const changes: { t: number; ms: number }[] = [];
+        let lastAt = 0;
         const front = await throughFrontEnd(r, {
-          options: echoOptions,
+          // The tracker's steps (the drift's rate moves the delay in between: `used` per window).
+          options: { ...echoOptions, onDelay: (ms) => changes.push({ t: round(lastAt / RATE, 1), ms: round(ms, 1) }) },
           onChunk: (at, micIn, out, canceller) => {
-            const used = canceller.stats.delayMs;
-            if (used !== undefined && used !== changes.at(-1)?.ms) changes.push({ t: round(at / RATE, 1), ms: used });
+            lastAt = at;
             const w = Math.floor(at / (WINDOW_S * RATE));
             while (windows.length <= w) windows.push({ t: windows.length * WINDOW_S, trueMs: round(trueMs((windows.length + 0.5) * WINDOW_S * RATE), 2), usedMs: null, erleDb: null, mic: 0, out: 0 });
             const win = windows[w];
