@@ -92,6 +92,32 @@ describe('echo cancellation', () => {
     expect(removedDb).toBeGreaterThanOrEqual(10);
   });
 
+  it('adds nothing when it starts again after a pause in which the person talked', async () => {
+    // IRIS's reply, then 1.5 s of silence in which the person speaks while the canceller's tail
+    // runs out, then the next reply: the canceller played back the frames it last heard.
+    const reply1 = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds.', { padS: [0.2, 0.2] });
+    const person = speechSamples('what time is it', { padS: [0, 0] });
+    const second = reply1.length + Math.round(1.5 * RATE);
+    const played = new Int16Array(second + reply1.length);
+    played.set(reply1);
+    played.set(reply1, second);
+    let mic = echoOf(played, 120, 0.7, false);
+    mic = mix(mic, person, (reply1.length + Math.round(0.4 * RATE)) / RATE);
+    const noise = Int16Array.from({ length: mic.length }, (_, i) => Math.round(Math.sin(i * 0.7) * 30));
+    mic = mix(mic, noise);
+    const reference = new EchoReference(30);
+    reference.write(reply1, 0);
+    reference.write(reply1, second);
+    const canceller = await EchoCanceller.create(reference);
+    const out = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+    canceller.destroy();
+    for (let at = second - 1280; at < second + 0.3 * RATE; at += 320) { // 20 ms steps around the restart, before the echo arrives
+      const keptDb = 10 * Math.log10((energy(out.subarray(at, at + 320)) + 1) / (energy(mic.subarray(at, at + 320)) + 1));
+      expect(keptDb, `${(at - second) / 16} ms`).toBeLessThanOrEqual(1); // before: +22 dB
+    }
+  });
+
   it('estimates a delay from the cross-correlation at 16 kHz resolution', () => {
     const played = speechSamples('hello there, how are you doing today', { padS: [0.1, 0.1] });
     const maxLag = 4000;

@@ -254,6 +254,8 @@ const SPEEX_FRAME = 256;
  * speexdsp (wake word at 0 dB: 0–33 % vs 100 %); without the extended filter did best at 0 dB.
  */
 const WEBRTC = { mode: 'aec', suppression: 0, extendedFilter: true, delayAgnostic: false, highPass: true, reportDelay: true } as const;
+/** Frames of the microphone the engine hears again when it starts after a pause (`#resume`): its preprocessor's frame and one more. */
+const RESUME_FRAMES = 2;
 /** The reference is shifted this much less than the delay: the filter is causal, so an estimate a little long must still leave the echo inside it. */
 const MARGIN_SAMPLES = 160;
 
@@ -304,6 +306,9 @@ export class EchoCanceller {
   #processed = 0;
   #sounding = 0;
   readonly #refFrame: Int16Array<ArrayBuffer>;
+  /** The engine ran on the frame before; ran at all (else, after a pause, it is brought up to date first: `#resume`). */
+  #running = false;
+  #ran = false;
   /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
@@ -407,7 +412,10 @@ export class EchoCanceller {
     const lookback = this.#delay === undefined ? 0 : Math.round(this.#delayOf(at));
     const frame = this.#frameSamples;
     const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + frame);
-    if (!sounding) return mic;
+    if (!sounding) {
+      this.#running = false;
+      return mic;
+    }
     this.#sounding += frame;
     this.#sinceEstimate += frame;
     // Tracking (the delay known): one step per chunk, so no chunk carries more than ~1 ms of it.
@@ -418,11 +426,31 @@ export class EchoCanceller {
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
     // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
+    if (!this.#running && this.#ran) this.#resume(at);
+    [this.#running, this.#ran] = [true, true];
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     const out = this.#engine.process(mic, ref);
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
     return out;
+  }
+
+  /**
+   * The engine starts again after passing the microphone through (IRIS silent): it still holds
+   * the frames it last heard, maybe seconds ago (the person mid-word when the reply's tail ran
+   * out), and its first output frames played them back, up to 22 dB over the microphone — a
+   * burst the VAD took for speech. It hears the last frames of the microphone first, with
+   * silence as the reference (the filter learns nothing from them), and their output is dropped.
+   */
+  #resume(at: number): void {
+    const frame = this.#frameSamples;
+    const silence = new Int16Array(frame);
+    const size = this.#micRing.length;
+    for (let k = RESUME_FRAMES; k > 0; k--) {
+      const recent = new Int16Array(frame);
+      for (let i = 0; i < frame; i++) recent[i] = this.#micRing[(((at - k * frame + i) % size) + size) % size] ?? 0;
+      this.#engine.process(recent, silence);
+    }
   }
 
   /** Start re-estimating the delay over the last window (the work is spread over the next frames). */
