@@ -49,7 +49,7 @@ import { matchIntent, sameMeaning } from '../src/intents/match.js';
 import { prefixState } from '../src/intents/prefix.js';
 import { RIVALS } from '../src/intents/sentences.js';
 import { silentLogger } from '../src/log.js';
-import { SPEECH_FORMAT, type AudioSink } from '../src/pipeline/audio.js';
+import { SPEECH_FORMAT, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, EchoReference, type EchoCancellerOptions, type EchoEngineName } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
@@ -679,6 +679,10 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
  */
 if (process.env.IRIS_BENCH_EARLY === '1') {
   const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
+  /** Only these clips (their words, " … " for the pause), e.g. IRIS_BENCH_EARLY_CLIPS="what time is it". */
+  const onlyClips = process.env.IRIS_BENCH_EARLY_CLIPS?.split(',');
+  /** IRIS_BENCH_DUMP=DIR: each room's microphone (as heard, the answer's echo in it) and the front end's output, with the run's events, to look at. */
+  const dump = process.env.IRIS_BENCH_DUMP;
   type EarlyRoom = Condition & { irisDone?: boolean; clean?: boolean };
   const rooms: EarlyRoom[] = ([
     { name: 'clean', reverb: 0, says: 'command', clean: true },
@@ -711,7 +715,7 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
   for (const part of parts) {
     const rand = random(part === 'dev' ? 424 : 2424);
     const voices = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
-    const clips = quick ? earlyClips(part).filter((c) => c.pauseS === undefined || c.pauseS === 0.5) : earlyClips(part);
+    const clips = (quick ? earlyClips(part).filter((c) => c.pauseS === undefined || c.pauseS === 0.5) : earlyClips(part)).filter((c) => onlyClips === undefined || onlyClips.includes(c.spoken));
     for (const condition of rooms) {
       for (const voice of voices) {
         for (const { spoken, layout, pauseS } of clips) {
@@ -796,7 +800,16 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
             onStop: (atS) => { if (loop.hush(atS)) selfStops++; },
           });
           wakeEarly.reset();
-          const [run] = await loop.run(source, new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
+          const heardOut: Int16Array[] = [];
+          const kept: AudioSource = { async *frames(signal) { for await (const chunk of source.frames(signal)) { if (dump) heardOut.push(chunk.samples); yield chunk; } } };
+          const [run] = await loop.run(kept, new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
+          if (dump) {
+            const name = join(dump, `${rows.length}`);
+            mkdirSync(dump, { recursive: true });
+            writeFileSync(`${name}-mic.wav`, encodeWav(mic.subarray(0, clock.yieldedTo)));
+            writeFileSync(`${name}-front.wav`, encodeWav(Int16Array.from(heardOut.flatMap((c) => [...c]))));
+            writeFileSync(`${name}.json`, JSON.stringify({ room: condition.name, spoken, lastWordEndS, resume, personS: r.personS, delayMs: r.delayMs, events: run?.events.map((e) => ({ type: e.type, atMs: round(e.atMs - clock.t0, 0), ...e.data })) }));
+          }
           const stats = canceller?.stats;
           canceller?.destroy();
           stopWord?.free();
