@@ -203,7 +203,7 @@ export function earlyRowOf(run: VoiceRun<TurnResult> | undefined, heard: { part:
 
 /** A row as one log line. */
 export function earlyLine(row: EarlyRow, outcome = 'no run'): string {
-  return `${row.part}${row.room === undefined ? '' : ` ${row.room}`} ${row.voice} ${JSON.stringify(row.spoken)}${row.pauseS === undefined ? '' : ` (${row.pauseS} s)`}: ${row.made === row.expected ? 'right' : row.made === '' ? 'rejected' : `WRONG ${row.made}`} (${outcome}: ${JSON.stringify(row.transcript)} ${round(row.confidence, 2)}), wait ${row.waitMs ?? '-'} ms${row.answeredEarly ? ', early' : ''}${row.takenBack ? `, taken back (stopped ${row.stopMs === undefined ? 'before sounding' : `${row.stopMs} ms after the voice came back, heard ${row.heardAfterMs} ms in`})` : ''}${row.cutOff ? ', CUT OFF' : ''}`;
+  return `${row.part}${row.room === undefined ? '' : ` ${row.room}`} ${row.voice} ${JSON.stringify(row.spoken)}${row.pauseS === undefined ? '' : ` (${row.pauseS} s)`}: ${row.made === row.expected ? 'right' : row.made === '' ? 'rejected' : `WRONG ${row.made}`} (${outcome}: ${JSON.stringify(row.transcript)} ${round(row.confidence, 2)}), wait ${row.waitMs ?? '-'} ms${row.answeredEarly ? ', early' : ''}${row.takenBack ? `, taken back (${row.pauseS === undefined ? 'nothing followed' : row.stopMs === undefined ? 'stopped before sounding' : `stopped ${row.stopMs} ms after the voice came back, heard ${row.heardAfterMs} ms in`})` : ''}${row.cutOff ? ', CUT OFF' : ''}`;
 }
 
 /** The figures over `rows` (one part, one room): waits over the right answers only, at `minConfidence` (the gate each was judged at). */
