@@ -15,7 +15,9 @@
  * (the right tool call), confidently wrong calls, "stop" heard, self-wakes and self-stops (IRIS
  * alone, saying "hey jarvis" and "stop" itself), ERLE, the front end's CPU per second of audio,
  * the latency it adds (it holds no audio back: its per-chunk processing time) and its memory.
- * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below).
+ * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below). Last word →
+ * first reply audio in these rooms with early answers, the answer's own echo included:
+ * IRIS_BENCH_EARLY=1. Two sound cards' clocks drifting apart over a long reply: IRIS_BENCH_DRIFT.
  *
  * The canceller: `--echo webrtc` (or IRIS_BENCH_ECHO=webrtc) runs webrtc-audio-processing's AEC
  * instead of speexdsp (default: echo.ts `DEFAULT_ECHO_ENGINE`); IRIS_BENCH_WEBRTC='{"delayAgnostic":true}'
@@ -47,7 +49,7 @@ import { matchIntent, sameMeaning } from '../src/intents/match.js';
 import { prefixState } from '../src/intents/prefix.js';
 import { RIVALS } from '../src/intents/sentences.js';
 import { silentLogger } from '../src/log.js';
-import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
+import { SPEECH_FORMAT, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, EchoReference, type EchoCancellerOptions, type EchoEngineName } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
@@ -57,11 +59,13 @@ import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../src/pipeline/stopword.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
+import { referenceSamples } from '../src/pipeline/resample.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { nativeHost } from '../test/helpers/tools.js';
 import { random, round, writeResults } from './lib/bench.js';
+import { earlyClips, earlyFigures, earlyLine, earlyParts, earlyRowOf, pacedSource, resumeS, timedSink, type EarlyRow, type PacedClock } from './lib/early-bench.js';
 import { makeClip, synthesize, type Voice } from './lib/speech-set.js';
 
 const quick = process.argv.includes('--quick');
@@ -239,6 +243,24 @@ interface Room {
   delayMs: number;
   /** Where IRIS's current reply starts (seconds): before it, the earlier reply the canceller learns the room on. */
   currentS?: number;
+  /**
+   * How more of IRIS's audio reaches this microphone (`echoOf`: an answer played later, the part
+   * of a reply cut): the echo's gain (none where IRIS was silent: then as loud as the person),
+   * the person's speech power, the microphone's gain, the room.
+   */
+  echo?: { gain?: number; personPower: number; scale: number; reverb: string[]; clipping: boolean };
+}
+
+/** What `played` (16 kHz) adds to room `r`'s microphone from where it starts playing on (the delay included). */
+function echoOf(r: Room, played: Int16Array): Float64Array {
+  const delay = Math.round((r.delayMs * RATE) / 1000);
+  const out = new Float64Array(played.length + delay);
+  if (!r.echo) return out;
+  const driven = r.echo.clipping ? scaled(scaled(played, 4), 0.5) : played;
+  const echo = sox(driven, r.echo.reverb);
+  const gain = r.echo.gain ?? Math.sqrt(r.echo.personPower / speechPower(echo)) * r.echo.scale;
+  addInto(out, echo, delay, gain);
+  return out;
 }
 
 interface Draws { pick: number; personOffsetS: number; delayMs: number; babbleOffset: number }
@@ -268,6 +290,7 @@ function room(condition: Condition, part: Part, person: Int16Array | undefined, 
   const mix = new Float64Array(length);
   const reverb = ['reverb', String(condition.reverb), '50', '60'];
   const personPower = person ? speechPower(person) : speechPower(current);
+  let echoGain: number | undefined;
   if (person) addInto(mix, sox(person, reverb), personAt);
   if (condition.esrDb !== undefined) {
     // The speaker: loud and clipped, or clean; then the room.
@@ -275,6 +298,7 @@ function room(condition: Condition, part: Part, person: Int16Array | undefined, 
     const echo = sox(driven, reverb);
     const gain = Math.sqrt((personPower * 10 ** (condition.esrDb / 10)) / speechPower(echo));
     addInto(mix, echo, Math.round((delayMs * RATE) / 1000), gain);
+    echoGain = gain;
   }
   if (condition.babbleDb !== undefined) {
     const b = babble(length, draws.babbleOffset);
@@ -285,11 +309,13 @@ function room(condition: Condition, part: Part, person: Int16Array | undefined, 
   // The microphone's gain set so the loudest moment does not clip its converter: louder echo
   // means a quieter person, not a clipped recording (the clipping speaker is the clipping here).
   const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-  if (peak > 29_000) for (let i = 0; i < mix.length; i++) mix[i] = (mix[i] ?? 0) * (29_000 / peak);
+  const scale = peak > 29_000 ? 29_000 / peak : 1;
+  if (scale < 1) for (let i = 0; i < mix.length; i++) mix[i] = (mix[i] ?? 0) * scale;
   return {
     mic: toInt16(mix), played,
     ...(person ? { personS: [personAt / RATE, (personAt + person.length) / RATE] as [number, number] } : {}),
     delayMs, currentS: (earlier.length + gap) / RATE,
+    echo: { ...(echoGain === undefined ? {} : { gain: echoGain * scale }), personPower, scale, reverb, clipping: condition.clipping === true },
   };
 }
 
@@ -633,6 +659,319 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
   process.exit(0);
 }
 
+/**
+ * Last word → first reply audio in these rooms, early answers on (IRIS_BENCH_EARLY=1; issue 24's
+ * target: p95 ≤ 600 ms held-out, p50 ≤ 400 ms, 0 cut-offs). bench-voice's `--early` clips
+ * (lib/early-bench.ts: whole commands, and "what time is it … in CITY" with a pause of 0.3, 0.5
+ * or 0.8 s inside), said by this bench's people over IRIS in each room, heard in real time through
+ * the daemon's front end (canceller, stop word) and the real voice loop with early answers, as the
+ * daemon runs it. The room is closed: what the loop plays (an early answer, the answer) reaches the
+ * microphone through the same room (delay, reverb, level; 0 dB where IRIS was silent), and the
+ * reference holds it from where it started playing; the daemon's barge-in cuts IRIS's reply at the
+ * wake word (+ IRIS_BENCH_CUT_S), and "stop" heard hushes the answer. Every room has IRIS's earlier
+ * reply (the canceller has learned the room, as a running daemon's has); "quiet, IRIS done" is IRIS
+ * silent from the person's command on, "clean" no room at all (bench-voice's microphone). The
+ * earlier reply is handed to the loop at once, the rest in real time. Rows are judged at the
+ * daemon's gate (over IRIS: `over_speech_confidence`, when IRIS sounded within the 2.5 s before the
+ * wake word, as `overSpeechOf`). Per room and part: waits over the right answers (wall clock, and the
+ * decision's place in the audio plus the processing after it: the wait when the loop keeps up),
+ * cut-offs, answers taken back (in whole commands nothing followed: the echo or the noise did it),
+ * "stop" heard (self-stops). IRIS_BENCH_PARTS (default dev), IRIS_BENCH_ONLY rooms, `--quick`: two
+ * voices, the continued commands with the 0.5 s pause only. Writes scripts/results/room-early.json (or IRIS_BENCH_NAME).
+ */
+if (process.env.IRIS_BENCH_EARLY === '1') {
+  const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
+  /** Only these clips (their words, " … " for the pause), e.g. IRIS_BENCH_EARLY_CLIPS="what time is it". */
+  const onlyClips = process.env.IRIS_BENCH_EARLY_CLIPS?.split(',');
+  /** IRIS_BENCH_DUMP=DIR: each room's microphone (as heard, the answer's echo in it) and the front end's output, with the run's events, to look at. */
+  const dump = process.env.IRIS_BENCH_DUMP;
+  type EarlyRoom = Condition & { irisDone?: boolean; clean?: boolean };
+  const rooms: EarlyRoom[] = ([
+    { name: 'clean', reverb: 0, says: 'command', clean: true },
+    { name: 'quiet, IRIS done', esrDb: 0, reverb: 50, says: 'command', irisDone: true },
+    ...CONDITIONS.filter((c) => c.says === 'command' && c.esrDb !== undefined),
+    { name: 'babble 15 dB, IRIS done', esrDb: 0, babbleDb: 15, reverb: 50, says: 'command', irisDone: true },
+  ] satisfies EarlyRoom[]).filter((c) => only === undefined || only.includes(c.name));
+  const [wakeEarly, vadEarly] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+  const shared = await earlyParts(join(CACHE, `state-early-${process.pid}`));
+  const { config: earlyConfig } = shared;
+  const gateOf = (over: boolean) => (over ? Math.max(earlyConfig.stt.min_confidence, earlyConfig.stt.over_speech_confidence) : earlyConfig.stt.min_confidence);
+  const rows: (EarlyRow & { over: boolean; selfStops: number; delayMs?: number; erleDb?: number; lateEchoSamples: number; roomDelayMs: number })[] = [];
+  /** A WAV as 16 kHz mono (sox's resampler: what the speaker sounds; the reference is the Speaker's own quick one). */
+  const wav16 = (wav: Buffer): Int16Array => {
+    const dir = join(CACHE, `sox-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'answer.wav'), wav);
+    execFileSync('sox', ['-D', join(dir, 'answer.wav'), '-r', '16000', '-c', '1', '-b', '16', join(dir, 'answer16.wav')]);
+    return decodeWav(readFileSync(join(dir, 'answer16.wav')));
+  };
+  /** Adds `echo` to `mic` from clock sample `at` (sign −1 takes it away), only where the loop has not heard yet. */
+  const mixInto = (mic: Int16Array, echo: Float64Array, at: number, from: number, sign = 1): number => {
+    let late = 0;
+    for (let i = 0; i < echo.length && at + i < mic.length; i++) {
+      if (at + i < from) { if ((echo[i] ?? 0) !== 0) late++; continue; }
+      mic[at + i] = Math.max(-32768, Math.min(32767, Math.round((mic[at + i] ?? 0) + sign * (echo[i] ?? 0))));
+    }
+    return late;
+  };
+  for (const part of parts) {
+    const rand = random(part === 'dev' ? 424 : 2424);
+    const voices = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
+    const clips = (quick ? earlyClips(part).filter((c) => c.pauseS === undefined || c.pauseS === 0.5) : earlyClips(part)).filter((c) => onlyClips === undefined || onlyClips.includes(c.spoken));
+    for (const condition of rooms) {
+      for (const voice of voices) {
+        for (const { spoken, layout, pauseS } of clips) {
+          const clip = makeClip({ wake: 'hey jarvis', command: spoken, voice, layout, noise: 'clean', ...(pauseS === undefined ? {} : { pauseS }) }, CACHE);
+          const whole = decodeWav(readFileSync(clip.wav));
+          const trim = condition.clean ? 0 : Math.round(0.4 * RATE); // the synthesiser's lead silence, as in the other rooms
+          const person = whole.subarray(trim);
+          const draws = drawsOf(rand);
+          const built = condition.clean ? undefined : room(condition, part, person, draws);
+          const r: Room = built && condition.irisDone ? room(condition, part, person, draws, built.currentS) : (built ?? { mic: whole, played: new Int16Array(whole.length), personS: [0, whole.length / RATE], delayMs: 0 });
+          const personAtS = r.personS?.[0] ?? 0;
+          const lastWordEndS = personAtS + clip.lastWordEndS - trim / RATE;
+          const resume = pauseS === undefined ? undefined : personAtS + resumeS(whole, clip.commandStartS, clip.lastWordEndS) - trim / RATE;
+          // Room for the answer's echo after the person: 6 s more.
+          const mic = new Int16Array(r.mic.length + 6 * RATE);
+          mic.set(r.mic);
+          const reference = new EchoReference(mic.length / RATE + 10);
+          // What sounded, as the Speaker writes it: its clips, not the silence after the last (the canceller and the stop word run only while something sounds).
+          let soundEnd = r.played.length;
+          while (soundEnd > 0 && r.played[soundEnd - 1] === 0) soundEnd--;
+          if (soundEnd > 0) reference.write(r.played.subarray(0, soundEnd), 0);
+          const clock: PacedClock = { t0: 0, yieldedTo: 0 };
+          const nowAt = () => Math.max(clock.yieldedTo, Math.round(((performance.now() - clock.t0) * RATE) / 1000));
+          let lateSamples = 0;
+          const timed = timedSink();
+          // The speaker in this room: what it plays is the reference from the sample it starts, and reaches the microphone as the room's echo.
+          const sink: AudioSink = {
+            play: async (wav, signal) => {
+              const at = nowAt();
+              const ref = referenceSamples(wav) ?? new Int16Array(0);
+              const sound = condition.clean ? undefined : wav16(wav);
+              if (sound) {
+                reference.write(ref, at);
+                lateSamples += mixInto(mic, echoOf(r, sound), at, clock.yieldedTo);
+              }
+              try {
+                await timed.play(wav, signal);
+              } finally {
+                if (sound && signal?.aborted) {
+                  // Stopped: nothing after this sounded, and its echo does not come.
+                  const stopAt = nowAt();
+                  reference.truncate(stopAt);
+                  const rest = Int16Array.from(sound);
+                  rest.fill(0, 0, Math.max(0, stopAt - at));
+                  mixInto(mic, echoOf(r, rest), at, clock.yieldedTo, -1);
+                }
+              }
+            },
+          };
+          const canceller = condition.clean ? undefined : await makeCanceller(reference);
+          const stopWord = condition.clean ? undefined : await StopWord.create();
+          const conversation = shared.conversation();
+          let over = false;
+          let selfStops = 0;
+          let cut = false;
+          const loop: VoiceLoop<TurnResult> = new VoiceLoop<TurnResult>({
+            wake: wakeEarly, vad: vadEarly, stt: shared.stt, tts: shared.tts, sink, followUpS: 0,
+            minConfidence: earlyConfig.stt.min_confidence, overSpeechMinConfidence: earlyConfig.stt.over_speech_confidence,
+            endpoint: { silenceS: earlyConfig.audio.silence_s, maxS: earlyConfig.audio.max_command_s, noSpeechS: earlyConfig.audio.no_speech_s },
+            commandState: prefixState, completePauseS: earlyConfig.audio.complete_pause_s, incompletePauseS: earlyConfig.audio.incomplete_pause_s,
+            // As the daemon's `overSpeechOf`: IRIS sounded within the pre-roll before the wake word.
+            overSpeech: () => (over = reference.sounding(nowAt() - Math.round(2.5 * RATE), nowAt())),
+            respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+            earlyAnswer: (text: string) => conversation.answersEarly(text), takeBackS: earlyConfig.audio.take_back_s,
+            onEvent: (event) => {
+              if (event.type !== 'wake-end' || cut || condition.clean) return;
+              // The daemon's barge-in: IRIS's reply stops (IRIS_BENCH_CUT_S after the wake word), its echo with it.
+              cut = true;
+              const cutAt = Math.max(nowAt(), Math.round((Number(event.data?.atS ?? 0) + bargeCutS) * RATE));
+              if (!reference.sounding(cutAt, soundEnd)) return;
+              reference.truncate(cutAt);
+              const rest = Int16Array.from(r.played);
+              rest.fill(0, 0, cutAt);
+              lateSamples += mixInto(mic, echoOf(r, rest), 0, clock.yieldedTo, -1);
+            },
+          });
+          const source = frontEnd(pacedSource(mic, clock, Math.max(0, personAtS - 1)), {
+            ...(canceller ? { canceller } : {}), ...(stopWord ? { stopWord } : {}),
+            clockOf: (chunk) => Math.round(chunk.atS * RATE),
+            own: (at, length) => canceller?.played(at, length, RATE / 5) ?? new Int16Array(length),
+            armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
+            onStop: (atS) => { if (loop.hush(atS)) selfStops++; },
+          });
+          wakeEarly.reset();
+          const heardOut: Int16Array[] = [];
+          const kept: AudioSource = { async *frames(signal) { for await (const chunk of source.frames(signal)) { if (dump) heardOut.push(chunk.samples); yield chunk; } } };
+          const [run] = await loop.run(kept, new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
+          if (dump) {
+            const name = join(dump, `${rows.length}`);
+            mkdirSync(dump, { recursive: true });
+            writeFileSync(`${name}-mic.wav`, encodeWav(mic.subarray(0, clock.yieldedTo)));
+            writeFileSync(`${name}-front.wav`, encodeWav(Int16Array.from(heardOut.flatMap((c) => [...c]))));
+            writeFileSync(`${name}.json`, JSON.stringify({ room: condition.name, spoken, lastWordEndS, resume, personS: r.personS, delayMs: r.delayMs, events: run?.events.map((e) => ({ type: e.type, atMs: round(e.atMs - clock.t0, 0), ...e.data })) }));
+          }
+          const stats = canceller?.stats;
+          canceller?.destroy();
+          stopWord?.free();
+          const row = earlyRowOf(run, { part, room: condition.name, voice: `${voice.synth}:${voice.name}`, spoken, ...(pauseS === undefined ? {} : { pauseS }), expected: await shared.expectedOf(spoken), lastWordEndS, ...(resume === undefined ? {} : { resumeAtS: resume }), clock, stops: timed.stops });
+          // The gate the daemon acts at for this command (the loop ran with it).
+          rows.push({ ...row, over, selfStops, lateEchoSamples: lateSamples, roomDelayMs: r.delayMs, ...(stats?.delayMs === undefined ? {} : { delayMs: round(stats.delayMs, 1) }), ...(stats?.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }) });
+          process.stderr.write(`${earlyLine(row, run?.outcome)}${over ? ' [over IRIS]' : ''}${selfStops ? ` ${selfStops} stop` : ''}${lateSamples ? ` (${lateSamples} echo samples late)` : ''}\n`);
+        }
+      }
+    }
+  }
+  await shared.stt.stop?.();
+  const table = parts.flatMap((part) => rooms.flatMap((condition) => {
+    const set = rows.filter((r) => r.part === part && r.room === condition.name);
+    if (set.length === 0) return [];
+    const f = earlyFigures(set, (row) => gateOf((row as (typeof rows)[number]).over));
+    return [{ part, room: condition.name, n: set.length, right: f.right, wrong: f.wrong, wait_p50: f.last_word_to_first_audio_ms.p50, wait_p95: f.last_word_to_first_audio_ms.p95, decided_p50: f.decision_plus_processing_ms.p50, decided_p95: f.decision_plus_processing_ms.p95, cut_offs: f.cut_offs, early: f.answered_early, taken_back: f.taken_back, taken_back_whole: f.taken_back_whole, self_stops: set.reduce((n, r) => n + r.selfStops, 0), figures: f }];
+  }));
+  console.table(table.map(({ figures: _f, ...row }) => row));
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-early', { parts, quick, barge_in_cut_s: bargeCutS, table, rows });
+  process.exit(0);
+}
+
+/**
+ * Two sound cards' clocks (IRIS_BENCH_DRIFT="-300,-100,-50,0,50,100,300": the speaker's clock
+ * against the microphone's, ppm; positive: the speaker runs fast, so the echo's delay shrinks).
+ * A USB microphone and an onboard speaker each count samples by their own crystal (tens of ppm
+ * off nominal, a few hundred at worst): the echo path is resampled by that much (sox `speed`,
+ * after the room's reverb), over a long stretch of IRIS talking: an earlier reply, 2 s of
+ * silence, then IRIS reading on for IRIS_BENCH_DRIFT_S (default 70 s; licence texts, as the stop
+ * word's "talking on" mode) at IRIS_BENCH_DRIFT_DB echo-to-speech (default 0). Near its end the
+ * person says "stop" (12 s before) and "hey jarvis, <command>" (6 s before). One canceller
+ * throughout, as the daemon keeps it. Per 5 s: the delay the canceller uses against the echo's
+ * true one, and ERLE (IRIS alone: the person's words left out). Per room: the person's "stop"
+ * and wake word heard, self-stops and self-wakes, the delay changes the canceller took.
+ * IRIS_BENCH_ECHO_OPTS (JSON `EchoCancellerOptions`) tries tracker settings. IRIS_BENCH_PARTS
+ * (default dev); `--quick`: one voice. Writes scripts/results/room-drift.json (or IRIS_BENCH_NAME).
+ */
+if (process.env.IRIS_BENCH_DRIFT !== undefined) {
+  const ppms = process.env.IRIS_BENCH_DRIFT.split(',').map(Number);
+  const parts = (process.env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[];
+  const longS = Number(process.env.IRIS_BENCH_DRIFT_S ?? 70);
+  const esrDb = Number(process.env.IRIS_BENCH_DRIFT_DB ?? 0);
+  const echoOptions = JSON.parse(process.env.IRIS_BENCH_ECHO_OPTS ?? '{}') as EchoCancellerOptions;
+  const WINDOW_S = 5;
+  const wakeDrift = await createOpenWakeWord({ model: 'hey_jarvis' });
+  const paragraphsAll = licenceParagraphs();
+  const rows: Record<string, unknown>[] = [];
+  const table: Record<string, unknown>[] = [];
+  for (const part of parts) {
+    const rand = random(part === 'dev' ? 524 : 2524);
+    const paragraphs = paragraphsAll.filter((_p, i) => i % 2 === (part === 'dev' ? 0 : 1));
+    const voices = quick ? PEOPLE[part].slice(0, 1) : PEOPLE[part];
+    for (const [v, voice] of voices.entries()) {
+      // The same IRIS and person for every ppm: only the clocks differ.
+      const earlier = espeak(REPLIES[v % REPLIES.length] ?? '', IRIS_VOICE[part]);
+      const pieces: Int16Array[] = [];
+      for (let i = 0, s = 0; s < longS; i++) {
+        const speech = espeak(paragraphs[(v * 3 + i) % paragraphs.length] ?? '', IRIS_VOICE[part]);
+        pieces.push(speech);
+        s += speech.length / RATE;
+      }
+      const long = new Int16Array(Math.round(longS * RATE));
+      for (let at = 0, i = 0; at < long.length; at += pieces[i]?.length ?? 0, i++) long.set((pieces[i] ?? new Int16Array(0)).subarray(0, long.length - at), at);
+      const longAt = earlier.length + 2 * RATE;
+      const length = longAt + long.length + 2 * RATE;
+      const played = new Int16Array(length);
+      played.set(earlier, 0);
+      played.set(long, longAt);
+      const command = COMMANDS[part][v % COMMANDS[part].length] ?? '';
+      const wakeClip = decodeWav(readFileSync(makeClip({ wake: 'hey jarvis', command, voice, layout: 'one-breath', noise: 'clean' }, CACHE).wav)).subarray(Math.round(0.4 * RATE));
+      const stopFile = join(CACHE, `stop-${voice.synth}-${voice.name}.wav`);
+      synthesize('stop', voice, stopFile);
+      const stopClip = decodeWav(readFileSync(stopFile));
+      const stopAt = longAt + long.length - 12 * RATE;
+      const wakeAt = longAt + long.length - 6 * RATE;
+      const [stopFrom, stopTo] = voiced(stopClip);
+      const delay0 = Math.round(((40 + rand() * 160) * RATE) / 1000);
+      const reverb = ['reverb', '50', '50', '60'];
+      const personPower = speechPower(wakeClip);
+      const people = new Float64Array(length);
+      addInto(people, sox(stopClip, reverb), stopAt);
+      addInto(people, sox(wakeClip, reverb), wakeAt);
+      const personS: [number, number][] = [[(stopAt + stopFrom) / RATE, (stopAt + stopTo) / RATE], [wakeAt / RATE, (wakeAt + wakeClip.length) / RATE]];
+      for (const ppm of ppms) {
+        // The echo: the room's reverb, then the two clocks (sox's resampler), `delay0` late at the start.
+        const echo = sox(played, [...reverb, ...(ppm === 0 ? [] : ['speed', String(1 + ppm * 1e-6)])]);
+        const mix = Float64Array.from(people);
+        addInto(mix, echo, delay0, Math.sqrt((personPower * 10 ** (esrDb / 10)) / speechPower(echo.subarray(longAt, longAt + 30 * RATE))));
+        const noise = pink(Math.min(length, 60 * RATE));
+        const noiseGain = Math.sqrt(personPower / 10 ** (35 / 10) / speechPower(noise));
+        for (let k = 0; k < length; k += noise.length) addInto(mix, noise, k, noiseGain);
+        const peak = mix.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+        for (let k = 0; k < mix.length; k++) mix[k] = (mix[k] ?? 0) * (29_000 / Math.max(1, peak));
+        const r: Room = { mic: toInt16(mix), played, delayMs: (delay0 * 1000) / RATE };
+        /** The echo's true delay at microphone sample `at` (ms): played sample k sounds at delay0 + k / (1 + ppm). */
+        const trueMs = (at: number) => ((at - (at - delay0) * (1 + ppm * 1e-6)) * 1000) / RATE;
+        const inPerson = (at: number, slackS = 0.5) => personS.some(([a, b]) => at / RATE >= a - 0.2 && at / RATE <= b + slackS);
+        const windows: { t: number; trueMs: number; usedMs: number | null; erleDb: number | null; mic: number; out: number }[] = [];
+        const changes: { t: number; ms: number }[] = [];
+        let lastAt = 0;
+        const front = await throughFrontEnd(r, {
+          // The tracker's steps (the drift's rate moves the delay in between: `used` per window).
+          options: { ...echoOptions, onDelay: (ms) => changes.push({ t: round(lastAt / RATE, 1), ms: round(ms, 1) }) },
+          onChunk: (at, micIn, out, canceller) => {
+            lastAt = at;
+            const w = Math.floor(at / (WINDOW_S * RATE));
+            while (windows.length <= w) windows.push({ t: windows.length * WINDOW_S, trueMs: round(trueMs((windows.length + 0.5) * WINDOW_S * RATE), 2), usedMs: null, erleDb: null, mic: 0, out: 0 });
+            const win = windows[w];
+            if (!win) return;
+            win.usedMs = canceller.stats.delayMs === undefined ? null : round(canceller.stats.delayMs, 2);
+            if (inPerson(at) || played.subarray(Math.max(0, at - delay0 - RATE / 4), at).every((x) => x === 0)) return; // IRIS alone, sounding
+            for (let i = 0; i < micIn.length; i++) { win.mic += (micIn[i] ?? 0) ** 2; win.out += (out[i] ?? 0) ** 2; }
+          },
+        });
+        for (const w of windows) w.erleDb = w.mic > 0 && w.out > 0 ? round(10 * Math.log10(w.mic / w.out), 1) : null;
+        // The wake word over the cancelled stream, as the loop hears it.
+        wakeDrift.reset();
+        const wakes: number[] = [];
+        for (let at = 0; at + 1280 <= front.samples.length; at += 1280) {
+          const detection = await wakeDrift.process({ ...SPEECH_FORMAT, samples: front.samples.subarray(at, at + 1280), atS: at / RATE });
+          if (detection) { wakes.push(round(detection.atS, 2)); wakeDrift.reset(); }
+        }
+        const heardIn = (times: number[], [a, b]: [number, number]) => times.some((t) => t >= a && t <= b + 0.5);
+        const stopHeard = heardIn(front.stops, personS[0] ?? [0, 0]);
+        const wakeHeard = heardIn(wakes, personS[1] ?? [0, 0]);
+        const selfStops = front.stops.filter((t) => !personS.some((p) => heardIn([t], p))).length;
+        const selfWakes = wakes.filter((t) => !personS.some((p) => heardIn([t], p))).length;
+        const longFrom = Math.ceil(longAt / RATE / WINDOW_S);
+        const longTo = Math.floor((longAt + long.length - 12 * RATE) / RATE / WINDOW_S); // before the person
+        const inLong = windows.slice(longFrom, longTo).filter((w) => w.erleDb !== null);
+        const errors = windows.filter((w) => w.usedMs !== null && w.t >= 5).map((w) => Math.abs((w.usedMs ?? 0) - w.trueMs));
+        const row = {
+          part, ppm, voice: `${voice.synth}:${voice.name}`, command, delay0Ms: round((delay0 * 1000) / RATE, 1),
+          delayEndMs: round(trueMs(length), 1), stopHeard, wakeHeard, selfStops, selfWakes, stops: front.stops.map((t) => round(t, 2)), wakes,
+          delayErrorMaxMs: round(Math.max(0, ...errors), 1), delayErrorEndMs: round(errors.at(-1) ?? NaN, 1),
+          erleLongFirstDb: inLong[0]?.erleDb ?? null, erleLongLastDb: inLong.at(-1)?.erleDb ?? null,
+          erleLongMinDb: inLong.length ? Math.min(...inLong.map((w) => w.erleDb ?? 0)) : null,
+          erleLongMeanDb: inLong.length ? round(inLong.reduce((a, w) => a + (w.erleDb ?? 0), 0) / inLong.length, 1) : null,
+          changes, windows: windows.map(({ mic: _m, out: _o, ...w }) => w),
+        };
+        rows.push(row);
+        process.stderr.write(`${part} ${row.voice} ${ppm} ppm: delay ${row.delay0Ms} → ${row.delayEndMs} ms, used error max ${row.delayErrorMaxMs} ms (end ${row.delayErrorEndMs}), ${changes.length} changes; ERLE over the long reply first/last/min/mean ${row.erleLongFirstDb}/${row.erleLongLastDb}/${row.erleLongMinDb}/${row.erleLongMeanDb} dB; stop ${stopHeard ? 'heard' : 'missed'}, wake ${wakeHeard ? 'heard' : 'missed'}, self-stops ${selfStops}, self-wakes ${selfWakes}\n`);
+      }
+    }
+    for (const ppm of ppms) {
+      const set = rows.filter((r) => r.part === part && r.ppm === ppm) as { stopHeard: boolean; wakeHeard: boolean; selfStops: number; selfWakes: number; delayErrorMaxMs: number; erleLongFirstDb: number | null; erleLongLastDb: number | null; erleLongMinDb: number | null; erleLongMeanDb: number | null; changes: unknown[] }[];
+      const mean = (xs: (number | null)[]) => { const ys = xs.filter((x): x is number => x !== null); return ys.length ? round(ys.reduce((a, b) => a + b, 0) / ys.length, 1) : null; };
+      table.push({
+        part, ppm, n: set.length, delay_error_max_ms: Math.max(...set.map((r) => r.delayErrorMaxMs)), changes: set.reduce((n, r) => n + r.changes.length, 0),
+        erle_first_db: mean(set.map((r) => r.erleLongFirstDb)), erle_last_db: mean(set.map((r) => r.erleLongLastDb)), erle_min_db: mean(set.map((r) => r.erleLongMinDb)), erle_mean_db: mean(set.map((r) => r.erleLongMeanDb)),
+        stop_heard: set.filter((r) => r.stopHeard).length, wake_heard: set.filter((r) => r.wakeHeard).length, self_stops: set.reduce((n, r) => n + r.selfStops, 0), self_wakes: set.reduce((n, r) => n + r.selfWakes, 0),
+      });
+    }
+  }
+  console.table(table);
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-drift', { parts, ppms, long_s: longS, esr_db: esrDb, echo_options: echoOptions, window_s: WINDOW_S, table, rows });
+  process.exit(0);
+}
+
 // The parts, loaded once, as bench-understanding.ts does.
 const config = parseConfig('[assistant]\ntimezone = "Europe/Berlin"\n', 'bench');
 const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
@@ -758,10 +1097,10 @@ async function expectedCall(command: string): Promise<string> {
 interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
-async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
+async function throughFrontEnd(r: Room, watch: { options?: EchoCancellerOptions; onChunk?: (at: number, mic: Int16Array, out: Int16Array, canceller: EchoCanceller) => void } = {}): Promise<FrontEndResult> {
   const reference = new EchoReference(r.played.length / RATE + 2);
   reference.write(r.played, 0);
-  const canceller = await makeCanceller(reference, suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) });
+  const canceller = await makeCanceller(reference, { ...(suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) }), ...watch.options });
   // The canceller's own CPU, apart from the stop word's: its process() timed as the front end calls it.
   let cancellerCpuUs = 0;
   const cancelProcess = canceller.process.bind(canceller);
@@ -770,6 +1109,7 @@ async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
     const out = cancelProcess(samples, at);
     const used = process.cpuUsage(before);
     cancellerCpuUs += used.user + used.system;
+    watch.onChunk?.(at, samples, out, canceller);
     return out;
   };
   const stopWord = await StopWord.create();
@@ -967,7 +1307,7 @@ const summary = {
   front_end_memory_mb: round(frontEndMemoryMb, 1),
   rooms: rows.length,
   audio_s: round(audioS, 0),
-  not_measured: ['false wakes per hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN=60 (results/room-false-wakes.json)', 'last word → first audio in these rooms'],
+  not_measured: ['false wakes per hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN=60 (results/room-false-wakes.json)', 'last word → first audio in these rooms: IRIS_BENCH_EARLY=1 (results/room-early.json)', 'two sound cards\' clock drift: IRIS_BENCH_DRIFT (results/room-drift.json)'],
 };
 console.table(table);
 console.log(summary);

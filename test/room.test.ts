@@ -14,7 +14,7 @@ import { VoiceService, overSpeechOf, type OverIrisCounts } from '../src/daemon/v
 import { createLogger } from '../src/log.js';
 import type { AudioChunk, AudioSink } from '../src/pipeline/audio.js';
 import { PushedAudio, samplesSource } from '../src/pipeline/capture.js';
-import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay } from '../src/pipeline/echo.js';
+import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay, liveClock } from '../src/pipeline/echo.js';
 import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { Speaker } from '../src/pipeline/playback.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
@@ -33,11 +33,15 @@ import { tempDir } from './helpers/tmp.js';
 
 const RATE = 16_000;
 
-/** IRIS's reply, as it reaches the microphone: `delayMs` late, through a small room's reverb (unless `reverb` is false), at `gain`. */
-function echoOf(played: Int16Array, delayMs: number, gain = 0.7, reverb = true): Int16Array {
+/**
+ * IRIS's reply, as it reaches the microphone: `delayMs` late, through a small room's reverb
+ * (unless `reverb` is false), at `gain`; with `ppm`, the speaker's clock that much faster than
+ * the microphone's (sox's resampler).
+ */
+function echoOf(played: Int16Array, delayMs: number, gain = 0.7, reverb = true, ppm = 0): Int16Array {
   const dir = tempDir();
   writeFileSync(join(dir, 'played.wav'), encodeWav(played));
-  execFileSync('sox', ['-D', join(dir, 'played.wav'), join(dir, 'echo.wav'), ...(reverb ? ['reverb', '40', '50', '30'] : []), 'vol', String(gain)]);
+  execFileSync('sox', ['-D', join(dir, 'played.wav'), join(dir, 'echo.wav'), ...(reverb ? ['reverb', '40', '50', '30'] : []), 'vol', String(gain), ...(ppm ? ['speed', String(1 + ppm * 1e-6)] : [])]);
   const echo = decodeWav(readFileSync(join(dir, 'echo.wav')));
   const out = new Int16Array(played.length);
   out.set(echo.subarray(0, played.length - Math.round((delayMs * RATE) / 1000)), Math.round((delayMs * RATE) / 1000));
@@ -98,6 +102,48 @@ describe('echo cancellation', () => {
     const to = first.length + gap + Math.round(0.12 * RATE);
     const addedDb = 10 * Math.log10(energy(out.subarray(from, to)) / energy(mic.subarray(from, to)));
     expect(addedDb).toBeLessThan(3);
+  });
+
+  it('keeps removing the echo when the speaker\'s and the microphone\'s clocks drift 300 ppm apart', async () => {
+    // 40 s of IRIS talking; the echo's delay shrinks from 120 to 108 ms. The delay tracker follows
+    // that, but a filter whose room keeps moving removed ~4 dB (15 dB with one clock).
+    const played = Int16Array.from([...reply(), ...reply(), ...reply()]);
+    const mic = echoOf(played, 120, 0.7, true, 300);
+    const reference = new EchoReference(60);
+    reference.write(played, 0);
+    const canceller = await EchoCanceller.create(reference);
+    const out = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+    canceller.destroy();
+    const from = Math.round((mic.length * 2) / 3);
+    const removedDb = 10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)));
+    expect(removedDb).toBeGreaterThanOrEqual(10);
+  });
+
+  it('adds nothing when it starts again after a pause in which the person talked', async () => {
+    // IRIS's reply, then 1.5 s of silence in which the person speaks while the canceller's tail
+    // runs out, then the next reply: the canceller played back the frames it last heard.
+    const reply1 = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds.', { padS: [0.2, 0.2] });
+    const person = speechSamples('what time is it', { padS: [0, 0] });
+    const second = reply1.length + Math.round(1.5 * RATE);
+    const played = new Int16Array(second + reply1.length);
+    played.set(reply1);
+    played.set(reply1, second);
+    let mic = echoOf(played, 120, 0.7, false);
+    mic = mix(mic, person, (reply1.length + Math.round(0.4 * RATE)) / RATE);
+    const noise = Int16Array.from({ length: mic.length }, (_, i) => Math.round(Math.sin(i * 0.7) * 30));
+    mic = mix(mic, noise);
+    const reference = new EchoReference(30);
+    reference.write(reply1, 0);
+    reference.write(reply1, second);
+    const canceller = await EchoCanceller.create(reference);
+    const out = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+    canceller.destroy();
+    for (let at = second - 1280; at < second + 0.3 * RATE; at += 320) { // 20 ms steps around the restart, before the echo arrives
+      const keptDb = 10 * Math.log10((energy(out.subarray(at, at + 320)) + 1) / (energy(mic.subarray(at, at + 320)) + 1));
+      expect(keptDb, `${(at - second) / 16} ms`).toBeLessThanOrEqual(1); // before: +22 dB
+    }
   });
 
   it('estimates a delay from the cross-correlation at 16 kHz resolution', () => {
@@ -514,6 +560,27 @@ describe('the live microphone\'s clock', () => {
       expect(readMs - (at ?? 0)).toBeGreaterThan(250);
     });
   });
+  it('follows a microphone whose crystal runs slower or faster than the system clock, and a late stretch does not move it', () => {
+    // An hour of 80 ms chunks from a microphone `ppm` off the system clock, each stamped 60 ms
+    // after its capture plus 0–20 ms of jitter, 20 s of them 50 ms later still (a loaded machine).
+    for (const ppm of [-300, -100, 0, 100, 300]) {
+      let now = 0;
+      const clock = liveClock(() => now);
+      const jitter = (i: number) => ((((Math.sin(i * 12.9898) * 43758.5453) % 1) + 1) % 1) * 320; // 0–20 ms, the same every run
+      let worst = 0;
+      for (let i = 0; i < 45_000; i++) {
+        const position = i * 1280;
+        const captured = position / (1 + ppm * 1e-6); // its first sample, in system clock samples
+        now = captured + 1280 / (1 + ppm * 1e-6) + 960 + jitter(i) + (i >= 10_000 && i < 10_250 ? 800 : 0);
+        const at = clock({ rate: RATE, width: 2, channels: 1, samples: new Int16Array(1280), atS: position / RATE });
+        // A constant offset is the room's delay to the canceller; what must stay small is how far it moves.
+        if (i >= 100) worst = Math.max(worst, Math.abs(at - captured - 960));
+      }
+      // 40 ms: the jitter, the anchor's 10 ms step and 30 s of drift; with the anchor held, a slow microphone was 0.36 s (100 ppm) off after the hour.
+      expect(worst, `${ppm} ppm`).toBeLessThanOrEqual(640);
+    }
+  });
+
   it('loses nothing when the source is faster than real time: past 30 s ahead it is read only as the reader takes chunks', async () => {
     const microphone = new PushedAudio(60); // it keeps 60 s unread itself
     for (let i = 0; i < 500; i++) microphone.push(Int16Array.from({ length: 1280 }, () => i)); // 40 s, at once

@@ -14,6 +14,7 @@
  */
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
+import { DelayDrift, readDrifting } from './drift.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
 
@@ -253,6 +254,8 @@ const SPEEX_FRAME = 256;
  * speexdsp (wake word at 0 dB: 0–33 % vs 100 %); without the extended filter did best at 0 dB.
  */
 const WEBRTC = { mode: 'aec', suppression: 0, extendedFilter: true, delayAgnostic: false, highPass: true, reportDelay: true } as const;
+/** Frames of the microphone the engine hears again when it starts after a pause (`#resume`): its preprocessor's frame and one more. */
+const RESUME_FRAMES = 2;
 /** The reference is shifted this much less than the delay: the filter is causal, so an estimate a little long must still leave the echo inside it. */
 const MARGIN_SAMPLES = 160;
 
@@ -283,7 +286,13 @@ export class EchoCanceller {
   /** The microphone's recent samples and the clock sample after the last. */
   readonly #micRing: Int16Array;
   #micEnd = 0;
+  /** The delay taken (samples), at microphone clock sample `#delayAt`; it moves by `#rate` per sample since (two clocks' drift: drift.ts). */
   #delay: number | undefined;
+  #delayAt = 0;
+  #rate = 0;
+  readonly #drift = new DelayDrift();
+  /** Where the window of the estimate under way is centred (microphone clock sample). */
+  #jobAt = 0;
   #sinceEstimate = 0;
   #pending: { delay: number } | undefined;
   /** A delay estimate under way (`delaySteps`): a step per frame until the delay is known, then one per chunk. */
@@ -297,8 +306,9 @@ export class EchoCanceller {
   #processed = 0;
   #sounding = 0;
   readonly #refFrame: Int16Array<ArrayBuffer>;
-  /** The clock sample after the last frame the engine ran on. */
-  #engineEnd: number | undefined;
+  /** The engine ran on the frame before; ran at all (else, after a pause, it is brought up to date first: `#resume`). */
+  #running = false;
+  #ran = false;
   /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
@@ -348,7 +358,7 @@ export class EchoCanceller {
 
   get stats(): EchoStats {
     return {
-      delayMs: this.#delay === undefined ? undefined : (this.#delay * 1000) / RATE,
+      delayMs: this.#delay === undefined ? undefined : (this.#delayOf(this.#micEnd) * 1000) / RATE,
       erleDb: this.#outEnergy > 0 && this.#micEnergy > 0 ? 10 * Math.log10(this.#micEnergy / this.#outEnergy) : undefined,
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
@@ -362,7 +372,8 @@ export class EchoCanceller {
       // the reference than it was, so the echo's delay changes by exactly that. What the ring
       // held before is misplaced: no estimate until a whole window lies after the jump.
       const jump = at - this.#micEnd;
-      if (this.#delay !== undefined) this.#delay = Math.min(this.#maxLag, Math.max(0, this.#delay + jump));
+      if (this.#delay !== undefined) [this.#delay, this.#delayAt] = [Math.min(this.#maxLag, Math.max(0, this.#delayOf(this.#micEnd) + jump)), at];
+      this.#drift.clear();
       this.#pending = undefined;
       this.#job = undefined; // over audio that no longer lines up
       this.#jumpAt = at;
@@ -385,18 +396,26 @@ export class EchoCanceller {
    * (`length` of them), `leadSamples` early: the reference is known before its echo arrives.
    */
   played(at: number, length: number, leadSamples = 0): Int16Array {
-    return this.#reference.read(at - (this.#delay ?? 0) + leadSamples, length);
+    return this.#reference.read(at - Math.round(this.#delay === undefined ? 0 : this.#delayOf(at)) + leadSamples, length);
   }
 
   destroy(): void {
     this.#engine.destroy();
   }
 
+  /** The delay at microphone clock sample `at` (samples; the delay known). */
+  #delayOf(at: number): number {
+    return (this.#delay ?? 0) + this.#rate * (at - this.#delayAt);
+  }
+
   #frame(mic: Int16Array, at: number): Int16Array {
-    const lookback = this.#delay ?? 0;
+    const lookback = this.#delay === undefined ? 0 : Math.round(this.#delayOf(at));
     const frame = this.#frameSamples;
     const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + frame);
-    if (!sounding) return mic;
+    if (!sounding) {
+      this.#running = false;
+      return mic;
+    }
     this.#sounding += frame;
     this.#sinceEstimate += frame;
     // Tracking (the delay known): one step per chunk, so no chunk carries more than ~1 ms of it.
@@ -404,35 +423,33 @@ export class EchoCanceller {
       if (this.#delay === undefined || !this.#stepped) this.#step();
     } else if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
-    const shift = this.#alignHere ? Math.max(0, this.#delay - MARGIN_SAMPLES) : 0;
-    if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delay * 1000) / RATE);
-    this.#catchUp(at, shift);
-    const ref = this.#reference.read(at - shift, frame, this.#refFrame);
+    const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
+    if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
+    // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
+    if (!this.#running && this.#ran) this.#resume(at);
+    [this.#running, this.#ran] = [true, true];
+    const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     const out = this.#engine.process(mic, ref);
-    this.#engineEnd = at + frame;
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
     return out;
   }
 
   /**
-   * The engine ran last before a stretch the microphone passed through (nothing sounded): it
-   * still holds what it ran on then (speexdsp's output lags a frame; its filter, the reference
-   * before the pause), so its first output now would be 16 ms of that old audio — live, the
-   * person's voice from when the reminder stopped, +39 dB over a silent microphone where the
-   * early answer began, which the VAD took for the person going on (`room.test.ts`: +33 dB).
-   * Run it over the filter's length of that stretch first, as it was: the microphone from the
-   * ring, the reference silent there (nothing to adapt to).
+   * The engine starts again after passing the microphone through (IRIS silent): it still holds
+   * the frames it last heard, maybe seconds ago (the person mid-word when the reply's tail ran
+   * out), and its first output frames played them back, up to 22 dB over the microphone — a
+   * burst the VAD took for speech. It hears the last frames of the microphone first, with
+   * silence as the reference (the filter learns nothing from them), and their output is dropped.
    */
-  #catchUp(at: number, shift: number): void {
+  #resume(at: number): void {
     const frame = this.#frameSamples;
-    if (this.#engineEnd === undefined || at <= this.#engineEnd) return;
-    const from = Math.max(this.#engineEnd, at - Math.ceil(this.#tail / frame) * frame, this.#micEnd - this.#micRing.length);
+    const silence = new Int16Array(frame);
     const size = this.#micRing.length;
-    const mic = new Int16Array(frame);
-    for (let t = at - Math.floor((at - from) / frame) * frame; t + frame <= at; t += frame) {
-      for (let i = 0; i < frame; i++) mic[i] = this.#micRing[(((t + i) % size) + size) % size] ?? 0;
-      this.#engine.process(mic, this.#reference.read(t - shift, frame, this.#refFrame));
+    for (let k = RESUME_FRAMES; k > 0; k--) {
+      const recent = new Int16Array(frame);
+      for (let i = 0; i < frame; i++) recent[i] = this.#micRing[(((at - k * frame + i) % size) + size) % size] ?? 0;
+      this.#engine.process(recent, silence);
     }
   }
 
@@ -447,6 +464,7 @@ export class EchoCanceller {
     const mic = new Int16Array(this.#window + this.#maxLag);
     for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
     this.#job = delaySteps(mic, ref, this.#maxLag);
+    this.#jobAt = end - this.#window / 2;
     this.#step();
   }
 
@@ -458,10 +476,15 @@ export class EchoCanceller {
     this.#job = undefined;
     const estimate = step.value;
     if (!estimate || estimate.strength < this.#minStrength) return;
-    const known = this.#delay;
+    const rate = this.#drift.add(this.#jobAt, estimate.delaySamples);
+    if (rate !== undefined && rate !== this.#rate && this.#delay !== undefined) {
+      // The delay drifts (or stopped drifting): from here it moves at the new rate, without a jump.
+      [this.#delay, this.#delayAt, this.#rate] = [this.#delayOf(this.#micEnd), this.#micEnd, rate];
+    }
+    const known = this.#delay === undefined ? undefined : this.#delayOf(this.#jobAt);
     if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs
     if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
-      this.#delay = estimate.delaySamples;
+      [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
       this.#pending = undefined;
       this.#onDelay?.((estimate.delaySamples * 1000) / RATE);
     } else this.#pending = { delay: estimate.delaySamples };
@@ -480,20 +503,36 @@ export class EchoCanceller {
  * and at start the models load while audio queues), so the anchor is the earliest any chunk
  * implies: the least-delayed reading. It never creeps (each step would shift the reference by
  * a sample, and the adaptive filter would lose what it learned): two cards' drift shows up as
- * a slowly moving delay instead, which the canceller tracks.
+ * a slowly moving delay instead, which the canceller tracks, and the anchor moves in steps of
+ * more than `JITTER_SAMPLES` (the canceller shifts its delay by exactly that). It moves earlier
+ * at once, and later once every chunk of a whole `ANCHOR_WINDOW_S` arrived that much later
+ * than it implies: a microphone whose crystal runs slower than the system clock falls behind
+ * by its drift (100 ppm: 0.36 s an hour), and with the anchor held the echo's delay shrank
+ * by that much until it went below zero, where no canceller finds it.
  */
 /** 10 ms: the live anchor moves only for a gain bigger than this; each move costs the filter some of what it learned. */
 const JITTER_SAMPLES = 160;
+/** How long every arrival must stand later than the anchor before it moves later (seconds): one late stretch of a loaded machine does not move it. */
+const ANCHOR_WINDOW_S = 30;
 
 export function liveClock(now: () => number = () => EchoReference.nowSamples()): (chunk: AudioChunk) => number {
   let anchor = Infinity;
   let last = -Infinity;
+  /** The least-delayed arrival since `windowStart` (a stream position). */
+  let windowLeast = Infinity;
+  let windowStart = 0;
   return (chunk) => {
     const position = Math.round(chunk.atS * RATE);
     if (position < last) anchor = Infinity; // the microphone was opened again: its positions start over
     last = position;
     const implied = now() - position - chunk.samples.length;
     if (implied < anchor - JITTER_SAMPLES) anchor = implied; // smaller gains: jitter the delay estimate absorbs
+    if (anchor === implied || position < windowStart) [windowLeast, windowStart] = [Infinity, position];
+    windowLeast = Math.min(windowLeast, implied);
+    if (position - windowStart >= ANCHOR_WINDOW_S * RATE) {
+      if (windowLeast > anchor + JITTER_SAMPLES) anchor = windowLeast; // the microphone's clock is slow: follow it
+      [windowLeast, windowStart] = [Infinity, position];
+    }
     return Math.round(anchor) + position;
   };
 }
