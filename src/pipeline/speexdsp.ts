@@ -69,6 +69,13 @@ export interface SpeexEchoOptions {
   echoSuppressActiveDb: number;
   /** Noise suppression in dB (negative); 0 = off. */
   noiseSuppressDb: number;
+  /**
+   * Apply the preprocessor's gain with noise suppression off, so the residual-echo suppression
+   * (`echoSuppressDb`) works. speexdsp applies no gain at all while its denoiser is off
+   * (preprocess.c: "If noise suppression is off, don't apply the gain"): without this, echo
+   * suppression set with noise suppression off only delays the output by a frame.
+   */
+  residualSuppression?: boolean;
 }
 
 /** One speexdsp echo canceller (and preprocessor): frames in, cleaned frames out. Keeps its filter until `destroy()`. */
@@ -90,8 +97,9 @@ export class SpeexEcho {
     const suppress = options.echoSuppressDb < 0 || options.noiseSuppressDb < 0;
     this.#pp = suppress ? api.ppInit(options.frameSamples, options.rate) : null;
     if (this.#pp) {
-      api.ppCtlInt(this.#pp, PREPROCESS_SET_DENOISE, [options.noiseSuppressDb < 0 ? 1 : 0]);
-      if (options.noiseSuppressDb < 0) api.ppCtlInt(this.#pp, PREPROCESS_SET_NOISE_SUPPRESS, [options.noiseSuppressDb]);
+      const gain = options.noiseSuppressDb < 0 || (options.residualSuppression === true && options.echoSuppressDb < 0);
+      api.ppCtlInt(this.#pp, PREPROCESS_SET_DENOISE, [gain ? 1 : 0]);
+      if (gain) api.ppCtlInt(this.#pp, PREPROCESS_SET_NOISE_SUPPRESS, [options.noiseSuppressDb]); // 0: a noise floor of 0 dB, nothing taken from noise
       if (options.echoSuppressDb < 0) {
         api.ppCtlPtr(this.#pp, PREPROCESS_SET_ECHO_STATE, this.#echo);
         api.ppCtlInt(this.#pp, PREPROCESS_SET_ECHO_SUPPRESS, [options.echoSuppressDb]);
