@@ -251,9 +251,10 @@ const SPEEX_FRAME = 256;
 /**
  * The adaptive filter's length (ms): the part of the room's echo after its delay that it models.
  * Chosen on bench-room's dev echo rooms (docs/room.md, "The wake word over IRIS"): 128 ms left the
- * reverberant tail in, and the person's wake word under it (+6 dB: 8 of 12 heard; 256 ms: 12).
+ * reverberant tail in, and the person's wake word under it; 384 heard it in more rooms than 256
+ * at +12 dB and with a clipping speaker, as many elsewhere.
  */
-export const FILTER_MS = 256;
+export const FILTER_MS = 384;
 /**
  * webrtc's settings, measured on the full bench (docs/room.md): the AEC with the extended filter,
  * low suppression (moderate and high cut the person harder), told the measured delay rather than
