@@ -74,7 +74,7 @@ const only = process.env.IRIS_BENCH_ONLY?.split(',');
 const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_PREROLL_S);
 /** As the daemon: a wake word heard while IRIS's audio sounded is over speech (voice.ts `overSpeech`); IRIS_BENCH_OVER_SPEECH=0 turns it off. */
 const overSpeechOn = process.env.IRIS_BENCH_OVER_SPEECH !== '0';
-/** Residual-echo suppression to try (dB, 0 = off, the default), applied (`residualSuppression`), e.g. IRIS_BENCH_SUPPRESS_DB=-40. */
+/** Residual-echo suppression to try (dB, 0 = off, the default), e.g. IRIS_BENCH_SUPPRESS_DB=-40. */
 const suppressDb = process.env.IRIS_BENCH_SUPPRESS_DB === undefined ? undefined : Number(process.env.IRIS_BENCH_SUPPRESS_DB);
 /** How long IRIS's echo lasts after a wake word over it, to try instead of the loop's default (voice.ts `echoTailS`, seconds), e.g. IRIS_BENCH_ECHO_TAIL_S=0.4. */
 const echoTailS = process.env.IRIS_BENCH_ECHO_TAIL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_ECHO_TAIL_S);
@@ -883,7 +883,7 @@ interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; c
 async function throughFrontEnd(r: Room): Promise<FrontEndResult> {
   const reference = new EchoReference(r.played.length / RATE + 2);
   reference.write(r.played, 0);
-  const canceller = await makeCanceller(reference, suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb), residualSuppression: true });
+  const canceller = await makeCanceller(reference, suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) });
   // The canceller's own CPU, apart from the stop word's: its process() timed as the front end calls it.
   let cancellerCpuUs = 0;
   const cancelProcess = canceller.process.bind(canceller);

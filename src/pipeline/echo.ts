@@ -236,14 +236,12 @@ export interface EchoCancellerOptions {
   everyS?: number;
   /** A delay estimate counts when its normalised correlation is at least this; default 0.2. */
   minStrength?: number;
-  /** Residual-echo suppression in dB (negative; 0 = off, the default: see `residualSuppression`). */
+  /** speexdsp's residual-echo suppression in dB (negative; 0 = off, the default: on, it cut the person's wake word more than the echo, docs/room.md). */
   echoSuppressDb?: number;
   /** Residual-echo suppression while the person talks too, in dB; default -15. */
   echoSuppressActiveDb?: number;
   /** Noise suppression in dB (negative; 0 = off, the default: openWakeWord was trained with noise). */
   noiseSuppressDb?: number;
-  /** speexdsp: apply the residual-echo suppression with noise suppression off (speexdsp.ts `residualSuppression`); default false. */
-  residualSuppression?: boolean;
 }
 
 /** speexdsp's frame: 16 ms, a power of two (its FFT is fastest there); 1280-sample chunks are 5 of them. */
@@ -341,13 +339,12 @@ export class EchoCanceller {
       frameSamples: SPEEX_FRAME,
       filterSamples,
       rate: RATE,
-      // No preprocessor by default: its residual-echo suppression never ran (speexdsp applies no gain
-      // with its denoiser off), it only delayed the output 16 ms; made to work (`residualSuppression`)
-      // it cut the person's wake word more than the echo (docs/room.md).
+      // No preprocessor by default: until session 12 its residual-echo suppression never ran (speexdsp
+      // applies no gain with its denoiser off) and only delayed the output 16 ms; made to work it cut
+      // the person's wake word more than the echo (docs/room.md).
       echoSuppressDb: options.echoSuppressDb ?? 0,
       echoSuppressActiveDb: options.echoSuppressActiveDb ?? -15,
       noiseSuppressDb: options.noiseSuppressDb ?? 0,
-      ...(options.residualSuppression === undefined ? {} : { residualSuppression: options.residualSuppression }),
     };
     return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), options);
   }
