@@ -97,9 +97,11 @@ const echoEngine: EchoEngineName = ECHO_ENGINES.find((e) => e === echoArg) ?? DE
 if (echoArg !== undefined && echoArg !== echoEngine) throw new Error(`--echo ${echoArg}: one of ${ECHO_ENGINES.join(', ')}`);
 /** webrtc settings to try (JSON), e.g. IRIS_BENCH_WEBRTC='{"extendedFilter":false,"reportDelay":true}'. */
 const webrtcSettings = process.env.IRIS_BENCH_WEBRTC === undefined ? undefined : (JSON.parse(process.env.IRIS_BENCH_WEBRTC) as EchoCancellerOptions['webrtc']);
+/** The adaptive filter's length to try instead of echo.ts `FILTER_MS` (ms), e.g. IRIS_BENCH_FILTER_MS=128. */
+const filterMs = Number(process.env.IRIS_BENCH_FILTER_MS ?? FILTER_MS);
 /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
 const makeCanceller = (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
-  EchoCanceller.create(reference, { ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
+  EchoCanceller.create(reference, { filterMs, ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -987,7 +989,7 @@ for (const part of PARTS) {
           person = decodeWav(readFileSync(file));
         }
         const draws = drawsOf(rand);
-        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${FILTER_MS}`].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
         let r: Room;
         let front: FrontEndResult;
         try {
