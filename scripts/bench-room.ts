@@ -15,7 +15,9 @@
  * (the right tool call), confidently wrong calls, "stop" heard, self-wakes and self-stops (IRIS
  * alone, saying "hey jarvis" and "stop" itself), ERLE, the front end's CPU per second of audio,
  * the latency it adds (it holds no audio back: its per-chunk processing time) and its memory.
- * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below).
+ * False wakes over an hour of continuous speech: IRIS_BENCH_FALSE_WAKE_MIN (below). Why the wake
+ * word is missed, path by path (the person alone, the raw microphone, canceller settings):
+ * IRIS_BENCH_WAKE_PATHS (below). IRIS_BENCH_FILTER_MS tries another filter length in every mode.
  *
  * The canceller: `--echo webrtc` (or IRIS_BENCH_ECHO=webrtc) runs webrtc-audio-processing's AEC
  * instead of speexdsp (default: echo.ts `DEFAULT_ECHO_ENGINE`); IRIS_BENCH_WEBRTC='{"delayAgnostic":true}'
