@@ -229,7 +229,7 @@ export interface EchoCancellerOptions {
   webrtc?: Partial<Omit<WebrtcEchoOptions, 'rate'>> & { reportDelay?: boolean };
   /** The longest delay searched, in ms; default 500 (ALSA buffers plus air, 0–250 ms, plus the live clock's stamps). */
   maxDelayMs?: number;
-  /** The adaptive filter's length in ms: the room's echo tail it models; default 128. */
+  /** The adaptive filter's length in ms: the room's echo tail it models; default `FILTER_MS`. */
   filterMs?: number;
   /** Audio correlated for each delay estimate, in seconds; default 1.5. */
   windowS?: number;
@@ -237,7 +237,7 @@ export interface EchoCancellerOptions {
   everyS?: number;
   /** A delay estimate counts when its normalised correlation is at least this; default 0.2. */
   minStrength?: number;
-  /** Residual-echo suppression in dB (negative; 0 = off); default -40. */
+  /** speexdsp's residual-echo suppression in dB (negative; 0 = off, the default: on, it cut the person's wake word more than the echo, docs/room.md). */
   echoSuppressDb?: number;
   /** Residual-echo suppression while the person talks too, in dB; default -15. */
   echoSuppressActiveDb?: number;
@@ -247,6 +247,22 @@ export interface EchoCancellerOptions {
 
 /** speexdsp's frame: 16 ms, a power of two (its FFT is fastest there); 1280-sample chunks are 5 of them. */
 const SPEEX_FRAME = 256;
+/**
+ * The adaptive filter's length (ms): the part of the room's echo after its delay that it models.
+ * Chosen on bench-room's dev echo rooms (docs/room.md, "The wake word over IRIS"): 128 ms left the
+ * reverberant tail in, and the person's wake word under it; 384 heard it in more rooms than 256
+ * at +12 dB and with a clipping speaker, as many elsewhere.
+ */
+export const FILTER_MS = 384;
+/**
+ * A fresh long filter converges slowly: a 128 ms filter runs beside it on the same input and gives
+ * the output until the long one leaves no more than it (their outputs' energy over the last
+ * `WARM_AVERAGE_S`), then is dropped. The live barge-in test (the person 5 s into a fresh
+ * canceller's first reply) passed 2 of 6 runs with 384 ms alone, 5 of 6 with 128 ms.
+ */
+const WARM_FILTER_MS = 128;
+/** Time constant of the energies compared (seconds): a few words, so one loud frame does not decide. */
+const WARM_AVERAGE_S = 0.5;
 /**
  * webrtc's settings, measured on the full bench (docs/room.md): the AEC with the extended filter,
  * low suppression (moderate and high cut the person harder), told the measured delay rather than
@@ -277,6 +293,11 @@ export interface EchoStats {
 export class EchoCanceller {
   readonly #reference: EchoReference;
   readonly #engine: EchoEngine;
+  /** The short filter that answers while the long one is fresh (`WARM_FILTER_MS`); dropped once the long one does as well. */
+  #warm: EchoEngine | undefined;
+  /** Smoothed output energy of the long filter and of the warm one. */
+  #longLevel = 0;
+  #warmLevel = 0;
   readonly #frameSamples: number;
   readonly #maxLag: number;
   readonly #window: number;
@@ -313,9 +334,10 @@ export class EchoCanceller {
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
 
-  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean }) {
+  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine }) {
     this.#reference = reference;
     this.#engine = engine;
+    this.#warm = options.warm;
     this.#alignHere = options.alignHere ?? true;
     this.#onDelay = options.onDelay;
     this.#frameSamples = engine.frameSamples;
@@ -324,7 +346,7 @@ export class EchoCanceller {
     this.#window = Math.round((options.windowS ?? 1.5) * RATE);
     this.#every = Math.round((options.everyS ?? 2) * RATE);
     this.#minStrength = options.minStrength ?? 0.2;
-    this.#tail = Math.round(((options.filterMs ?? 128) * RATE) / 1000);
+    this.#tail = Math.round(((options.filterMs ?? FILTER_MS) * RATE) / 1000);
     this.#micRing = new Int16Array(this.#window + this.#maxLag + SPEEX_FRAME * 8);
   }
 
@@ -339,16 +361,20 @@ export class EchoCanceller {
         options.onFallback?.(`webrtc: ${messageOf(error)}; using speexdsp`);
       }
     }
-    const filterSamples = Math.ceil(((options.filterMs ?? 128) * RATE) / 1000 / SPEEX_FRAME) * SPEEX_FRAME;
+    const filterSamples = Math.ceil(((options.filterMs ?? FILTER_MS) * RATE) / 1000 / SPEEX_FRAME) * SPEEX_FRAME;
     const speexOptions: SpeexEchoOptions = {
       frameSamples: SPEEX_FRAME,
       filterSamples,
       rate: RATE,
-      echoSuppressDb: options.echoSuppressDb ?? -40,
+      // No preprocessor by default: until session 12 its residual-echo suppression never ran (speexdsp
+      // applies no gain with its denoiser off) and only delayed the output 16 ms; made to work it cut
+      // the person's wake word more than the echo (docs/room.md).
+      echoSuppressDb: options.echoSuppressDb ?? 0,
       echoSuppressActiveDb: options.echoSuppressActiveDb ?? -15,
       noiseSuppressDb: options.noiseSuppressDb ?? 0,
     };
-    return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), options);
+    const warm = filterSamples > WARM_FILTER_MS * (RATE / 1000) ? await SpeexEcho.create({ ...speexOptions, filterSamples: WARM_FILTER_MS * (RATE / 1000) }) : undefined;
+    return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), { ...options, ...(warm ? { warm } : {}) });
   }
 
   /** The adaptive filter in use. */
@@ -401,6 +427,7 @@ export class EchoCanceller {
 
   destroy(): void {
     this.#engine.destroy();
+    this.#warm?.destroy();
   }
 
   /** The delay at microphone clock sample `at` (samples; the delay known). */
@@ -425,11 +452,22 @@ export class EchoCanceller {
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
-    // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
     if (!this.#running && this.#ran) this.#resume(at);
     [this.#running, this.#ran] = [true, true];
+    // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
-    const out = this.#engine.process(mic, ref);
+    let out = this.#engine.process(mic, ref);
+    if (this.#warm) {
+      const early = this.#warm.process(mic, ref);
+      const keep = 1 - frame / (WARM_AVERAGE_S * RATE);
+      this.#longLevel = keep * this.#longLevel + energy(out);
+      this.#warmLevel = keep * this.#warmLevel + energy(early);
+      if (this.#sounding < RATE || this.#longLevel > this.#warmLevel) out = early;
+      else {
+        this.#warm.destroy();
+        this.#warm = undefined;
+      }
+    }
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
     return out;
@@ -450,6 +488,7 @@ export class EchoCanceller {
       const recent = new Int16Array(frame);
       for (let i = 0; i < frame; i++) recent[i] = this.#micRing[(((at - k * frame + i) % size) + size) % size] ?? 0;
       this.#engine.process(recent, silence);
+      this.#warm?.process(recent, silence);
     }
   }
 

@@ -63,7 +63,12 @@ export interface SpeexEchoOptions {
   filterSamples: number;
   /** Samples per second. */
   rate: number;
-  /** Residual-echo suppression after the linear filter, in dB (negative); 0 = off. */
+  /**
+   * Residual-echo suppression after the linear filter, in dB (negative); 0 = off. It turns the
+   * preprocessor's gain on with a 0 dB noise floor: speexdsp applies no gain at all while its
+   * denoiser is off (preprocess.c: "If noise suppression is off, don't apply the gain"), so echo
+   * suppression set with the denoiser off (IRIS until session 12) only delayed the output a frame.
+   */
   echoSuppressDb: number;
   /** The same while the person talks too (double talk), in dB (negative). */
   echoSuppressActiveDb: number;
@@ -90,8 +95,8 @@ export class SpeexEcho {
     const suppress = options.echoSuppressDb < 0 || options.noiseSuppressDb < 0;
     this.#pp = suppress ? api.ppInit(options.frameSamples, options.rate) : null;
     if (this.#pp) {
-      api.ppCtlInt(this.#pp, PREPROCESS_SET_DENOISE, [options.noiseSuppressDb < 0 ? 1 : 0]);
-      if (options.noiseSuppressDb < 0) api.ppCtlInt(this.#pp, PREPROCESS_SET_NOISE_SUPPRESS, [options.noiseSuppressDb]);
+      api.ppCtlInt(this.#pp, PREPROCESS_SET_DENOISE, [1]); // the gain is applied only with it on
+      api.ppCtlInt(this.#pp, PREPROCESS_SET_NOISE_SUPPRESS, [options.noiseSuppressDb]); // 0: a 0 dB floor, nothing taken from noise
       if (options.echoSuppressDb < 0) {
         api.ppCtlPtr(this.#pp, PREPROCESS_SET_ECHO_STATE, this.#echo);
         api.ppCtlInt(this.#pp, PREPROCESS_SET_ECHO_SUPPRESS, [options.echoSuppressDb]);
