@@ -24,11 +24,12 @@ const RATE = SPEECH_FORMAT.rate;
 /** pocketsphinx's frame: 10 ms. */
 const FRAME = RATE / 100;
 /**
- * How far the word's end lies before the audio fed when the spotter reports it: its `-kws_delay`
- * and the features' look-ahead, 15–23 frames measured at a delay of 10 (80 ms chunks). The low
- * end, so the word is whole in what is checked: the delay plus these frames.
+ * How far the word's end is taken to lie before the audio fed when the spotter reports it: its
+ * `-kws_delay` plus these frames (15–23 frames measured at a delay of 10, 80 ms chunks). At a
+ * delay of 5, 7 more (12 in all) placed the checked window best on the dev stop rooms: 92 / 75 %
+ * heard at 0 / +6 dB and no self-stop, against 75 / 58 % and one with 2 (docs/room.md).
  */
-const DETECTION_LAG_FRAMES = 2;
+const DETECTION_LAG_FRAMES = 7;
 /** IRIS's audio this long before a stretch still sounds in the room during it (its reverberation; RT60 up to ~0.6 s). */
 const ROOM_TAIL = RATE / 4;
 /** Chunks of history (80 ms each: 1 s) before the residual echo's level is known. */
@@ -60,9 +61,8 @@ export interface StopWordOptions {
   restartS?: number;
   /**
    * pocketsphinx's `-kws_delay` (frames the spotter waits past the word before it reports it);
-   * default 5 (pocketsphinx's own: 10). scripts/bench-room.ts, dev: the same words heard and 0
-   * self-stops at 5 and 10, the latest detection 177 / 194 ms after the word at 0 / +6 dB against
-   * 360 / 414 ms; at 2 one self-stop (docs/room.md).
+   * default 5 (pocketsphinx's own: 10): detections about 40–140 ms sooner at p50 on the dev stop
+   * rooms of scripts/bench-room.ts, as many words heard, no more self-stops (docs/room.md).
    */
   kwsDelay?: number;
   /** Audio fed again after a restart, longer than the word (seconds); default 0.6. */
