@@ -58,18 +58,24 @@ function mix(a: Int16Array, b: Int16Array, atS = 0): Int16Array {
 
 const reply = twoReplies;
 
+/** `mic` through a canceller on `reference`, in 80 ms chunks. */
+async function cancelled(mic: Int16Array, reference: EchoReference, options?: Parameters<typeof EchoCanceller.create>[1]) {
+  const canceller = await EchoCanceller.create(reference, options);
+  const out = new Int16Array(mic.length);
+  for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+  canceller.destroy();
+  return { out, stats: canceller.stats };
+}
+
 describe('echo cancellation', () => {
   it('finds the delay of a known echo and removes it by at least 15 dB once converged', async () => {
     const played = reply();
     const mic = echoOf(played, 120);
     const reference = new EchoReference(30);
     reference.write(played, 0);
-    const canceller = await EchoCanceller.create(reference);
-    const out = new Int16Array(mic.length);
-    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    canceller.destroy();
-    expect(canceller.stats.delayMs).toBeGreaterThanOrEqual(110);
-    expect(canceller.stats.delayMs).toBeLessThanOrEqual(130);
+    const { out, stats } = await cancelled(mic, reference);
+    expect(stats.delayMs).toBeGreaterThanOrEqual(110);
+    expect(stats.delayMs).toBeLessThanOrEqual(130);
     // The second reply, after the first taught the filter the room.
     const from = Math.round(mic.length / 2);
     const removedDb = 10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)));
@@ -93,10 +99,7 @@ describe('echo cancellation', () => {
     const reference = new EchoReference(30);
     reference.write(first, 0);
     reference.write(second, first.length + gap);
-    const canceller = await EchoCanceller.create(reference);
-    const out = new Int16Array(mic.length);
-    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    canceller.destroy();
+    const { out } = await cancelled(mic, reference);
     // From a little before the second clip is played to where its echo arrives, the microphone hears only the room's noise.
     const from = first.length + gap - Math.round(0.2 * RATE);
     const to = first.length + gap + Math.round(0.12 * RATE);
@@ -111,10 +114,7 @@ describe('echo cancellation', () => {
     const mic = echoOf(played, 120, 0.7, true, 300);
     const reference = new EchoReference(60);
     reference.write(played, 0);
-    const canceller = await EchoCanceller.create(reference);
-    const out = new Int16Array(mic.length);
-    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    canceller.destroy();
+    const { out } = await cancelled(mic, reference);
     const from = Math.round((mic.length * 2) / 3);
     const removedDb = 10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)));
     expect(removedDb).toBeGreaterThanOrEqual(10);
@@ -136,10 +136,7 @@ describe('echo cancellation', () => {
     const reference = new EchoReference(30);
     reference.write(reply1, 0);
     reference.write(reply1, second);
-    const canceller = await EchoCanceller.create(reference);
-    const out = new Int16Array(mic.length);
-    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    canceller.destroy();
+    const { out } = await cancelled(mic, reference);
     for (let at = second - 1280; at < second + 0.3 * RATE; at += 320) { // 20 ms steps around the restart, before the echo arrives
       const keptDb = 10 * Math.log10((energy(out.subarray(at, at + 320)) + 1) / (energy(mic.subarray(at, at + 320)) + 1));
       expect(keptDb, `${(at - second) / 16} ms`).toBeLessThanOrEqual(1); // before: +22 dB
@@ -155,10 +152,7 @@ describe('echo cancellation', () => {
     const mic = Int16Array.from(played, (_, i) => Math.round(0.6 * (played[i - delay] ?? 0) + 0.45 * (played[i - delay - late] ?? 0)));
     const reference = new EchoReference(30);
     reference.write(played, 0);
-    const canceller = await EchoCanceller.create(reference);
-    const out = new Int16Array(mic.length);
-    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    canceller.destroy();
+    const { out } = await cancelled(mic, reference);
     const from = Math.round(mic.length / 2);
     expect(10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)))).toBeGreaterThanOrEqual(15);
   });
@@ -171,10 +165,7 @@ describe('echo cancellation', () => {
     const mic = mix(echoOf(played, 120, 0.5), person, 3);
     const reference = new EchoReference(30);
     reference.write(played, 0);
-    const canceller = await EchoCanceller.create(reference);
-    const out = new Int16Array(mic.length);
-    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    canceller.destroy();
+    const { out } = await cancelled(mic, reference);
     const lagOf = (lag: number) => { let dot = 0; for (let i = 0; i < person.length - 400; i++) dot += (person[i] ?? 0) * (out[3 * RATE + i + lag] ?? 0); return dot; };
     const lags = Array.from({ length: 400 }, (_, lag) => lagOf(lag));
     expect(lags.indexOf(Math.max(...lags))).toBe(0);
@@ -189,10 +180,7 @@ describe('echo cancellation', () => {
     const removed = async (echoSuppressDb: number) => {
       const reference = new EchoReference(30);
       reference.write(played, 0);
-      const canceller = await EchoCanceller.create(reference, { echoSuppressDb, echoSuppressActiveDb: -15 });
-      const out = new Int16Array(mic.length);
-      for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-      canceller.destroy();
+      const { out } = await cancelled(mic, reference, { echoSuppressDb, echoSuppressActiveDb: -15 });
       const from = Math.round(mic.length / 2);
       return 10 * Math.log10(energy(mic.subarray(from)) / energy(out.subarray(from)));
     };
