@@ -244,10 +244,7 @@ export class PlayerStream implements StreamSink {
     const stream = (this.#stream ??= this.#open());
     const placed = stream.add(resampleClip(clip.samples, clip.rate, STREAM_RATE), signal);
     void placed.done.catch(() => undefined).finally(() => {
-      if (this.#stream === stream && !stream.busy) {
-        this.#idle = setTimeout(() => void this.close(), this.#o.idleS * 1000);
-        this.#idle.unref();
-      }
+      if (this.#stream === stream && !stream.busy) this.#closeWhenIdle();
     });
     return placed;
   }
@@ -261,15 +258,12 @@ export class PlayerStream implements StreamSink {
   open(): void {
     if (this.#stream) return;
     this.#stream = this.#open();
-    this.#idle = setTimeout(() => void this.close(), this.#o.idleS * 1000);
-    this.#idle.unref();
+    this.#closeWhenIdle();
   }
 
   /** Let what is queued sound, then release the device (a player that does not exit within `CLOSE_MS` is killed). */
   async close(): Promise<void> {
-    clearTimeout(this.#idle);
-    const stream = this.#stream;
-    this.#stream = undefined;
+    const stream = this.#detach();
     stream?.close();
     const late = setTimeout(() => stream?.kill(), CLOSE_MS);
     await this.#previous;
@@ -278,11 +272,21 @@ export class PlayerStream implements StreamSink {
 
   /** Stop at once (the daemon is stopping). */
   async kill(): Promise<void> {
+    this.#detach()?.kill();
+    await this.#previous;
+  }
+
+  /** The open stream, no longer this sink's (the next clip opens another). */
+  #detach(): OpenStream | undefined {
     clearTimeout(this.#idle);
     const stream = this.#stream;
     this.#stream = undefined;
-    stream?.kill();
-    await this.#previous;
+    return stream;
+  }
+
+  #closeWhenIdle(): void {
+    this.#idle = setTimeout(() => void this.close(), this.#o.idleS * 1000);
+    this.#idle.unref();
   }
 
   #open(): OpenStream {
