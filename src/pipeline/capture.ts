@@ -14,6 +14,11 @@ export class AudioError extends IrisError {
   override name = 'AudioError' as const;
 }
 
+/** An ALSA tool (arecord, aplay) that could not be started: alsa-utils is not installed. */
+export function alsaToolMissing(tool: 'arecord' | 'aplay', cause?: unknown): AudioError {
+  return new AudioError('audio_missing', `${tool} is not installed (apt install alsa-utils)`, cause === undefined ? undefined : { cause });
+}
+
 export interface ArecordOptions {
   /** ALSA capture device, e.g. "default" or "plughw:1,0". */
   device: string;
@@ -74,7 +79,7 @@ export function arecordSource(options: ArecordOptions): AudioSource {
         }
         if (signal.aborted) return;
         const ending = await Promise.race([closed, spawnError]);
-        if (typeof ending !== 'string' && ending.code === 'ENOENT') throw new AudioError('audio_missing', 'arecord is not installed (apt install alsa-utils)', { cause: ending });
+        if (typeof ending !== 'string' && ending.code === 'ENOENT') throw alsaToolMissing('arecord', ending);
         throw new AudioError('audio_input', `microphone "${options.device}" stopped: ${stderr.trim().split('\n').pop() || (typeof ending === 'string' ? ending : ending.message)}`);
       } finally {
         signal.removeEventListener('abort', onAbort);

@@ -9,7 +9,7 @@
  * short two-tone chime.
  */
 import { spawn } from 'node:child_process';
-import { AudioError } from './capture.js';
+import { AudioError, alsaToolMissing } from './capture.js';
 import { stopChild } from './child.js';
 import { isStreamSink, type AudioSink, type StreamSink } from './audio.js';
 import { EchoReference } from './echo.js';
@@ -37,7 +37,7 @@ export function aplaySink(options: AplayOptions): AudioSink {
         child.on('error', (error: NodeJS.ErrnoException) => {
           signal.removeEventListener('abort', onAbort);
           reject(error.code === 'ENOENT'
-            ? new AudioError('audio_missing', 'aplay is not installed (apt install alsa-utils)', { cause: error })
+            ? alsaToolMissing('aplay', error)
             : error);
         });
         child.on('close', (code) => {

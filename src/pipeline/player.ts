@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import type { PlacedClip, StreamSink } from './audio.js';
-import { AudioError } from './capture.js';
+import { AudioError, alsaToolMissing } from './capture.js';
 import { monoSamples, resampleClip } from './resample.js';
 
 /** The stream's rate: espeak-ng's and Piper's voices, so speech is written unconverted. */
@@ -190,7 +190,7 @@ class OpenStream {
         return;
       case 'error':
         this.#fail(message.code === 'ENOENT'
-          ? new AudioError('audio_missing', 'aplay is not installed (apt install alsa-utils)')
+          ? alsaToolMissing('aplay')
           : new AudioError('audio_output', `speaker "${this.options.device}" failed: ${message.message}`));
         return;
       case 'exit': {
