@@ -127,7 +127,7 @@ check "the webrtc shim loads with the package's dependencies (koffi, libwebrtc-a
 check "iris say writes speech" in_root "iris say 'Hello from Debian.' --out /tmp/hello.wav && [ \$(stat -c %s /tmp/hello.wav) -gt 20000 ]"
 check "the tokenizer loads from the package (iris tools budget: 325 native tokens)" in_root "iris tools budget | grep -q '(native 325,'"
 check "voice: models load in the sandbox, no microphone is reported and retried" in_root "
-  for _ in \$(seq 100); do iris status --json | grep -q '\"state\": \"no_microphone\"' && break; sleep 0.1; done
+  for _ in \$(seq 300); do iris status --json | grep -q '\"state\": \"no_microphone\"' && break; sleep 0.1; done
   iris status --json | grep -q '\"state\": \"no_microphone\"' && systemctl is-active iris &&
   journalctl -u iris --no-pager | grep -q 'speech to text: pocketsphinx' && journalctl -u iris --no-pager | grep -q 'no microphone: .*retrying'"
 # The request in a flite voice, made here: pocketsphinx hears flite's voices with confidence,
