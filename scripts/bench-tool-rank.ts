@@ -36,7 +36,7 @@ import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
 import { fingerprint } from '../src/toolhost/mcp/servers.js';
 import { HOME_SERVERS, type CatalogueTool } from '../test/fixtures/home-catalogue.js';
-import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, type HomeRequest } from '../test/fixtures/home-requests.js';
+import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, type HomeRequest } from '../test/fixtures/home-requests.js';
 import { OllamaDouble, type RecordedChat, type ScriptedTurn } from '../test/helpers/ollama-double.js';
 import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 
@@ -45,10 +45,11 @@ import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench
  * written before the November 2026 changes and its totals chose between variants after the
  * first; held_out_3 was measured once, then looked at; held_out_4 was written before ranking by
  * meaning; held_out_5 was written before session 11's changes and looked at after them;
- * held_out_6 was written before session 12's changes, as a speech recogniser writes, and is the
- * cleanest.
+ * held_out_6 was written before session 12's changes, as a speech recogniser writes, and looked at
+ * after them (session 13); held_out_7 was written before session 13's changes, half as typed and
+ * half as a recogniser writes, and is the cleanest.
  */
-const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5, held_out_6: HELD_OUT_6 } as const;
+const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5, held_out_6: HELD_OUT_6, held_out_7: HELD_OUT_7 } as const;
 const EXPOSE_MAX = [8, 12, 16, 20];
 const DEFAULT_EXPOSE_MAX = 16;
 const SERVER_SCRIPT = join(ROOT, 'test/fixtures/home-mcp-server.ts');
