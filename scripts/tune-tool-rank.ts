@@ -108,6 +108,8 @@ const GRIDS: Record<string, Axes> = {
   record: { recordPrior: [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] },
   /** The home's words (home-words.ts) at several weights, with record tools weighed less or not. */
   home: { homeWeight: [0, 0.3, 0.5, 0.8, 1], recordPrior: [0, 0.5] },
+  /** "question answer" added to a question's words. */
+  asked: { askedWeight: [0, 0.1, 0.2, 0.3, 0.5, 0.8] },
   /** The defaults alone (with `--missed`, `--ranks`). */
   none: {},
   cut: { shares: [0.25, 0.35, 0.45, 0.55, 0.65].flatMap((min) => [0.5, 0.6, 0.7, 0.8].map((gap) => [min, gap])) },
@@ -123,7 +125,7 @@ function tuningOf(s: Record<string, unknown>): RankTuning {
     thesaurus: { synonyms: n('synonyms', TUNING.thesaurus.synonyms), broader: n('broader', TUNING.thesaurus.broader), gloss: n('gloss', TUNING.thesaurus.gloss), unknownOnly: typeof s.unknownOnly === 'boolean' ? s.unknownOnly : TUNING.thesaurus.unknownOnly },
     meaning: { floor: n('floor', MEANING_TUNING.floor), rarityFrom: n('rarityFrom', MEANING_TUNING.rarityFrom) },
     spoken: typeof s.spoken === 'boolean' ? s.spoken : TUNING.spoken, perFamily: n('perFamily', TUNING.perFamily),
-    questionPrior: n('questionPrior', TUNING.questionPrior), actionPrior: n('actionPrior', TUNING.actionPrior), recordPrior: n('recordPrior', TUNING.recordPrior), homeWeight: n('homeWeight', TUNING.homeWeight),
+    questionPrior: n('questionPrior', TUNING.questionPrior), actionPrior: n('actionPrior', TUNING.actionPrior), recordPrior: n('recordPrior', TUNING.recordPrior), homeWeight: n('homeWeight', TUNING.homeWeight), askedWeight: n('askedWeight', TUNING.askedWeight),
   };
 }
 const rows: { setting: string; found: number; shown: number; missed: string[]; parts: string }[] = [];

@@ -161,6 +161,12 @@ describe('the home\'s own words and its records', () => {
     expect(index.rank('send the roomba back to charge', 1)[0]?.path).toBe('vacuum.return_to_dock');
   });
 
+  it('offers the tools that answer questions to a question no tool has the words for', () => {
+    expect(paths(index, 'how deep is the mariana trench')).toEqual(['knowledge.answer_question']);
+    expect(paths(new ToolIndex(catalogue, undefined, { ...TUNING, askedWeight: 0 }), 'how deep is the mariana trench')).toEqual([]);
+    expect(paths(index, 'the mariana trench')).toEqual([]); // not asked
+  });
+
   it("weighs a record family's tools (a thing kept by get_/list_/create_/update_/delete_, three or more) less than a server's own actions", () => {
     const vectors = openWordVectors(); // as the daemon ranks
     const ranked = new ToolIndex(catalogue, vectors).rank('go to channel five', 32, { atGap: false });

@@ -166,6 +166,8 @@ export interface RankTuning {
   recordPrior: number;
   /** Weight of the home's words for what the request says (home-words.ts: "roomba" → vacuum, "call off" → cancel); 0 = off. */
   homeWeight: number;
+  /** Weight of the words "question answer" added to a question's (RankTuning.questionPrior's kind): the tools that answer questions; 0 = off. */
+  askedWeight: number;
 }
 
 /**
@@ -175,7 +177,7 @@ export interface RankTuning {
  * found as many with the home's words on; the gentler one, as a record is sometimes what is
  * asked for), the home's words at full weight (0.5 and 0.8 found 5 and 2 fewer of 960).
  */
-export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true }, spoken: true, questionPrior: 0.3, actionPrior: 0.2, perFamily: 2, recordPrior: 0.3, homeWeight: 1 };
+export const TUNING: RankTuning = { boost: BOOST, prefixFrom: 4, fuzzyFrom: 6, minShare: MIN_SHARE, gapShare: 0.4, keepAtLeast: 2, relatedWeight: 0.5, meaningWeight: 2, meaning: MEANING_TUNING, thesaurus: { synonyms: 0.8, broader: 0.4, gloss: 0.2, unknownOnly: true }, spoken: true, questionPrior: 0.3, actionPrior: 0.2, perFamily: 2, recordPrior: 0.3, homeWeight: 1, askedWeight: 0.3 };
 
 /**
  * Words a request says that no tool's text uses, and the words tools use for them. Only
@@ -360,6 +362,8 @@ export class ToolIndex {
     const related = [...new Set(tokenize(words).flatMap((w) => RELATED_BY_WORD.get(w.toLowerCase()) ?? []))].join(' ');
     const wider = this.#wider(words);
     const home = this.#tuning.homeWeight > 0 ? homeWords(words) : '';
+    const kind = questionPrior > 0 || actionPrior > 0 || this.#tuning.askedWeight > 0 ? requestKind(words) : 'show';
+    const asked = kind === 'question' && this.#tuning.askedWeight > 0;
     const hits = this.#search.search({
       combineWith: 'OR',
       queries: [
@@ -367,6 +371,7 @@ export class ToolIndex {
         ...(related === '' ? [] : [{ queries: [related], boostTerm: () => relatedWeight }]),
         ...wider.map(([text, weight]) => ({ queries: [text], boostTerm: () => weight })),
         ...(home === '' ? [] : [{ queries: [home], boostTerm: () => this.#tuning.homeWeight }]),
+        ...(asked ? [{ queries: ['question answer'], boostTerm: () => this.#tuning.askedWeight }] : []),
       ],
     });
     // Both parts on a 0–1 scale: shared words as a share of the best match, meaning as it is.
@@ -374,7 +379,7 @@ export class ToolIndex {
     const parts = new Map<number, { words: number; meaning: number }>();
     for (const hit of hits) parts.set(hit.id as number, { words: hit.score / bestWords, meaning: 0 });
     if (this.#meaning !== undefined) {
-      const meaning = this.#meaning.score(meaningWords(words));
+      const meaning = this.#meaning.score([...meaningWords(words), ...meaningWords(home)]); // the home's words count in the meaning too: "roomba" is a vacuum
       meaning.forEach((m, id) => {
         if (m <= 0) return;
         const part = parts.get(id);
@@ -382,7 +387,6 @@ export class ToolIndex {
         else part.meaning = m * this.#tuning.meaningWeight;
       });
     }
-    const kind = questionPrior > 0 || actionPrior > 0 ? requestKind(words) : 'show';
     const scored = [...parts].map(([id, p]) => {
       const tool = this.#entries[id]?.tool;
       const byKind = tool === undefined ? 1 : kind === 'question' && !readsOnly(tool) ? 1 - questionPrior : kind === 'action' && readsOnly(tool) ? 1 - actionPrior : 1;
