@@ -127,8 +127,12 @@ const recallWith = (index: ToolIndex) => Object.fromEntries(Object.entries(SPLIT
   const found = requests.filter((r) => shownInFull(offered, shownDefinitions(index.rank(r.text, DEFAULT_EXPOSE_MAX)), budget, count).some((d) => d.name === r.expected)).length;
   return [split, round(found / requests.length, 3)];
 }));
+/** Session 13's parts taken out of what the daemon ranks with: all three (session 12's ranker), the home's words alone. */
+const session12 = new ToolIndex(catalogueServers, wordVectors, { ...TUNING, homeWeight: 0, askedWeight: 0, recordPrior: 0 }, thesaurus);
+const withoutHomeWords = new ToolIndex(catalogueServers, wordVectors, { ...TUNING, homeWeight: 0 }, thesaurus);
 const meaningAblation = {
   without_meaning: recallWith(bareIndex), with_meaning: recallWith(meaningIndex), with_meaning_and_thesaurus: recallWith(fullIndex),
+  session_12_ranker: recallWith(session12), without_home_words: recallWith(withoutHomeWords),
   index_with_vectors_first_build_ms: meaningIndexMs, word_vectors: wordVectors === undefined ? 'none' : `${wordVectors.size} words × ${wordVectors.dimensions}`,
   thesaurus: thesaurus === undefined ? 'none' : `${thesaurus.size} words`,
 };
@@ -169,11 +173,13 @@ const bySplit = (figures: Record<string, number | { recall: number }> | undefine
 console.log(`${remote} tools on ${HOME_SERVERS.length} servers; native tools + meta-tools ${ranking.native_and_meta_tokens} of ${budget} tokens; meta-tools ${ranking.meta_tools_tokens}`);
 for (const max of EXPOSE_MAX) {
   const r = recall[String(max)];
-  console.log(`expose_max ${String(max).padStart(2)}: recall ${bySplit(r)}; held-out 6 shown ${r?.held_out_6?.shown_mean} tools, ${r?.held_out_6?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
+  console.log(`expose_max ${String(max).padStart(2)}: recall ${bySplit(r)}; held-out 7 shown ${r?.held_out_7?.shown_mean} tools, ${r?.held_out_7?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
 }
 console.log(`shared words alone (expose_max ${DEFAULT_EXPOSE_MAX}): ${bySplit(meaningAblation.without_meaning)}`);
 console.log(`with meaning: ${bySplit(meaningAblation.with_meaning)}`);
 console.log(`with meaning and the thesaurus (${meaningAblation.thesaurus}): ${bySplit(meaningAblation.with_meaning_and_thesaurus)}`);
+console.log(`session 12's ranker (no home words, records or question words): ${bySplit(meaningAblation.session_12_ranker)}`);
+console.log(`without the home's words: ${bySplit(meaningAblation.without_home_words)}`);
 console.log(`rank p50 ${ranking.rank_ms.p50} ms, p90 ${ranking.rank_ms.p90} ms at 1,000 tools; index rebuild ${ranking.index_rebuild_ms_p50} ms; servers started by ranking: ${ranking.servers_started}`);
 console.log(`word vectors ${meaningAblation.word_vectors}; index with them built in ${meaningIndexMs} ms (first, file not cached)`);
 // --ranking: part 1 only (seconds, not minutes), written to tool-rank-ranking.json.
