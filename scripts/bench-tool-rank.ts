@@ -36,7 +36,7 @@ import { openThesaurus } from '../src/toolhost/mcp/thesaurus.js';
 import { openWordVectors } from '../src/toolhost/mcp/word-vectors.js';
 import { fingerprint } from '../src/toolhost/mcp/servers.js';
 import { HOME_SERVERS, type CatalogueTool } from '../test/fixtures/home-catalogue.js';
-import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, type HomeRequest } from '../test/fixtures/home-requests.js';
+import { DEV, DEV_2, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8, HELD_OUT_8_SPOKEN, HELD_OUT_8_TYPED, type HomeRequest } from '../test/fixtures/home-requests.js';
 import { OllamaDouble, type RecordedChat, type ScriptedTurn } from '../test/helpers/ollama-double.js';
 import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench.js';
 
@@ -47,9 +47,10 @@ import { heapProbe, ROOT, round, unitNodeFlags, writeResults } from './lib/bench
  * meaning; held_out_5 was written before session 11's changes and looked at after them;
  * held_out_6 was written before session 12's changes, as a speech recogniser writes, and looked at
  * after them (session 13); held_out_7 was written before session 13's changes, half as typed and
- * half as a recogniser writes, and is the cleanest.
+ * half as a recogniser writes; held_out_8 was written by another helper who saw neither the ranker nor
+ * the other sets, and was measured once.
  */
-const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5, held_out_6: HELD_OUT_6, held_out_7: HELD_OUT_7 } as const;
+const SPLITS = { dev: DEV, dev_2: DEV_2, held_out: HELD_OUT, held_out_2: HELD_OUT_2, held_out_3: HELD_OUT_3, held_out_4: HELD_OUT_4, held_out_5: HELD_OUT_5, held_out_6: HELD_OUT_6, held_out_7: HELD_OUT_7, held_out_8: HELD_OUT_8 } as const;
 const EXPOSE_MAX = [8, 12, 16, 20];
 const DEFAULT_EXPOSE_MAX = 16;
 const SERVER_SCRIPT = join(ROOT, 'test/fixtures/home-mcp-server.ts');
@@ -112,6 +113,22 @@ const recall = Object.fromEntries(EXPOSE_MAX.map((max) => {
   return [String(max), bySplit];
 }));
 
+// Held-out 8 at the default expose_max by form, and each miss with the tools shown first and
+// where the expected tool ranked among all 1,000.
+const heldOut8Form = (requests: readonly HomeRequest[]) => {
+  const found = requests.filter((r) => shownFor(r.text, DEFAULT_EXPOSE_MAX).some((d) => d.name === r.expected)).length;
+  return { recall: round(found / requests.length, 3), found, requests: requests.length };
+};
+const heldOut8 = {
+  typed: heldOut8Form(HELD_OUT_8_TYPED), spoken: heldOut8Form(HELD_OUT_8_SPOKEN),
+  misses: HELD_OUT_8.flatMap((r) => {
+    const shown = shownFor(r.text, DEFAULT_EXPOSE_MAX).map((d) => d.name);
+    if (shown.includes(r.expected)) return [];
+    const rank = proxy.rank(r.text, remote, { atGap: false }).findIndex((t) => t.path === r.expected) + 1;
+    return [{ text: r.text, expected: r.expected, rank, shown_first: shown.slice(0, 5), shown: shown.length }];
+  }),
+};
+
 // The same at the default expose_max with shared words alone, with meaning, and with meaning and
 // the thesaurus (what the daemon ranks with), each ranked by a ToolIndex of its own; and what
 // building the index with word vectors costs.
@@ -167,6 +184,7 @@ const ranking = {
   rank_ms: { p50: round(percentile(rankSamples, 0.5), 3), p90: round(percentile(rankSamples, 0.9), 3) },
   index_rebuild_ms_p50: round(percentile(rebuild, 0.5), 1),
   servers_started: servers.status().filter((s) => s.pid !== undefined).length,
+  held_out_8: heldOut8,
 };
 
 const bySplit = (figures: Record<string, number | { recall: number }> | undefined) => Object.entries(figures ?? {}).map(([k, v]) => `${k} ${typeof v === 'number' ? v : v.recall}`).join(', ');
@@ -175,6 +193,8 @@ for (const max of EXPOSE_MAX) {
   const r = recall[String(max)];
   console.log(`expose_max ${String(max).padStart(2)}: recall ${bySplit(r)}; held-out 7 shown ${r?.held_out_7?.shown_mean} tools, ${r?.held_out_7?.exposed_tokens_p50} tokens p50 (all tools ≤ ${Math.max(...Object.keys(SPLITS).map((k) => r?.[k]?.all_tool_tokens_max ?? 0))})`);
 }
+console.log(`held-out 8 (expose_max ${DEFAULT_EXPOSE_MAX}): typed ${heldOut8.typed.found}/${heldOut8.typed.requests}, as a recogniser writes ${heldOut8.spoken.found}/${heldOut8.spoken.requests}; misses:`);
+for (const m of heldOut8.misses) console.log(`  ${JSON.stringify(m.text)} -> ${m.expected} (rank ${m.rank}; ${m.shown} shown, first: ${m.shown_first.join(' ')})`);
 console.log(`shared words alone (expose_max ${DEFAULT_EXPOSE_MAX}): ${bySplit(meaningAblation.without_meaning)}`);
 console.log(`with meaning: ${bySplit(meaningAblation.with_meaning)}`);
 console.log(`with meaning and the thesaurus (${meaningAblation.thesaurus}): ${bySplit(meaningAblation.with_meaning_and_thesaurus)}`);
