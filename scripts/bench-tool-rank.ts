@@ -19,7 +19,7 @@
  *    in the background takes and how many servers run at once while it does.
  * Writes scripts/results/tool-rank.json; `--ranking` runs part 1 alone (tool-rank-ranking.json).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -249,7 +249,10 @@ const rounds: Record<string, { mean: number; two_rounds: number; found_in_first_
 const callStarted = performance.now();
 /** The model's policy for the request being measured; every scripted turn asks it. */
 let policy: (chat: RecordedChat) => ScriptedTurn = () => ({ content: ['?'] });
-double.script(...Array.from({ length: 2_000 }, () => (chat: RecordedChat) => policy(chat)));
+// Enough turns for every request's longest way (search, category, schema, call, answer) and more:
+// a script that runs out answers the rest wrongly (2,000 ran out in held-out 7 once the sets grew).
+const turnsNeeded = 8 * Object.values<readonly HomeRequest[]>(SPLITS).reduce((n, requests) => n + requests.length, 0);
+double.script(...Array.from({ length: turnsNeeded }, () => (chat: RecordedChat) => policy(chat)));
 for (const [split, requests] of Object.entries<readonly HomeRequest[]>(SPLITS)) {
   const perRequest: { shown: boolean; rounds: number; ok: boolean }[] = [];
   for (const r of requests) {
@@ -338,6 +341,30 @@ async function medianRun(name: string, withServers: boolean): Promise<Sample> {
   runs.sort((a, b) => a.rss_mb - b.rss_mb);
   return runs[1] ?? runs[0] ?? { rss_mb: NaN, heap_mb: NaN, children: NaN };
 }
+/**
+ * The CLI with 50 servers configured and their lists cached, no daemon running: `iris tools
+ * list`, `tools budget` and `mcp list` must stay quick (and start no server). Median of 3 runs
+ * of the bundle, against the same commands with no server configured.
+ */
+function cliTimes(withServers: boolean): Record<string, number> {
+  const dir = join(work, `cli-${withServers ? 'fifty' : 'none'}`);
+  mkdirSync(dir, { recursive: true });
+  const config = configText('http://127.0.0.1:9', withServers);
+  writeFileSync(join(dir, 'config'), config);
+  if (withServers) warmCache(join(dir, 'state'), config);
+  const env = { ...process.env, IRIS_CONFIG: join(dir, 'config'), IRIS_STATE_DIR: join(dir, 'state'), IRIS_SOCKET: join(dir, 'none.sock') };
+  const commands = { tools_list: ['tools', 'list'], tools_budget: ['tools', 'budget'], mcp_list: ['mcp', 'list'] };
+  return Object.fromEntries(Object.entries(commands).map(([name, args]) => {
+    const runs = [0, 1, 2].map(() => {
+      const started = performance.now();
+      execFileSync(process.execPath, [join(ROOT, 'dist/iris.mjs'), ...args], { env, stdio: 'ignore' });
+      return performance.now() - started;
+    }).sort((a, b) => a - b);
+    return [name, Math.round(runs[1] ?? NaN)];
+  }));
+}
+const cli = { no_servers_ms: cliTimes(false), fifty_servers_ms: cliTimes(true) };
+
 const noServers = await medianRun('none', false);
 const withFifty = await medianRun('fifty', true);
 
@@ -362,9 +389,11 @@ const daemonFigures = {
   rss_growth_mb: round(withFifty.rss_mb - noServers.rss_mb, 1),
   heap_growth_mb: round(withFifty.heap_mb - noServers.heap_mb, 1),
   cold_cache: { learn_all_s: learnSeconds, most_servers_running_at_once: mostChildren, after: afterLearning },
+  cli,
 };
 
 rmSync(work, { recursive: true, force: true });
 console.log(`rounds (expose_max ${DEFAULT_EXPOSE_MAX}): ${Object.entries(rounds).map(([k, v]) => `${k}: mean ${v.mean}, 2 rounds for ${v.two_rounds}, missed ones ${v.missed.mean_rounds} (max ${v.missed.max_rounds}), wrong ${v.wrong}`).join('; ')} (${roundsSeconds} s)`);
 console.log(`daemon RSS after GC: ${noServers.rss_mb} MB with no servers, ${withFifty.rss_mb} MB with 50 (preload=false; +${daemonFigures.rss_growth_mb} MB), children ${withFifty.children}; cold cache: all lists learnt in ${learnSeconds} s, at most ${mostChildren} servers at once, ${afterLearning.children} running after`);
+console.log(`CLI, no daemon, 50 servers cached (no servers): ${Object.entries(cli.fifty_servers_ms).map(([k, ms]) => `${k.replace('_', ' ')} ${ms} ms (${cli.no_servers_ms[k]} ms)`).join(', ')}`);
 writeResults('tool-rank', { ranking, rounds: { expose_max: DEFAULT_EXPOSE_MAX, by_split: rounds, seconds: roundsSeconds }, daemon: daemonFigures });
