@@ -271,6 +271,28 @@ const WARM_AVERAGE_S = 0.5;
  */
 const WARM_AHEAD_S = 2;
 const WARM_MARGIN = 10 ** (1 / 10);
+
+/**
+ * Which of the two filters gives the output, fed each frame's output energies (no clock: the
+ * frames are the time): the warm one until the long one has left `WARM_MARGIN` less over
+ * `WARM_AVERAGE_S` for `WARM_AHEAD_S` in a row, then the long one for good.
+ */
+class WarmHandOver {
+  /** Smoothed output energy of the long filter and of the warm one. */
+  #long = 0;
+  #warm = 0;
+  /** Samples for which the long filter has been ahead. */
+  #ahead = 0;
+
+  /** A frame of `samples` whose outputs had these energies; true once the long filter gives the output. */
+  frame(longEnergy: number, warmEnergy: number, samples: number): boolean {
+    const keep = 1 - samples / (WARM_AVERAGE_S * RATE);
+    this.#long = keep * this.#long + longEnergy;
+    this.#warm = keep * this.#warm + warmEnergy;
+    this.#ahead = this.#long * WARM_MARGIN < this.#warm ? this.#ahead + samples : 0;
+    return this.#ahead >= WARM_AHEAD_S * RATE;
+  }
+}
 /**
  * webrtc's settings, measured on the full bench (docs/room.md): the AEC with the extended filter,
  * low suppression (moderate and high cut the person harder), told the measured delay rather than
@@ -303,11 +325,7 @@ export class EchoCanceller {
   readonly #engine: EchoEngine;
   /** The short filter that answers while the long one is fresh (`WARM_FILTER_MS`); dropped once the long one does as well. */
   #warm: EchoEngine | undefined;
-  /** Smoothed output energy of the long filter and of the warm one. */
-  #longLevel = 0;
-  #warmLevel = 0;
-  /** Samples of IRIS sounding for which the long filter has been ahead of the warm one. */
-  #longAhead = 0;
+  readonly #handOver = new WarmHandOver();
   readonly #frameSamples: number;
   readonly #maxLag: number;
   readonly #window: number;
@@ -385,6 +403,14 @@ export class EchoCanceller {
     };
     const warm = filterSamples > WARM_FILTER_MS * (RATE / 1000) ? await SpeexEcho.create({ ...speexOptions, filterSamples: WARM_FILTER_MS * (RATE / 1000) }) : undefined;
     return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), { ...options, ...(warm ? { warm } : {}) });
+  }
+
+  /**
+   * A canceller on filters made elsewhere: `engine`, and `warm` answering while it is fresh (the
+   * seam tests use to hand in filters whose residue they set).
+   */
+  static withEngines(reference: EchoReference, engine: EchoEngine, warm?: EchoEngine, options: EchoCancellerOptions = {}): EchoCanceller {
+    return new EchoCanceller(reference, engine, { ...options, ...(warm ? { warm } : {}) });
   }
 
   /** The adaptive filter in use. */
@@ -469,11 +495,7 @@ export class EchoCanceller {
     let out = this.#engine.process(mic, ref);
     if (this.#warm) {
       const early = this.#warm.process(mic, ref);
-      const keep = 1 - frame / (WARM_AVERAGE_S * RATE);
-      this.#longLevel = keep * this.#longLevel + energy(out);
-      this.#warmLevel = keep * this.#warmLevel + energy(early);
-      this.#longAhead = this.#longLevel * WARM_MARGIN < this.#warmLevel ? this.#longAhead + frame : 0;
-      if (this.#longAhead < WARM_AHEAD_S * RATE) out = early;
+      if (!this.#handOver.frame(energy(out), energy(early), frame)) out = early;
       else {
         this.#warm.destroy();
         this.#warm = undefined;
