@@ -236,7 +236,9 @@ const pink = (() => {
   return (length: number): Int16Array => {
     cached ??= (() => {
       const file = join(CACHE, 'pink.wav');
-      execFileSync('sox', ['-D', '-n', '-r', '16000', '-c', '1', '-b', '16', file, 'synth', '60', 'pinknoise', 'vol', '0.05']);
+      // -R: sox's noise generator seeded the same each time. Without it every run made new noise, and the
+      // same room scored differently from run to run (one dev room's person alone 0.99 in one run, 0.39 in the next).
+      execFileSync('sox', ['-R', '-D', '-n', '-r', '16000', '-c', '1', '-b', '16', file, 'synth', '60', 'pinknoise', 'vol', '0.05']);
       return decodeWav(readFileSync(file));
     })();
     return cached.subarray(0, length);
