@@ -10,7 +10,8 @@
  * shifted by it and an adaptive filter removes the echo that remains: speexdsp's (speexdsp.ts)
  * or webrtc-audio-processing's (webrtc-aec.ts), `ECHO_ENGINES`.
  * The filter is kept from one reply to the next: in one room the echo path hardly changes,
- * and a linear canceller takes seconds of IRIS's voice to converge.
+ * and a linear canceller takes seconds of IRIS's voice to converge. A speaker driven into clipping
+ * is modelled in front of the filter (`clipLevel`): a linear filter cannot remove the distortion.
  */
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
@@ -359,6 +360,7 @@ class WarmHandOver {
     return this.#ahead >= this.#aheadS * RATE;
   }
 }
+
 /**
  * webrtc's settings, measured on the full bench (docs/room.md): the AEC with the extended filter,
  * low suppression (moderate and high cut the person harder), told the measured delay rather than
