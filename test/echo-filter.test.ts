@@ -35,7 +35,7 @@ function fakeFilter(residueDb: (s: number) => number): EchoEngine & { destroyed:
 
 describe('the warm filter\'s hand-over', () => {
   it('does not hand over at a brief dip of the long filter, and does once it has been 1 dB ahead for 2 s', () => {
-    // IRIS's audio: 11.2 s of noise (140 chunks) (its delay is found at once); a fixed room: 100 ms late, a reflection 20 ms after.
+    // IRIS's audio: 11.2 s of noise, 140 chunks (its delay is found at once); a fixed room: 100 ms late, a reflection 20 ms after.
     let seed = 7;
     const played = Int16Array.from({ length: 140 * 1280 }, () => ((seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5) * 6000);
     const mic = Int16Array.from(played, (_, i) => Math.round(0.5 * (played[i - 1600] ?? 0) + 0.2 * (played[i - 1920] ?? 0)));
