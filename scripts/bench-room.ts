@@ -1228,7 +1228,7 @@ async function expectedCall(command: string): Promise<string> {
   return key(m.intent.tool, m.args);
 }
 
-interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number }
+interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
 async function throughFrontEnd(r: Room, watch: { options?: EchoCancellerOptions; onChunk?: (at: number, mic: Int16Array, out: Int16Array, canceller: EchoCanceller) => void } = {}): Promise<FrontEndResult> {
@@ -1268,22 +1268,23 @@ async function throughFrontEnd(r: Room, watch: { options?: EchoCancellerOptions;
   const samples = new Int16Array(out.reduce((s, c) => s + c.length, 0));
   let at = 0;
   for (const c of out) { samples.set(c, at); at += c.length; }
-  const { erleDb, delayMs } = canceller.stats;
+  const { erleDb, delayMs, clipLevel } = canceller.stats;
   canceller.destroy();
   stopWord.free();
-  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
+  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }) };
 }
 
 interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string }
 
-async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false): Promise<LoopResult> {
+/** `distorted`: the canceller found the speaker clipping (the daemon's `echoDistorted`, room-ear.ts `RoomStats.clipping`). */
+async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false): Promise<LoopResult> {
   const conversation = new Conversation({
     config, host, log: silentLogger,
     backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
     tokenizer: () => Promise.reject(new Error('no model')),
   });
   const loop = new VoiceLoop<TurnResult>({
-    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech,
+    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
     onEvent: (event) => {
@@ -1379,7 +1380,7 @@ for (const part of PARTS) {
         });
         const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
         if (frontOnly) continue;
-        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : none;
+        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined) : none;
         const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
         const [from, to] = r.personS ?? [Infinity, Infinity];
         const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);

@@ -11,8 +11,8 @@
  * or webrtc-audio-processing's (webrtc-aec.ts), `ECHO_ENGINES`.
  * The filter is kept from one reply to the next: in one room the echo path hardly changes,
  * and a linear canceller takes seconds of IRIS's voice to converge. A speaker driven into clipping
- * can be modelled in front of the filter (`clipModel`, `clipLevel`; off by default): a linear
- * filter cannot remove the distortion.
+ * is modelled in front of the filter (`clipModel`, `clipLevel`): a linear filter cannot remove
+ * the distortion.
  */
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
@@ -298,10 +298,10 @@ export interface EchoCancellerOptions {
   /**
    * Model a clipping speaker: the level it clips at is estimated from the microphone against the
    * reference (after each delay estimate) and the reference clipped there before the filter.
-   * Default false: on bench-room's clipping rooms the wake word went from 42 to 100 % (dev) and 0
-   * to 50 % (held-out), but a held-out command it let through was heard wrong and acted on ("what
-   * time is it" as "list my timers" at 0.949, the over-speech scale forgiving the words over the
-   * echo): not on until that scale is chosen again with these rooms (docs/room.md).
+   * Default true: on bench-room's clipping rooms the wake word went from 42 to 100 % (dev) and 0
+   * to 50 % (held-out). The words over such an echo are not forgiven what it costs them
+   * (`stats.clipLevel` → the loop's `echoDistorted`): a held-out command the model let through was
+   * heard wrong and acted on with the allowance ("list my timers" at 0.949; docs/room.md).
    */
   clipModel?: boolean;
   /** How long the long filter must have left 1 dB less than the warm one before it takes over, in seconds of IRIS sounding; default `WARM_AHEAD_S` (bench-room's variants). */
@@ -457,7 +457,7 @@ export class EchoCanceller {
     this.#engine = engine;
     this.#warm = options.warm;
     this.#alignHere = options.alignHere ?? true;
-    this.#clipModel = options.clipModel ?? false;
+    this.#clipModel = options.clipModel ?? true;
     this.#handOver = new WarmHandOver(options.warmAheadS);
     this.#onDelay = options.onDelay;
     this.#frameSamples = engine.frameSamples;
