@@ -19,7 +19,8 @@
  * first reply audio in these rooms with early answers, the answer's own echo included:
  * IRIS_BENCH_EARLY=1. Two sound cards' clocks drifting apart over a long reply: IRIS_BENCH_DRIFT.
  * Why the wake word is missed, path by path (the person alone, the raw microphone, canceller
- * settings): IRIS_BENCH_WAKE_PATHS (below). IRIS_BENCH_FILTER_MS tries another filter length in every mode.
+ * settings): IRIS_BENCH_WAKE_PATHS (below). IRIS_BENCH_FILTER_MS tries another filter length in every mode,
+ * IRIS_BENCH_CLIP_MODEL=0/1 the canceller without or with its clipping speaker's model (echo.ts `clipModel`).
  *
  * The canceller: `--echo webrtc` (or IRIS_BENCH_ECHO=webrtc) runs webrtc-audio-processing's AEC
  * instead of speexdsp (default: echo.ts `DEFAULT_ECHO_ENGINE`); IRIS_BENCH_WEBRTC='{"delayAgnostic":true}'
@@ -105,9 +106,11 @@ if (echoArg !== undefined && echoArg !== echoEngine) throw new Error(`--echo ${e
 const webrtcSettings = process.env.IRIS_BENCH_WEBRTC === undefined ? undefined : (JSON.parse(process.env.IRIS_BENCH_WEBRTC) as EchoCancellerOptions['webrtc']);
 /** The adaptive filter's length to try instead of echo.ts `FILTER_MS` (ms), e.g. IRIS_BENCH_FILTER_MS=128. */
 const filterMs = Number(process.env.IRIS_BENCH_FILTER_MS ?? FILTER_MS);
+/** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
+const clipModel = process.env.IRIS_BENCH_CLIP_MODEL === undefined ? undefined : process.env.IRIS_BENCH_CLIP_MODEL === '1';
 /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
 const makeCanceller = (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
-  EchoCanceller.create(reference, { filterMs, ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
+  EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -233,7 +236,9 @@ const pink = (() => {
   return (length: number): Int16Array => {
     cached ??= (() => {
       const file = join(CACHE, 'pink.wav');
-      execFileSync('sox', ['-D', '-n', '-r', '16000', '-c', '1', '-b', '16', file, 'synth', '60', 'pinknoise', 'vol', '0.05']);
+      // -R: sox's noise generator seeded the same each time. Without it every run made new noise, and the
+      // same room scored differently from run to run (one dev room's person alone 0.99 in one run, 0.39 in the next).
+      execFileSync('sox', ['-R', '-D', '-n', '-r', '16000', '-c', '1', '-b', '16', file, 'synth', '60', 'pinknoise', 'vol', '0.05']);
       return decodeWav(readFileSync(file));
     })();
     return cached.subarray(0, length);
@@ -556,7 +561,7 @@ if (kwsSweep) {
 
 /**
  * The wake word's own-voice veto (IRIS_BENCH_OWN_WAKE=1; voice.ts `ownVoice`): IRIS alone, both
- * its replies saying "hey jarvis" (its own words, other texts held out), at 0/+6/+12 dB through
+ * its replies saying "hey jarvis" (its own words, other texts held out), at 0/+6/+12 dB and +18 dB through a clipping speaker, through
  * a fresh canceller (as at a daemon's first reply): self-wakes with and without the veto, over the
  * whole room and over the current reply only (the canceller warm). And the person's "hey jarvis,
  * <command>" over IRIS (echo 0/+6/+12 dB, IRIS talking on): wake word heard with and without it.
@@ -608,10 +613,10 @@ if (process.env.IRIS_BENCH_OWN_WAKE === '1') {
     await loop.run({ async *frames(signal) { for await (const chunk of source.frames(signal)) { endS = chunk.atS + chunk.samples.length / RATE; yield chunk; } } }, new AbortController().signal);
     return { at, vetoed, acted };
   };
-  const conditions: Condition[] = [0, 6, 12].flatMap((esrDb) => [
+  const conditions: Condition[] = [0, 6, 12].flatMap((esrDb): Condition[] => [
     { name: `IRIS says hey jarvis ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, esrDb, reverb: 50, says: 'nothing' as const },
     { name: `person over IRIS ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, esrDb, reverb: 50, says: 'command' as const },
-  ]);
+  ]).concat([{ name: 'IRIS says hey jarvis +18 dB clipping', esrDb: 18, clipping: true, reverb: 50, says: 'nothing' }]); // the clipping speaker's model (echo.ts `clipModel`) leaves IRIS's own voice, not its distortion
   for (const part of parts) {
     const rand = random(part === 'dev' ? 324 : 2324);
     for (const condition of conditions.filter((c) => only === undefined || only.includes(c.name))) {
@@ -1031,9 +1036,9 @@ if (process.env.IRIS_BENCH_WAKE_PATHS === '1') {
     const canceller = await makeCanceller(reference, options);
     const out = new Int16Array(mic.length);
     for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-    const { delayMs, erleDb } = canceller.stats;
+    const { delayMs, erleDb, handedOverS, clipLevel } = canceller.stats;
     canceller.destroy();
-    return { out, delayMs, erleDb };
+    return { out, delayMs, erleDb, handedOverS, clipLevel };
   };
   const denoise = async (mic: Int16Array): Promise<Int16Array> => {
     const ns = await SpeexEcho.create({ frameSamples: 256, filterSamples: 2048, rate: RATE, echoSuppressDb: 0, echoSuppressActiveDb: 0, noiseSuppressDb: -15 });
@@ -1044,7 +1049,7 @@ if (process.env.IRIS_BENCH_WAKE_PATHS === '1') {
     return out;
   };
   type Scored = { score: number; atS: number; phaseMax?: number };
-  const rows: { part: Part; condition: string; person: string; says: string; delayMs: number; measuredDelayMs?: number; erleDb?: number; personS: [number, number]; scores: Record<string, Scored>; rest: Record<string, Scored> }[] = [];
+  const rows: { part: Part; condition: string; person: string; says: string; delayMs: number; measuredDelayMs?: number; erleDb?: number; personS: [number, number]; scores: Record<string, Scored>; rest: Record<string, Scored>; canceller: Record<string, { handedOverS?: number; clipLevel?: number }> }[] = [];
   for (const part of PARTS) {
     const rand = random(part === 'dev' ? 24 : 2024);
     const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
@@ -1062,20 +1067,22 @@ if (process.env.IRIS_BENCH_WAKE_PATHS === '1') {
           const [fromS, toS] = r.personS ?? [0, 0];
           const scores: Record<string, Scored> = {};
           const rest: Record<string, Scored> = {};
+          const canceller: Record<string, { handedOverS?: number; clipLevel?: number }> = {};
           scores.mic = await best(r.mic, fromS, toS + 0.5);
           scores.person = await best(r.parts?.person ?? r.mic, fromS, toS + 0.5);
           let stats: { delayMs?: number; erleDb?: number } = {};
           if (condition.esrDb === undefined) scores.denoise = await best(await denoise(r.mic), fromS, toS + 0.5);
           else {
             for (const [name, options] of Object.entries(variants)) {
-              const { out, delayMs, erleDb } = await cancelAll(r.mic, r.played, options);
+              const { out, delayMs, erleDb, handedOverS, clipLevel } = await cancelAll(r.mic, r.played, options);
+              canceller[name] = { ...(handedOverS === undefined ? {} : { handedOverS: round(handedOverS, 2) }), ...(clipLevel === undefined ? {} : { clipLevel }) };
               if (name === 'default') stats = { ...(delayMs === undefined ? {} : { delayMs }), ...(erleDb === undefined ? {} : { erleDb }) };
               scores[name] = await best(out, fromS, toS + 0.5);
               if (restOf.includes(name) && r.parts) rest[name] = await bestAt((await cancelAll(r.parts.rest, r.played, options)).out, 0.5, r.mic.length / RATE, 0.5, 0);
             }
           }
-          rows.push({ part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, delayMs: r.delayMs, ...(stats.delayMs === undefined ? {} : { measuredDelayMs: round(stats.delayMs, 1) }), ...(stats.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }), personS: [round(fromS, 2), round(toS, 2)], scores, rest });
-          process.stderr.write(`${part} ${condition.name} ${voice.name} ${command}: ${Object.entries(scores).map(([k, v]) => `${k} ${v.score}${v.phaseMax === undefined ? '' : `/${v.phaseMax}`}`).join(', ')}${Object.keys(rest).length ? `; rest ${Object.entries(rest).map(([k, v]) => `${k} ${v.score}`).join(', ')}` : ''}\n`);
+          rows.push({ part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, delayMs: r.delayMs, ...(stats.delayMs === undefined ? {} : { measuredDelayMs: round(stats.delayMs, 1) }), ...(stats.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }), personS: [round(fromS, 2), round(toS, 2)], scores, rest, canceller });
+          process.stderr.write(`${part} ${condition.name} ${voice.name} ${command}: ${Object.entries(scores).map(([k, v]) => `${k} ${v.score}${v.phaseMax === undefined ? '' : `/${v.phaseMax}`}`).join(', ')}${Object.keys(rest).length ? `; rest ${Object.entries(rest).map(([k, v]) => `${k} ${v.score}`).join(', ')}` : ''}; ${JSON.stringify(canceller)}\n`);
         }
         if (condition.says === 'nothing') break;
       }
@@ -1221,7 +1228,7 @@ async function expectedCall(command: string): Promise<string> {
   return key(m.intent.tool, m.args);
 }
 
-interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number }
+interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
 async function throughFrontEnd(r: Room, watch: { options?: EchoCancellerOptions; onChunk?: (at: number, mic: Int16Array, out: Int16Array, canceller: EchoCanceller) => void } = {}): Promise<FrontEndResult> {
@@ -1261,22 +1268,23 @@ async function throughFrontEnd(r: Room, watch: { options?: EchoCancellerOptions;
   const samples = new Int16Array(out.reduce((s, c) => s + c.length, 0));
   let at = 0;
   for (const c of out) { samples.set(c, at); at += c.length; }
-  const { erleDb, delayMs } = canceller.stats;
+  const { erleDb, delayMs, clipLevel } = canceller.stats;
   canceller.destroy();
   stopWord.free();
-  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }) };
+  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }) };
 }
 
 interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string }
 
-async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false): Promise<LoopResult> {
+/** `distorted`: the canceller found the speaker clipping (the daemon's `echoDistorted`, room-ear.ts `RoomStats.clipping`). */
+async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false): Promise<LoopResult> {
   const conversation = new Conversation({
     config, host, log: silentLogger,
     backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
     tokenizer: () => Promise.reject(new Error('no model')),
   });
   const loop = new VoiceLoop<TurnResult>({
-    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech,
+    wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
     commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
     respond: (text, signal, heard) => conversation.turn(text, signal, heard),
     onEvent: (event) => {
@@ -1332,7 +1340,7 @@ for (const part of PARTS) {
           person = decodeWav(readFileSync(file));
         }
         const draws = drawsOf(rand);
-        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+        const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`])].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
         let r: Room;
         let front: FrontEndResult;
         try {
@@ -1372,7 +1380,7 @@ for (const part of PARTS) {
         });
         const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
         if (frontOnly) continue;
-        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over) : none;
+        const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined) : none;
         const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
         const [from, to] = r.personS ?? [Infinity, Infinity];
         const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);

@@ -26,6 +26,8 @@ export interface RoomStats {
   cancelling: boolean;
   delayMs?: number;
   erleDb?: number;
+  /** The canceller found IRIS's speaker clipping (echo.ts `clipModel`): its echo is distorted. */
+  clipping: boolean;
   /** Where the stop word was last heard (stream seconds). */
   stopAtS?: number;
 }
@@ -111,6 +113,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       return {
         canceller: why,
         cancelling: canceller !== undefined,
+        clipping: echo?.clipLevel !== undefined,
         ...(echo?.delayMs === undefined ? {} : { delayMs: echo.delayMs }),
         ...(echo?.erleDb === undefined ? {} : { erleDb: echo.erleDb }),
         ...(stopAtS === undefined ? {} : { stopAtS }),

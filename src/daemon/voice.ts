@@ -190,6 +190,7 @@ export class VoiceService<R> {
     const loop = new VoiceLoop<R>({
       ...loopOptions(config, parts, sink, this.#o.respond),
       overSpeech: overSpeechOf(sink),
+      echoDistorted: () => this.#ear?.stats().clipping ?? false,
       ...ownVoice,
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       ...(answersEarly && config.audio.early_answer ? { earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)), takeBackS: config.audio.take_back_s } : {}),

@@ -125,6 +125,14 @@ export const SCORE_PARAMS: ScoreParams = { fitGood: 15, fitBad: 40, lostWeight: 
 export const OVER_SPEECH_PARAMS: ScoreParams = { ...SCORE_PARAMS, marginGood: 5, echoAllowance: 40 };
 
 /**
+ * Over a clipping speaker's echo (`StreamOptions.echoDistorted`) nothing is forgiven: the
+ * allowance was chosen on rooms whose clipping speaker never let the wake word through, and with
+ * the speaker's clip modelled a held-out "what time is it" heard as "list my timers" fit 52.6 over
+ * the echo and scored 0.949 with it (docs/room.md, session 13).
+ */
+export const DISTORTED_ECHO_PARAMS: ScoreParams = { ...OVER_SPEECH_PARAMS, echoAllowance: 0 };
+
+/**
  * Over IRIS's voice, the echo's end is an estimate (the wake word plus `echoS`: the speaker's
  * buffer, a 40–250 ms delay and the room's tail vary): a number or place starting up to this
  * many frames (0.2 s) after it counts as heard over the echo too. On bench-room's dev echo rooms

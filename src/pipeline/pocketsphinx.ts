@@ -14,7 +14,7 @@
  */
 import { grammarAndDictionary } from './grammar.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
-import { confidenceOf, measureFit, OVER_SPEECH_PARAMS, rivalsOverEcho, SCORE_PARAMS, type Measures } from './pocketsphinx-confidence.js';
+import { confidenceOf, DISTORTED_ECHO_PARAMS, measureFit, OVER_SPEECH_PARAMS, rivalsOverEcho, SCORE_PARAMS, type Measures } from './pocketsphinx-confidence.js';
 import { checkModel, DEFAULT_DICTIONARY, DEFAULT_MODEL, withDictionary } from './pocketsphinx-model.js';
 import { Resampler } from './resample.js';
 import { SttError, type SpeechToText, type StreamOptions, type SttStream, type Transcript } from './stt.js';
@@ -177,7 +177,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         let agreeing = 0;
         for (const other of others) if (await agree(text, other)) agreeing += 1;
         const measures: Measures = { fit, lost, agreeing, margin: Infinity, ...(echo && clean ? { echo: { ...echo, rivals: echoRivals }, clean } : {}) };
-        const params = echoSamples > 0 ? OVER_SPEECH_PARAMS : SCORE_PARAMS;
+        const params = echoSamples === 0 ? SCORE_PARAMS : options.echoDistorted ? DISTORTED_ECHO_PARAMS : OVER_SPEECH_PARAMS;
         // The rival check costs a decode per word checked: only when the rest leaves a chance.
         if (text !== '' && confidenceOf(measures, perturbed.length, params) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
         const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length, params);

@@ -25,6 +25,9 @@ export interface StreamOptions {
    * echo canceller left of it is under the words): the engine may score the words there on a
    * scale of their own. Default 0. */
   echoS?: number;
+  /** IRIS's speaker clips, so its echo is distorted (the canceller models it: echo.ts `clipModel`):
+   * the words over it are scored without the over-speech allowance. Default false. */
+  echoDistorted?: boolean;
 }
 
 /** What was heard, and how sure the engine is of it. */

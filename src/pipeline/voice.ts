@@ -116,6 +116,9 @@ export interface VoiceLoopOptions<R> {
    * own. Default 0.6.
    */
   echoTailS?: number;
+  /** IRIS's speaker clips (the canceller found its clip level): the recogniser is told
+   * (`StreamOptions.echoDistorted`) and forgives nothing over the echo. Default: never. */
+  echoDistorted?: () => boolean;
   /**
    * IRIS's own wake word never wakes it: `audio(chunk)` is what IRIS played for that
    * microphone chunk, a little ahead of its echo (none while nothing plays), and `veto` runs the
@@ -269,7 +272,7 @@ export class VoiceLoop<R> {
       const echoS = overSpeech && last ? Math.max(0, last.atS + durationS(last.samples.length) + (this.#o.echoTailS ?? ECHO_TAIL_S) - (audio[0]?.atS ?? last.atS)) : 0;
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
-      const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)), echoS > 0 ? { echoS } : undefined);
+      const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)), echoS > 0 ? { echoS, ...(this.#o.echoDistorted?.() ? { echoDistorted: true } : {}) } : undefined);
       if (start !== starts) {
         report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
