@@ -59,7 +59,7 @@ import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { SpeexEcho } from '../src/pipeline/speexdsp.js';
-import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../src/pipeline/stopword.js';
+import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck, type StopWordOptions } from '../src/pipeline/stopword.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
@@ -108,6 +108,8 @@ const filterMs = Number(process.env.IRIS_BENCH_FILTER_MS ?? FILTER_MS);
 /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
 const makeCanceller = (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
   EchoCanceller.create(reference, { filterMs, ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
+/** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
+const stopOptions = JSON.parse(process.env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions;
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -387,6 +389,12 @@ if (kwsSweep) {
   const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
   /** The spotters' `-kws_delay` to try instead of the default (frames), e.g. IRIS_BENCH_KWS_DELAY=5. */
   const kwsDelay = process.env.IRIS_BENCH_KWS_DELAY === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_DELAY);
+  /**
+   * IRIS_BENCH_STOP_LIVE=1: the StopWord runs with the default check itself, as the daemon's (a
+   * candidate turned down is looked at again a chunk later, its tail fed again), instead of
+   * reporting every candidate unchecked; judge it with the check "default" only.
+   */
+  const live = process.env.IRIS_BENCH_STOP_LIVE === '1';
   const checks: { name: string; check: StopCheck | false }[] = [
     { name: 'none', check: false },
     { name: 'default', check: DEFAULT_STOP_CHECK },
@@ -399,7 +407,7 @@ if (kwsSweep) {
   /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept. */
   const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
-    const stopWord = await StopWord.create({ threshold, check: false, onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
+    const stopWord = await StopWord.create({ threshold, ...stopOptions, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
     for (let at = 0; at + 1280 <= out.length; at += 1280) {
       const on = armed(at);
@@ -1176,7 +1184,7 @@ if (falseWakeMin > 0) {
   // Every candidate kept with its measures; a passed one (a self-stop) with where IRIS was in its reading.
   const candidates: StopCandidate[] = [];
   const kwsDelay = process.env.IRIS_BENCH_KWS_DELAY === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_DELAY);
-  const stopWord = await StopWord.create({ ...(stopThreshold === undefined ? {} : { threshold: stopThreshold }), ...(kwsDelay === undefined ? {} : { kwsDelay }), onCandidate: (c) => candidates.push(c) });
+  const stopWord = await StopWord.create({ ...stopOptions, ...(stopThreshold === undefined ? {} : { threshold: stopThreshold }), ...(kwsDelay === undefined ? {} : { kwsDelay }), onCandidate: (c) => candidates.push(c) });
   const rand = random(77);
   let clock = 0;
   /** Where each paragraph starts on the stream (samples) and its text, to say what IRIS was reading at a self-stop. */
