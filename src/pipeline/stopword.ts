@@ -46,7 +46,7 @@ export interface StopWordOptions {
   /**
    * pocketsphinx's `-kws_threshold` on the microphone: lower reports more candidates (each then
    * checked). Default 1e-20; with the default check scripts/bench-room.ts measured "stop" heard
-   * at 0 dB 92 % dev / 75 % held-out, 0 self-stops (docs/room.md); the spotter alone at 1e-10
+   * at 0 / +6 dB 83 / 75 % dev, 92 / 50 % held-out, 0 self-stops (docs/room.md, session 13); the spotter alone at 1e-10
    * heard 83–89 % / 67 % and stopped IRIS 64 times per hour of its talking. `[audio] stop_word =
    * false` turns it off.
    */
