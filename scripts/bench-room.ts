@@ -60,7 +60,7 @@ import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { CollectingSink } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { SpeexEcho } from '../src/pipeline/speexdsp.js';
-import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../src/pipeline/stopword.js';
+import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck, type StopWordOptions } from '../src/pipeline/stopword.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
@@ -111,6 +111,8 @@ const clipModel = process.env.IRIS_BENCH_CLIP_MODEL === undefined ? undefined : 
 /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
 const makeCanceller = (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
   EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } });
+/** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
+const stopOptions = JSON.parse(process.env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions;
 const RATE = 16_000;
 const CACHE = join(tmpdir(), 'iris-room-clips');
 mkdirSync(CACHE, { recursive: true });
@@ -392,6 +394,12 @@ if (kwsSweep) {
   const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
   /** The spotters' `-kws_delay` to try instead of the default (frames), e.g. IRIS_BENCH_KWS_DELAY=5. */
   const kwsDelay = process.env.IRIS_BENCH_KWS_DELAY === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_DELAY);
+  /**
+   * IRIS_BENCH_STOP_LIVE=1: the StopWord runs with the default check itself, as the daemon's (a
+   * candidate turned down is looked at again a chunk later, its tail fed again), instead of
+   * reporting every candidate unchecked; judge it with the check "default" only.
+   */
+  const live = process.env.IRIS_BENCH_STOP_LIVE === '1';
   const checks: { name: string; check: StopCheck | false }[] = [
     { name: 'none', check: false },
     { name: 'default', check: DEFAULT_STOP_CHECK },
@@ -404,7 +412,7 @@ if (kwsSweep) {
   /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept. */
   const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
-    const stopWord = await StopWord.create({ threshold, check: false, onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
+    const stopWord = await StopWord.create({ threshold, ...stopOptions, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
     for (let at = 0; at + 1280 <= out.length; at += 1280) {
       const on = armed(at);
@@ -457,7 +465,8 @@ if (kwsSweep) {
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
     // one room per voice and command, drawn apart (the stop rooms stay those measured before).
     const commandRand = random(part === 'dev' ? 324 : 2324);
-    const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'));
+    // "stop" at +12 dB (a speaker beside the microphone) last, so the rooms drawn before it stay those measured before.
+    const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
     for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
       for (const voice of condition.says === 'nothing' ? PEOPLE[part].slice(0, 1) : PEOPLE[part]) {
         for (const [k, command] of (condition.says === 'command' ? COMMANDS[part] : Array.from({ length: perVoice }, () => 'stop')).entries()) {
@@ -1179,10 +1188,17 @@ if (falseWakeMin > 0) {
   // IRIS reading from its speaker, one canceller throughout.
   const reference = new EchoReference(90);
   const canceller = await makeCanceller(reference);
-  const stopWord = await StopWord.create(stopThreshold === undefined ? {} : { threshold: stopThreshold });
+  // Every candidate kept with its measures; a passed one (a self-stop) with where IRIS was in its reading.
+  const candidates: StopCandidate[] = [];
+  const kwsDelay = process.env.IRIS_BENCH_KWS_DELAY === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_DELAY);
+  const stopWord = await StopWord.create({ ...stopOptions, ...(stopThreshold === undefined ? {} : { threshold: stopThreshold }), ...(kwsDelay === undefined ? {} : { kwsDelay }), onCandidate: (c) => candidates.push(c) });
   const rand = random(77);
   let clock = 0;
+  /** Where each paragraph starts on the stream (samples) and its text, to say what IRIS was reading at a self-stop. */
+  const readings: { at: number; text: string; voice: string }[] = [];
   const own = { wakes: 0, baselineWakes: 0, stops: 0, wakeAt: [] as number[], stopAt: [] as number[] };
+  /** The stream kept (microphone, canceller output, IRIS's own audio as the stop word got it), to dump the audio around a self-stop. */
+  const kept = { mic: [] as Int16Array[], out: [] as Int16Array[], own: [] as Int16Array[] };
   const rawWake = await createOpenWakeWord({ model: 'hey_jarvis' }); // the baseline: the raw microphone
   const ownS = await stream(ownMin, (i) => {
     const text = paragraphs[(i * 7) % paragraphs.length];
@@ -1197,24 +1213,40 @@ if (falseWakeMin > 0) {
     const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0); // the microphone's gain: loud, not clipped
     for (let k = 0; k < mix.length; k++) mix[k] = (mix[k] ?? 0) * (29_000 / Math.max(1, peak));
     reference.write(played, clock);
+    readings.push({ at: clock, text, voice: i % 2 === 0 ? 'en-us' : 'en-gb' });
     return toInt16(mix);
   }, async (chunk, atS) => {
     const at = clock;
     clock += chunk.length;
     const out = canceller.process(chunk, at);
     const armed = reference.sounding(at - RATE / 4, at + chunk.length);
-    if (armed && stopWord.push(out, canceller.played(at, chunk.length, RATE / 5), atS) !== undefined) { own.stops++; own.stopAt.push(round(atS, 1)); }
+    const ownAudio = canceller.played(at, chunk.length, RATE / 5);
+    kept.mic.push(chunk); kept.out.push(out); kept.own.push(ownAudio);
+    // The stop word's stream seconds are the chunk's end (as the front end passes them).
+    if (armed && stopWord.push(out, ownAudio, atS + chunk.length / RATE, chunk) !== undefined) { own.stops++; own.stopAt.push(round(atS, 1)); }
     if (await wake.process({ ...SPEECH_FORMAT, samples: out, atS })) { own.wakes++; own.wakeAt.push(round(atS, 1)); wake.reset(); }
     if (await rawWake.process({ ...SPEECH_FORMAT, samples: chunk, atS })) { own.baselineWakes++; rawWake.reset(); }
   });
   canceller.destroy();
   stopWord.free();
+  // Each self-stop: what IRIS was reading (the paragraph and how far into it), and ±3 s of audio dumped.
+  const joined = (list: Int16Array[]) => { const all = new Int16Array(list.reduce((n, c) => n + c.length, 0)); let k = 0; for (const c of list) { all.set(c, k); k += c.length; } return all; };
+  const streams = { mic: joined(kept.mic), out: joined(kept.out), own: joined(kept.own) };
+  const selfStops = candidates.filter((c) => c.heard).map((c) => {
+    const at = Math.round(c.toS * RATE);
+    const reading = readings.filter((r) => r.at <= at).at(-1);
+    const dump = join(CACHE, `soak-stop-${round(c.atS, 1)}`);
+    for (const [name, samples] of Object.entries(streams)) writeFileSync(`${dump}-${name}.wav`, encodeWav(samples.subarray(Math.max(0, at - 3 * RATE), at + 3 * RATE)));
+    return { ...c, reading: reading ? { voice: reading.voice, into_s: round((at - reading.at) / RATE, 2), text: reading.text } : undefined, dump };
+  });
   const perHour = (n: number, s: number) => round((n * 3600) / Math.max(1, s), 2);
   const figures = {
     wake_threshold: config.assistant.wake_threshold,
     stop_kws_threshold: stopThreshold ?? 'default',
     person_reading: { minutes: round(personS / 60, 1), wakes: personWakes, per_hour: perHour(personWakes, personS), at_s: personWakeAt },
-    iris_own_voice: { minutes: round(ownS / 60, 1), echo: 'espeak-ng en-us/en-gb, 60-180 ms late, reverb 50 %, microphone peaks at 29,000 of 32,767', self_wakes: own.wakes, self_wakes_per_hour: perHour(own.wakes, ownS), self_stops: own.stops, self_stops_per_hour: perHour(own.stops, ownS), baseline_self_wakes: own.baselineWakes, wake_at_s: own.wakeAt, stop_at_s: own.stopAt },
+    iris_own_voice: { minutes: round(ownS / 60, 1), echo: 'espeak-ng en-us/en-gb, 60-180 ms late, reverb 50 %, microphone peaks at 29,000 of 32,767', self_wakes: own.wakes, self_wakes_per_hour: perHour(own.wakes, ownS), self_stops: own.stops, self_stops_per_hour: perHour(own.stops, ownS), baseline_self_wakes: own.baselineWakes, wake_at_s: own.wakeAt, stop_at_s: own.stopAt, self_stops_examined: selfStops },
+    stop_candidates: candidates,
+    readings: readings.map((r) => ({ at_s: round(r.at / RATE, 2), voice: r.voice, text: r.text.slice(0, 80) })),
   };
   console.log(figures);
   writeResults(process.env.IRIS_BENCH_NAME ?? 'room-false-wakes', figures);

@@ -46,7 +46,7 @@ export interface StopWordOptions {
   /**
    * pocketsphinx's `-kws_threshold` on the microphone: lower reports more candidates (each then
    * checked). Default 1e-20; with the default check scripts/bench-room.ts measured "stop" heard
-   * at 0 dB 92 % dev / 75 % held-out, 0 self-stops (docs/room.md); the spotter alone at 1e-10
+   * at 0 / +6 dB 83 / 75 % dev, 92 / 50 % held-out, 0 self-stops (docs/room.md, session 13); the spotter alone at 1e-10
    * heard 83–89 % / 67 % and stopped IRIS 64 times per hour of its talking. `[audio] stop_word =
    * false` turns it off.
    */
@@ -69,6 +69,13 @@ export interface StopWordOptions {
   refeedS?: number;
   /** What a candidate must pass to count; `false`: every candidate the own-voice veto lets through counts. */
   check?: StopCheck | false;
+  /**
+   * Where the window decoded for `fit` ends: `'fed'` (default), at all audio fed so far; `'word'`,
+   * at the word's end as the spotter places it. The spotter often reports "stop" at its p's
+   * closure, before the word has ended: cut there, the window no longer decodes as the word
+   * (dev +6 dB: 2 of the 5 words missed).
+   */
+  decodeTo?: 'fed' | 'word';
   /** Every candidate, with its measures and the verdict (the bench). */
   onCandidate?: (candidate: StopCandidate) => void;
 }
@@ -246,6 +253,7 @@ export class StopWord {
   readonly #ownVoiceS: number;
   readonly #lead: number;
   readonly #check: StopCheck | false;
+  readonly #decodeTo: 'fed' | 'word';
   readonly #onCandidate: ((candidate: StopCandidate) => void) | undefined;
   /** The last seconds of the cancelled microphone, the raw microphone and IRIS's own audio, indexed by the mic spotter's fed samples. */
   readonly #heard = new EchoReference(4);
@@ -264,6 +272,7 @@ export class StopWord {
     this.#ownVoiceS = options.ownVoiceS ?? 1;
     this.#lead = Math.round((options.ownLeadS ?? 0.2) * RATE);
     this.#check = options.check ?? DEFAULT_STOP_CHECK;
+    this.#decodeTo = options.decodeTo ?? 'fed';
     this.#onCandidate = options.onCandidate;
   }
 
@@ -391,9 +400,9 @@ export class StopWord {
     const check = this.#check;
     if (check !== false && (candidate.own || !passesLevels(candidate, check))) return candidate;
     if (check === false || check.maxFit !== undefined) {
-      // The window scored: the word with 0.3 s before it (its onset, and some of what it stood out from).
+      // The window scored: the word with 0.3 s before it (its onset, and some of what it stood out from) and what came after it.
       const from = hit.from - Math.round(0.3 * RATE);
-      const window = this.#heard.read(from, hit.to - from);
+      const window = this.#heard.read(from, (this.#decodeTo === 'fed' ? this.#mic.fed : hit.to) - from);
       this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
     }
     candidate.heard = !candidate.own && passesCheck(candidate, check);
