@@ -1447,6 +1447,8 @@ for (const part of PARTS) {
       part, condition: condition.name, n: set.length,
       ...(condition.says === 'command' ? {
         wake_pct: pct(set.filter((r) => r.cancelled.wake).length, set.length),
+        // A wake before the person began is IRIS's own echo (a self-wake), not the person heard: wake_pct counts it.
+        wake_before_person: set.filter((r) => r.cancelled.wake && r.personS !== undefined && (r.cancelled.wakeAtS ?? Infinity) < r.personS[0]).length,
         understood_pct: pct(set.filter((r) => r.cancelled.right).length, set.length),
         wrong: set.filter((r) => r.cancelled.wrong).length,
         baseline_wake_pct: pct(set.filter((r) => r.baseline.wake).length, set.length),
