@@ -1436,6 +1436,7 @@ for (const part of PARTS) {
 }
 
 const pct = (n: number, d: number) => (d === 0 ? null : round((100 * n) / d, 0));
+const wokeBeforePerson = (r: Row): boolean => r.cancelled.wake && r.personS !== undefined && (r.cancelled.wakeAtS ?? Infinity) < r.personS[0];
 const table: Record<string, unknown>[] = [];
 for (const part of PARTS) {
   for (const condition of CONDITIONS) {
@@ -1446,9 +1447,10 @@ for (const part of PARTS) {
     table.push({
       part, condition: condition.name, n: set.length,
       ...(condition.says === 'command' ? {
-        wake_pct: pct(set.filter((r) => r.cancelled.wake).length, set.length),
-        // A wake before the person began is IRIS's own echo (a self-wake), not the person heard: wake_pct counts it.
-        wake_before_person: set.filter((r) => r.cancelled.wake && r.personS !== undefined && (r.cancelled.wakeAtS ?? Infinity) < r.personS[0]).length,
+        // A wake before the person began is IRIS's own echo (a self-wake), not the person heard:
+        // counted apart, never as heard (session 12's tables counted it: docs/room.md).
+        wake_pct: pct(set.filter((r) => r.cancelled.wake && !wokeBeforePerson(r)).length, set.length),
+        wake_before_person: set.filter(wokeBeforePerson).length,
         understood_pct: pct(set.filter((r) => r.cancelled.right).length, set.length),
         wrong: set.filter((r) => r.cancelled.wrong).length,
         baseline_wake_pct: pct(set.filter((r) => r.baseline.wake).length, set.length),
