@@ -11,6 +11,7 @@ import { supervise } from '../supervise.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
 import { EchoReference } from '../pipeline/echo.js';
+import { TAKE_BACK_NEAR_DB } from '../pipeline/early.js';
 import { Speaker, earcon } from '../pipeline/playback.js';
 import { PlayerStream } from '../pipeline/player.js';
 import { createFrontEnd, type FrontEnd } from './room-ear.js';
@@ -192,7 +193,12 @@ export class VoiceService<R> {
       overSpeech: overSpeechOf(sink),
       ...ownVoice,
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
-      ...(answersEarly && config.audio.early_answer ? { earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)), takeBackS: config.audio.take_back_s } : {}),
+      ...(answersEarly && config.audio.early_answer ? {
+        earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)),
+        takeBackS: config.audio.take_back_s,
+        // The answer's own echo, what the canceller leaves of it, does not take it back: only speech above it (IRIS's own audio from the front end).
+        echoResidual: { audio: (chunk: AudioChunk) => this.#ear?.ownVoice(chunk), minNearDb: TAKE_BACK_NEAR_DB },
+      } : {}),
       onEvent: (event) => {
         const counted = OVER_IRIS_EVENTS[event.type];
         if (counted) this.#overIris[counted] += 1;
