@@ -75,8 +75,8 @@ import { makeClip, synthesize, type Voice } from './lib/speech-set.js';
 const quick = process.argv.includes('--quick');
 /** Model the daemon's barge-in: IRIS stops playing 0.2 s after the wake word is heard (`--no-barge-in`: it talks on, as a plain recording). */
 const bargeIn = !process.argv.includes('--no-barge-in');
-/** Only the conditions named (comma-separated), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
-const only = process.env.IRIS_BENCH_ONLY?.split(',');
+/** Only the conditions named (comma-separated, or ";" when a name holds a comma), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
+const only = process.env.IRIS_BENCH_ONLY?.split(process.env.IRIS_BENCH_ONLY.includes(';') ? ';' : ',');
 /** The loop's pre-roll to try (seconds; the audio before the detection the recogniser gets), e.g. IRIS_BENCH_PREROLL_S=0.1. */
 const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_PREROLL_S);
 /** As the daemon: a wake word heard while IRIS's audio sounded is over speech (voice.ts `overSpeech`); IRIS_BENCH_OVER_SPEECH=0 turns it off. */
@@ -712,7 +712,7 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
   const shared = await earlyParts(join(CACHE, `state-early-${process.pid}`));
   const { config: earlyConfig } = shared;
   const gateOf = (over: boolean) => (over ? Math.max(earlyConfig.stt.min_confidence, earlyConfig.stt.over_speech_confidence) : earlyConfig.stt.min_confidence);
-  const rows: (EarlyRow & { over: boolean; selfStops: number; echoChunks: number; echoMaxDb?: number; takeBackDb?: number; delayMs?: number; erleDb?: number; lateEchoSamples: number; roomDelayMs: number })[] = [];
+  const rows: (EarlyRow & { over: boolean; selfStops: number; echoChunks: number; echoAt: number[][]; echoMaxDb?: number; takeBackDb?: number; delayMs?: number; erleDb?: number; lateEchoSamples: number; roomDelayMs: number })[] = [];
   /** A WAV as 16 kHz mono (sox's resampler: what the speaker sounds; the reference is the Speaker's own quick one). */
   const wav16 = (wav: Buffer): Int16Array => {
     const dir = join(CACHE, `sox-${process.pid}`);
@@ -816,7 +816,8 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
           const source = frontEnd(pacedSource(mic, clock, Math.max(0, personAtS - 1)), {
             ...(canceller ? { canceller } : {}), ...(stopWord ? { stopWord } : {}), ownOf,
             clockOf: (chunk) => Math.round(chunk.atS * RATE),
-            own: (at, length) => canceller?.played(at, length, RATE / 5) ?? new Int16Array(length),
+            // As the daemon's front end (room-ear.ts): IRIS's own audio 0.2 s ahead of its echo, a clip's first chunk from its echo's own time.
+            own: ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller?.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5),
             armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
             onStop: (atS) => { if (loop.hush(atS)) selfStops++; },
           });
@@ -839,7 +840,8 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
           // The answer's echo not taken for the person (its chunks' level over the residual), and what took it back.
           const echoDb = run?.events.filter((e) => e.type === 'answer-echo').map((e) => Number(e.data?.nearDb)) ?? [];
           const backDb = run?.events.find((e) => e.type === 'answer-taken-back')?.data?.nearDb;
-          rows.push({ ...row, over, selfStops, echoChunks: echoDb.length, ...(echoDb.length > 0 ? { echoMaxDb: Math.max(...echoDb) } : {}), ...(typeof backDb === 'number' ? { takeBackDb: backDb } : {}), lateEchoSamples: lateSamples, roomDelayMs: r.delayMs, ...(stats?.delayMs === undefined ? {} : { delayMs: round(stats.delayMs, 1) }), ...(stats?.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }) });
+          const echoAt = run?.events.filter((e) => e.type === 'answer-echo').map((e) => [round(Number(e.data?.atS) - (resume ?? lastWordEndS), 2), Number(e.data?.nearDb)]) ?? [];
+          rows.push({ ...row, over, selfStops, echoChunks: echoDb.length, echoAt, ...(echoDb.length > 0 ? { echoMaxDb: Math.max(...echoDb) } : {}), ...(typeof backDb === 'number' ? { takeBackDb: backDb } : {}), lateEchoSamples: lateSamples, roomDelayMs: r.delayMs, ...(stats?.delayMs === undefined ? {} : { delayMs: round(stats.delayMs, 1) }), ...(stats?.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }) });
           process.stderr.write(`${earlyLine(row, run?.outcome)}${over ? ' [over IRIS]' : ''}${echoDb.length ? ` echo ignored ×${echoDb.length} (max ${Math.max(...echoDb)} dB)` : ''}${typeof backDb === 'number' ? ` back at ${backDb} dB` : ''}${selfStops ? ` ${selfStops} stop` : ''}${lateSamples ? ` (${lateSamples} echo samples late)` : ''}\n`);
         }
       }

@@ -182,6 +182,9 @@ const SETTLE_AT = 0.5;
  */
 const BACKGROUND_GAIN = 0.1;
 
+/** The least of a chunk whose level is judged against the residual echo (samples: 20 ms). */
+const FRAME_MIN = 320;
+
 /** Over IRIS, the command's audio starts 160 ms (two chunks) before the detection: not the echo-laden wake phrase (fed 0.4 s, 25 of 72 dev echo rooms right against 45). */
 const OVER_SPEECH_LEAD_S = 0.16;
 
@@ -448,11 +451,16 @@ export class VoiceLoop<R> {
     this.#tracked = own === undefined ? undefined : { chunk, from: this.#residual?.track(chunk.samples, own, resumed) ?? 0 };
   }
 
-  /** How far `chunk` stands above the residual echo IRIS's own audio predicts in it (dB); undefined when nothing sounded in it or too little was heard yet to tell. */
-  #nearDb(chunk: AudioChunk): number | undefined {
+  /**
+   * How far the speech in `chunk`, from `onsetS` into it to its end, stands above the residual
+   * echo IRIS's own audio predicts there (dB): the person's first word often starts softly, part
+   * way into a chunk. Undefined when nothing sounded in it or too little was heard yet to tell.
+   */
+  #nearDb(chunk: AudioChunk, onsetS: number): number | undefined {
     const tracked = this.#tracked;
     if (this.#residual === undefined || tracked?.chunk !== chunk) return undefined;
-    const { nearDb } = this.#residual.levels(tracked.from, tracked.from + chunk.samples.length);
+    const onset = Math.min(Math.round(onsetS * SPEECH_FORMAT.rate), chunk.samples.length - FRAME_MIN);
+    const { nearDb } = this.#residual.levels(tracked.from + Math.max(0, onset), tracked.from + chunk.samples.length);
     return nearDb === -99 ? undefined : nearDb;
   }
 
@@ -461,7 +469,7 @@ export class VoiceLoop<R> {
     const heard = await this.#o.vad.process(chunk);
     let frames = heard.map((f) => ({ ...f, isSpeech: isVoice(f, command.floorDb) }));
     // While an early answer is under way, speech no louder than its own echo's residual is that echo: not the person going on.
-    const nearDb = this.#early.has(command) && frames.some((f) => f.isSpeech) ? this.#nearDb(chunk) : undefined;
+    const nearDb = this.#early.has(command) && frames.some((f) => f.isSpeech) ? this.#nearDb(chunk, speechOnsetS(frames)) : undefined;
     if (nearDb !== undefined && nearDb < (this.#o.echoResidual?.minNearDb ?? -Infinity)) {
       frames = frames.map((f) => ({ ...f, isSpeech: false }));
       this.#emit(command.run, 'answer-echo', { atS: chunk.atS, nearDb });
@@ -554,17 +562,20 @@ export class VoiceLoop<R> {
     endpointer.waitFor(!words.complete && words.extendable && partial !== '' ? this.#o.incompletePauseS : this.#early.has(command) ? this.#o.takeBackS : undefined);
     const early = words.extendable && this.#mayAnswerEarly();
     if (!words.complete || (words.extendable && !early)) return;
-    if (!command.settle && stream.settle) {
-      // Score the words now, while the pause runs on: the transcript is then ready when the
-      // pause ends the turn, instead of being worked out after it.
-      this.#emit(command.run, 'settle-start', { atS });
-      const scoring = stream.settle();
-      command.settle = { held: [], words: scoring };
-      scoring.then(() => this.#emit(command.run, 'settle-end'), () => undefined);
-    }
+    // Score the words now, while the pause runs on: the transcript is then ready when the
+    // pause ends the turn, instead of being worked out after it.
+    if (!command.settle && stream.settle) this.#settle(command, atS, stream.settle.bind(stream));
     if (endpointer.silenceS < pauseS) return;
     if (!early) endpointer.complete();
     else this.#answerEarly(command, atS);
+  }
+
+  /** Score the words heard so far (`settle`): the audio from here on is held until speech goes on (`#unsettle`) or the command ends. */
+  #settle(command: Command, atS: number, settle: () => Promise<Transcript>): void {
+    this.#emit(command.run, 'settle-start', { atS });
+    const scoring = settle();
+    command.settle = { held: [], words: scoring };
+    scoring.then(() => this.#emit(command.run, 'settle-end'), () => undefined);
   }
 
   /**
