@@ -207,7 +207,11 @@ export class VoiceService<R> {
           sink.warm(); // the chime or the reply follows: the speaker stream starts meanwhile
         }
         if (event.type === 'own-wake') this.#log.info(`IRIS's own wake word ignored at ${(dataOf(event, 'own-wake').atS ?? 0).toFixed(2)} s`);
-        if (event.type === 'answer-taken-back') this.#log.info(`turn ${event.run}: early answer taken back, the person went on`);
+        if (event.type === 'answer-taken-back') {
+          const { nearDb } = dataOf(event, 'answer-taken-back');
+          this.#log.info(`turn ${event.run}: early answer taken back, the person went on${nearDb === undefined ? '' : ` (${nearDb} dB above its echo's residual)`}`);
+        }
+        if (event.type === 'answer-echo') this.#log.debug(`turn ${event.run}: the early answer's own echo not taken for the person (${dataOf(event, 'answer-echo').nearDb ?? '?'} dB)`);
       },
       onRun: (run, line) => {
         if (run.outcome === 'no_speech' && run.followUp) this.#log.debug(line);

@@ -105,6 +105,8 @@ export interface VoiceEventData {
   'speech-start': { atS?: number };
   'end_of_speech-end': { atS?: number; state?: string };
   'stt-end': { text?: string; raw?: string; confidence?: number };
+  'answer-taken-back': { atS?: number; text?: string; after_ms?: number; nearDb?: number };
+  'answer-echo': { atS?: number; nearDb?: number };
   error: { message?: string };
 }
 
