@@ -114,7 +114,7 @@ function speaker(position: Position, onPlay?: () => void): AudioSink & { plays: 
   };
 }
 
-/** IRIS's voice in the echo room (a steady tone), and what the canceller leaves of its echo at the microphone: −30 dB, with no delay. */
+/** IRIS's voice in the echo room (a steady tone), and what the canceller leaves of its echo at the microphone: −30 dB by default, with no delay. */
 const IRIS_LEVEL = 3000;
 const RESIDUAL = 0.03;
 /** How far ahead of its echo IRIS's own audio is handed out (the daemon's front end: 0.2 s). */
@@ -128,7 +128,7 @@ interface EchoRoom {
 }
 
 /** A room where IRIS's earlier reply sounded for `replyS` before the command, then whatever the loop plays (1.2 s clips, unless stopped). */
-function echoRoom(replyS = 1.2): EchoRoom {
+function echoRoom(replyS = 1.2, residual = RESIDUAL): EchoRoom {
   let own: ((at: number, length: number) => Int16Array) | undefined;
   const sounds = (plays: Play[]) => [{ fromS: 0, toS: replyS }, ...plays.map((p) => ({ fromS: p.startedAtS, toS: p.stoppedAtS ?? p.startedAtS + 1.2 }))];
   /** IRIS's tone, scaled by `gain`, where it sounded during the `length` samples from `atS`. */
@@ -147,7 +147,7 @@ function echoRoom(replyS = 1.2): EchoRoom {
             await new Promise((resolve) => setTimeout(resolve, CHUNK_S * 1000));
             if (at === start0 * FRAME_SAMPLES) start();
             const atS = at / SPEECH_FORMAT.rate;
-            const echo = sounded(plays, atS, FRAME_SAMPLES, RESIDUAL);
+            const echo = sounded(plays, atS, FRAME_SAMPLES, residual);
             const samples = part.slice(i, i + FRAME_SAMPLES).map((x, k) => x + (echo[k] ?? 0));
             at += FRAME_SAMPLES;
             position.atS = at / SPEECH_FORMAT.rate;
@@ -361,6 +361,22 @@ describe('answer early, take it back', () => {
       expect(run.transcript).toBe('what time is it in tokyo');
       expect(tts.said[1]).toMatch(/in Tokyo\.$/);
     });
+  });
+
+  it('where the residual is as loud as the person, cannot tell them apart: a softer going-on still takes the answer back', async () => {
+    const conversation = setup.iris.conversation();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    // IRIS's residual at the person's level (900); "in tokyo" 6 dB softer than the command: 3.5 dB over the residual.
+    const { run, loop } = await runPaced({
+      stt: recogniser('what time is it', 'what time is it in tokyo', 13 * CHUNK_S),
+      respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+      commandState: prefixState,
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
+      takeBackS: 1,
+    }, [speech(13), silence(6), chunks(8, 450), silence(30)], undefined, echoRoom(1.2, 0.3));
+    expect(loop.earlyAnswers.takenBack).toBe(1);
+    expect(run.transcript).toBe('what time is it in tokyo');
+    expect(run.result?.reply).toMatch(/in Tokyo\.$/);
   });
 
   it('scores the words after a take-back as heard over IRIS: below the over-speech gate they do not act', async () => {

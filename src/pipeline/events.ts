@@ -106,7 +106,7 @@ export interface VoiceEventData {
   'end_of_speech-end': { atS?: number; state?: string };
   'stt-end': { text?: string; raw?: string; confidence?: number };
   'answer-taken-back': { atS?: number; text?: string; after_ms?: number; nearDb?: number };
-  'answer-echo': { atS?: number; nearDb?: number };
+  'answer-echo': { atS?: number; nearDb?: number; personDb?: number };
   error: { message?: string };
 }
 

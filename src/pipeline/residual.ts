@@ -29,6 +29,8 @@ export interface ResidualLevels {
   nearDb: number;
   /** The stretch's power over the cancelled stream's level before it. */
   riseDb: number;
+  /** The residual echo's power IRIS's own audio predicts there (mean square; 0 when not known). */
+  residual: number;
 }
 
 const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
@@ -96,9 +98,11 @@ export class ResidualEcho {
   levels(from: number, to: number): ResidualLevels {
     const power = meanPower(this.#heard.read(from, to - from));
     const before = this.#before(from);
+    const residual = before.gain === undefined ? 0 : before.gain * this.#ownPower(from, to);
     return {
+      residual,
       // Too little heard yet to know the residual echo's level (the first second IRIS ever plays): no telling.
-      nearDb: before.gain === undefined ? -99 : db(power / Math.max(1, before.gain * this.#ownPower(from, to))),
+      nearDb: before.gain === undefined ? -99 : db(power / Math.max(1, residual)),
       riseDb: before.level === undefined ? -99 : db(power / Math.max(1, before.level)),
     };
   }

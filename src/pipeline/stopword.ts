@@ -225,6 +225,9 @@ class Spotter {
 }
 
 
+/** A candidate's level measures (the predicted residual's power itself is not kept). */
+const levelsOf = ({ nearDb, riseDb }: { nearDb: number; riseDb: number }) => ({ nearDb, riseDb });
+
 const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
 
 export class StopWord {
@@ -337,7 +340,7 @@ export class StopWord {
       atS, fromS: toS(hit.from), toS: toS(hit.to),
       own: atS - this.#ownAtS <= this.#ownVoiceS,
       fit: NaN,
-      ...this.#residual.levels(hit.from, hit.to),
+      ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       heard: false,
     };

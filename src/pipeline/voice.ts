@@ -9,7 +9,7 @@
  * audio a command, and a loop without a wake-word detector starts only that way; `drop()`
  * ends the command being taken without a word (another room answers).
  */
-import { concatSamples, durationS, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
+import { concatSamples, durationS, meanPower, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
 import { earlyAnswer, settledWords, type EarlyAnswer, type EarlyAnswerCounts } from './early.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
 import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
@@ -163,6 +163,8 @@ interface Command {
   overSpeech?: boolean;
   /** Frames quieter than this are the room's background, not the person (vad.ts `voiceFloorDb`). */
   floorDb?: number;
+  /** The power (mean square) of each chunk the person was heard in, before any early answer: how loud they speak here. */
+  voicePowers?: number[];
 }
 
 /**
@@ -184,6 +186,14 @@ const BACKGROUND_GAIN = 0.1;
 
 /** The least of a chunk whose level is judged against the residual echo (samples: 20 ms). */
 const FRAME_MIN = 320;
+
+/**
+ * How much softer than their command (the median of its voiced chunks) a person's going on may
+ * be: speech under an early answer's residual is taken for its echo only where the person, this
+ * much softer, would still stand `minNearDb` above it. Held-out +12 dB room (IRIS 12 dB louder
+ * than the person): "in berlin" read −0.5 dB over the residual and was ignored, a cut-off.
+ */
+const PERSON_MARGIN_DB = 6;
 
 /** Over IRIS, the command's audio starts 160 ms (two chunks) before the detection: not the echo-laden wake phrase (fed 0.4 s, 25 of 72 dev echo rooms right against 45). */
 const OVER_SPEECH_LEAD_S = 0.16;
@@ -454,25 +464,34 @@ export class VoiceLoop<R> {
   /**
    * How far the speech in `chunk`, from `onsetS` into it to its end, stands above the residual
    * echo IRIS's own audio predicts there (dB): the person's first word often starts softly, part
-   * way into a chunk. Undefined when nothing sounded in it or too little was heard yet to tell.
+   * way into a chunk; and how far the person, as loud as in their command, would (`personDb`).
+   * Undefined when nothing sounded in it or too little was heard yet to tell.
    */
-  #nearDb(chunk: AudioChunk, onsetS: number): number | undefined {
+  #nearDb(command: Command, chunk: AudioChunk, onsetS: number): { nearDb: number; personDb: number } | undefined {
     const tracked = this.#tracked;
     if (this.#residual === undefined || tracked?.chunk !== chunk) return undefined;
     const onset = Math.min(Math.round(onsetS * SPEECH_FORMAT.rate), chunk.samples.length - FRAME_MIN);
-    const { nearDb } = this.#residual.levels(tracked.from + Math.max(0, onset), tracked.from + chunk.samples.length);
-    return nearDb === -99 ? undefined : nearDb;
+    const { nearDb, residual } = this.#residual.levels(tracked.from + Math.max(0, onset), tracked.from + chunk.samples.length);
+    const person = median(command.voicePowers ?? []);
+    return nearDb === -99 ? undefined : { nearDb, personDb: person > 0 ? 10 * Math.log10(person / Math.max(1, residual)) : -Infinity };
   }
 
   /** A chunk of the command: to the recogniser, the VAD and the endpointer. */
   async #hear(command: Command, chunk: AudioChunk): Promise<void> {
     const heard = await this.#o.vad.process(chunk);
     let frames = heard.map((f) => ({ ...f, isSpeech: isVoice(f, command.floorDb) }));
-    // While an early answer is under way, speech no louder than its own echo's residual is that echo: not the person going on.
-    const nearDb = this.#early.has(command) && frames.some((f) => f.isSpeech) ? this.#nearDb(chunk, speechOnsetS(frames)) : undefined;
-    if (nearDb !== undefined && nearDb < (this.#o.echoResidual?.minNearDb ?? -Infinity)) {
+    const voiced = frames.some((f) => f.isSpeech);
+    if (voiced && !this.#early.has(command)) (command.voicePowers ??= []).push(meanPower(chunk.samples));
+    // While an early answer is under way, speech no louder than its own echo's residual is that
+    // echo, not the person going on: where the person, as loud as in their command, would stand
+    // clear of that residual. Where they would not (IRIS far louder than them at the
+    // microphone), nothing tells them from it, and any speech takes the answer back.
+    const heardOver = voiced && this.#early.has(command) ? this.#nearDb(command, chunk, speechOnsetS(frames)) : undefined;
+    const nearDb = heardOver?.nearDb;
+    const minDb = this.#o.echoResidual?.minNearDb ?? -Infinity;
+    if (heardOver !== undefined && heardOver.nearDb < minDb && heardOver.personDb >= minDb + PERSON_MARGIN_DB) {
       frames = frames.map((f) => ({ ...f, isSpeech: false }));
-      this.#emit(command.run, 'answer-echo', { atS: chunk.atS, nearDb });
+      this.#emit(command.run, 'answer-echo', { atS: chunk.atS, nearDb: heardOver.nearDb, personDb: Math.round(heardOver.personDb * 10) / 10 });
     }
     // The background alone (the person has stopped, or pauses): turned down for the recogniser, which would take it for words.
     const samples = isBackground(heard, command.floorDb) ? scaled(chunk.samples, BACKGROUND_GAIN) : chunk.samples;
@@ -740,6 +759,11 @@ export class VoiceLoop<R> {
     this.#o.onEvent?.(event);
     return event;
   }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 const scaled = (samples: Int16Array, gain: number) => Int16Array.from(samples, (v) => Math.round(v * gain));
