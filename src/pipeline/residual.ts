@@ -59,7 +59,10 @@ export class ResidualEcho {
    * audio is placed so it ends where the chunk's echo does — the front end hands a clip's first
    * chunk out from its echo's own time, `leadSamples` longer (frontend.ts `ownAudio`), which
    * placed from its start stood a lead late and left the first chunks' echo predicted from the
-   * audio before the pause; (3) `track`'s `resumed` clears that audio.
+   * audio before the pause; (3) `track`'s `resumed` clears that audio; (4) the residual's gain is
+   * the median over the whole history only: its last second before an early answer is the
+   * person's wake word and command over IRIS (barge-in), whose voice in it made the answer's
+   * echo predicted as loud as the person (live: every answer taken back, read −11…−21 dB).
    */
   constructor(leadSamples: number, options: { chunks?: boolean } = {}) {
     this.#lead = leadSamples;
@@ -125,7 +128,7 @@ export class ResidualEcho {
     const levels = (list: typeof before) => list.map((h) => h.level);
     const enough = (list: number[]) => list.length >= HISTORY_CHUNKS;
     return {
-      gain: enough(gains(before)) ? Math.max(median(gains(before)), median(gains(recent))) : undefined,
+      gain: enough(gains(before)) ? (this.#chunks ? median(gains(before)) : Math.max(median(gains(before)), median(gains(recent)))) : undefined,
       level: enough(levels(before)) ? Math.max(median(levels(before)), median(levels(recent))) : undefined,
     };
   }
