@@ -52,7 +52,7 @@ import { matchIntent, sameMeaning } from '../src/intents/match.js';
 import { prefixState } from '../src/intents/prefix.js';
 import { RIVALS } from '../src/intents/sentences.js';
 import { silentLogger } from '../src/log.js';
-import { SPEECH_FORMAT, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
+import { SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
 import { samplesSource } from '../src/pipeline/capture.js';
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, EchoReference, FILTER_MS, type EchoCancellerOptions, type EchoEngineName } from '../src/pipeline/echo.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
@@ -63,6 +63,7 @@ import { SpeexEcho } from '../src/pipeline/speexdsp.js';
 import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck, type StopWordOptions } from '../src/pipeline/stopword.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../src/pipeline/voice.js';
+import { TAKE_BACK_NEAR_DB } from '../src/pipeline/early.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
 import { decodeWav, encodeWav } from '../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto } from '../src/pipeline/wakeword.js';
@@ -75,8 +76,8 @@ import { makeClip, synthesize, type Voice } from './lib/speech-set.js';
 const quick = process.argv.includes('--quick');
 /** Model the daemon's barge-in: IRIS stops playing 0.2 s after the wake word is heard (`--no-barge-in`: it talks on, as a plain recording). */
 const bargeIn = !process.argv.includes('--no-barge-in');
-/** Only the conditions named (comma-separated), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
-const only = process.env.IRIS_BENCH_ONLY?.split(',');
+/** Only the conditions named (comma-separated, or ";" when a name holds a comma), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
+const only = process.env.IRIS_BENCH_ONLY?.split(process.env.IRIS_BENCH_ONLY.includes(';') ? ';' : ',');
 /** The loop's pre-roll to try (seconds; the audio before the detection the recogniser gets), e.g. IRIS_BENCH_PREROLL_S=0.1. */
 const preRollS = process.env.IRIS_BENCH_PREROLL_S === undefined ? undefined : Number(process.env.IRIS_BENCH_PREROLL_S);
 /** As the daemon: a wake word heard while IRIS's audio sounded is over speech (voice.ts `overSpeech`); IRIS_BENCH_OVER_SPEECH=0 turns it off. */
@@ -720,11 +721,12 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
     ...CONDITIONS.filter((c) => c.says === 'command' && c.esrDb !== undefined),
     { name: 'babble 15 dB, IRIS done', esrDb: 0, babbleDb: 15, reverb: 50, says: 'command', irisDone: true },
   ] satisfies EarlyRoom[]).filter((c) => only === undefined || only.includes(c.name));
+  const takeBackDb = process.env.IRIS_BENCH_TAKE_BACK_DB === 'off' ? undefined : Number(process.env.IRIS_BENCH_TAKE_BACK_DB ?? TAKE_BACK_NEAR_DB);
   const [wakeEarly, vadEarly] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
   const shared = await earlyParts(join(CACHE, `state-early-${process.pid}`));
   const { config: earlyConfig } = shared;
   const gateOf = (over: boolean) => (over ? Math.max(earlyConfig.stt.min_confidence, earlyConfig.stt.over_speech_confidence) : earlyConfig.stt.min_confidence);
-  const rows: (EarlyRow & { over: boolean; selfStops: number; delayMs?: number; erleDb?: number; lateEchoSamples: number; roomDelayMs: number })[] = [];
+  const rows: (EarlyRow & { over: boolean; selfStops: number; echoChunks: number; echoAt: number[][]; echoMaxDb?: number; takeBackDb?: number; delayMs?: number; erleDb?: number; lateEchoSamples: number; roomDelayMs: number })[] = [];
   /** A WAV as 16 kHz mono (sox's resampler: what the speaker sounds; the reference is the Speaker's own quick one). */
   const wav16 = (wav: Buffer): Int16Array => {
     const dir = join(CACHE, `sox-${process.pid}`);
@@ -810,6 +812,8 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
             overSpeech: () => (over = reference.sounding(nowAt() - Math.round(2.5 * RATE), nowAt())),
             respond: (text, signal, heard) => conversation.turn(text, signal, heard),
             earlyAnswer: (text: string) => conversation.answersEarly(text), takeBackS: earlyConfig.audio.take_back_s,
+            // As the daemon: the answer's own echo does not take it back (IRIS_BENCH_TAKE_BACK_DB: the level over its residual, 'off': any speech).
+            ...(takeBackDb === undefined ? {} : { echoResidual: { audio: (chunk: AudioChunk) => ownOf.get(chunk), minNearDb: takeBackDb } }),
             onEvent: (event) => {
               if (event.type !== 'wake-end' || cut || condition.clean) return;
               // The daemon's barge-in: IRIS's reply stops (IRIS_BENCH_CUT_S after the wake word), its echo with it.
@@ -822,10 +826,12 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
               lateSamples += mixInto(mic, echoOf(r, rest), 0, clock.yieldedTo, -1);
             },
           });
+          const ownOf = new WeakMap<AudioChunk, Int16Array>();
           const source = frontEnd(pacedSource(mic, clock, Math.max(0, personAtS - 1)), {
-            ...(canceller ? { canceller } : {}), ...(stopWord ? { stopWord } : {}),
+            ...(canceller ? { canceller } : {}), ...(stopWord ? { stopWord } : {}), ownOf,
             clockOf: (chunk) => Math.round(chunk.atS * RATE),
-            own: (at, length) => canceller?.played(at, length, RATE / 5) ?? new Int16Array(length),
+            // As the daemon's front end (room-ear.ts): IRIS's own audio 0.2 s ahead of its echo, a clip's first chunk from its echo's own time.
+            own: ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller?.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5),
             armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
             onStop: (atS) => { if (loop.hush(atS)) selfStops++; },
           });
@@ -845,8 +851,12 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
           stopWord?.free();
           const row = earlyRowOf(run, { part, room: condition.name, voice: `${voice.synth}:${voice.name}`, spoken, ...(pauseS === undefined ? {} : { pauseS }), expected: await shared.expectedOf(spoken), lastWordEndS, ...(resume === undefined ? {} : { resumeAtS: resume }), clock, stops: timed.stops });
           // The gate the daemon acts at for this command (the loop ran with it).
-          rows.push({ ...row, over, selfStops, lateEchoSamples: lateSamples, roomDelayMs: r.delayMs, ...(stats?.delayMs === undefined ? {} : { delayMs: round(stats.delayMs, 1) }), ...(stats?.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }) });
-          process.stderr.write(`${earlyLine(row, run?.outcome)}${over ? ' [over IRIS]' : ''}${selfStops ? ` ${selfStops} stop` : ''}${lateSamples ? ` (${lateSamples} echo samples late)` : ''}\n`);
+          // The answer's echo not taken for the person (its chunks' level over the residual), and what took it back.
+          const echoDb = run?.events.filter((e) => e.type === 'answer-echo').map((e) => Number(e.data?.nearDb)) ?? [];
+          const backDb = run?.events.find((e) => e.type === 'answer-taken-back')?.data?.nearDb;
+          const echoAt = run?.events.filter((e) => e.type === 'answer-echo').map((e) => [round(Number(e.data?.atS) - (resume ?? lastWordEndS), 2), Number(e.data?.nearDb)]) ?? [];
+          rows.push({ ...row, over, selfStops, echoChunks: echoDb.length, echoAt, ...(echoDb.length > 0 ? { echoMaxDb: Math.max(...echoDb) } : {}), ...(typeof backDb === 'number' ? { takeBackDb: backDb } : {}), lateEchoSamples: lateSamples, roomDelayMs: r.delayMs, ...(stats?.delayMs === undefined ? {} : { delayMs: round(stats.delayMs, 1) }), ...(stats?.erleDb === undefined ? {} : { erleDb: round(stats.erleDb, 1) }) });
+          process.stderr.write(`${earlyLine(row, run?.outcome)}${over ? ' [over IRIS]' : ''}${echoDb.length ? ` echo ignored ×${echoDb.length} (max ${Math.max(...echoDb)} dB)` : ''}${typeof backDb === 'number' ? ` back at ${backDb} dB` : ''}${selfStops ? ` ${selfStops} stop` : ''}${lateSamples ? ` (${lateSamples} echo samples late)` : ''}\n`);
         }
       }
     }
@@ -856,10 +866,10 @@ if (process.env.IRIS_BENCH_EARLY === '1') {
     const set = rows.filter((r) => r.part === part && r.room === condition.name);
     if (set.length === 0) return [];
     const f = earlyFigures(set, (row) => gateOf((row as (typeof rows)[number]).over));
-    return [{ part, room: condition.name, n: set.length, right: f.right, wrong: f.wrong, wait_p50: f.last_word_to_first_audio_ms.p50, wait_p95: f.last_word_to_first_audio_ms.p95, decided_p50: f.decision_plus_processing_ms.p50, decided_p95: f.decision_plus_processing_ms.p95, cut_offs: f.cut_offs, early: f.answered_early, taken_back: f.taken_back, taken_back_whole: f.taken_back_whole, self_stops: set.reduce((n, r) => n + r.selfStops, 0), figures: f }];
+    return [{ part, room: condition.name, n: set.length, right: f.right, wrong: f.wrong, wait_p50: f.last_word_to_first_audio_ms.p50, wait_p95: f.last_word_to_first_audio_ms.p95, decided_p50: f.decision_plus_processing_ms.p50, decided_p95: f.decision_plus_processing_ms.p95, cut_offs: f.cut_offs, early: f.answered_early, taken_back: f.taken_back, taken_back_whole: f.taken_back_whole, continued_back: set.filter((r) => r.pauseS !== undefined && r.takenBack > 0).length, continued: f.continued, self_stops: set.reduce((n, r) => n + r.selfStops, 0), figures: f }];
   }));
   console.table(table.map(({ figures: _f, ...row }) => row));
-  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-early', { parts, quick, barge_in_cut_s: bargeCutS, table, rows });
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-early', { parts, quick, barge_in_cut_s: bargeCutS, take_back_db: takeBackDb ?? 'off', table, rows });
   process.exit(0);
 }
 

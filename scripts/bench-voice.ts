@@ -5,7 +5,7 @@
  * the bundled daemon while it listens (no whisper; ready, peak, after a full GC), and last word
  * → first reply audio with early answers in real time, dev and held-out apart
  * (lib/early-bench.ts). Prints figures and writes scripts/results/voice.json. Run: `npx tsx
- * scripts/bench-voice.ts` (part of `npm run bench`); `--early [--full] [--no-early]` runs only
+ * scripts/bench-voice.ts` (part of `npm run bench`); `--early [--full] [--no-early] [--part dev|heldout]` runs only
  * the early-answer part (one voice per synthesizer unless --full; --no-early: the same clips
  * with early answers off) and writes scripts/results/voice-early[-off].json; `--memory` only
  * the daemon's memory ($IRIS_BENCH_RUNS runs), to scripts/results/voice-memory.json.
@@ -34,6 +34,7 @@ type EarlyFigures = Awaited<ReturnType<typeof benchEarlyAnswers>>;
 function printEarly(figures: EarlyFigures): void {
   for (const part of ['dev', 'heldout'] as const) {
     const f = figures[part];
+    if (f.clips === 0) continue;
     console.log(`last word → first reply audio, early answers ${figures.early ? 'on' : 'off'}, ${part}: p50 ${f.last_word_to_first_audio_ms.p50} ms, p95 ${f.last_word_to_first_audio_ms.p95} ms (n ${f.last_word_to_first_audio_ms.n} right of ${f.clips}; ${f.wrong} wrong; whole commands p50 ${f.whole_ms.p50} / p95 ${f.whole_ms.p95}, continued p50 ${f.continued_ms.p50} / p95 ${f.continued_ms.p95}); decision in the audio + processing after it p50 ${f.decision_plus_processing_ms.p50} ms, p95 ${f.decision_plus_processing_ms.p95} ms (decision p50 ${f.decision_ms.p50}, p95 ${f.decision_ms.p95}); cut-offs ${f.cut_offs}; answered early ${f.answered_early}, taken back ${f.taken_back} (${f.taken_back_while_sounding} while sounding, stopped p50 ${f.stop_after_voice_ms.p50} ms / max ${f.stop_after_voice_ms.max} ms after the voice came back, heard p50 ${f.stop_heard_after_ms.p50} ms in)`);
   }
 }
@@ -41,10 +42,12 @@ if (process.argv.includes('--early')) {
   const early = !process.argv.includes('--no-early');
   const [wakeModel, vadModel] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
   const state = mkdtempSync(join(tmpdir(), 'iris-bench-early-'));
-  const figures = await benchEarlyAnswers({ wake: wakeModel, vad: vadModel, cacheDir: EARLY_CACHE, stateDir: state, quick: !process.argv.includes('--full'), early, log: (line) => process.stderr.write(`${line}\n`) });
+  // `--part dev|heldout`: one part only (tuning on dev; results named after it).
+  const only = process.argv.includes('--part') ? (process.argv[process.argv.indexOf('--part') + 1] === 'heldout' ? 'heldout' : 'dev') : undefined;
+  const figures = await benchEarlyAnswers({ wake: wakeModel, vad: vadModel, cacheDir: EARLY_CACHE, stateDir: state, quick: !process.argv.includes('--full'), early, ...(only ? { only } : {}), log: (line) => process.stderr.write(`${line}\n`) });
   rmSync(state, { recursive: true, force: true });
   printEarly(figures);
-  writeResults(early ? 'voice-early' : 'voice-early-off', figures);
+  writeResults(process.env.IRIS_BENCH_NAME ?? `${early ? 'voice-early' : 'voice-early-off'}${only ? `-${only}` : ''}`, figures);
   process.exit(0);
 }
 

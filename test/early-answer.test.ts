@@ -10,6 +10,8 @@ import type { TurnResult } from '../src/conversation/engine.js';
 import { prefixState } from '../src/intents/prefix.js';
 import { matchIntent } from '../src/intents/match.js';
 import { FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
+import { TAKE_BACK_NEAR_DB } from '../src/pipeline/early.js';
+import { ownAudio } from '../src/pipeline/frontend.js';
 import type { VoiceEvent } from '../src/pipeline/events.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import type { TextToSpeech } from '../src/pipeline/tts.js';
@@ -22,6 +24,7 @@ const CHUNK_S = FRAME_SAMPLES / SPEECH_FORMAT.rate; // 0.08
 const chunks = (n: number, level: number) => Int16Array.from({ length: n * FRAME_SAMPLES }, (_, i) => (level === 0 ? 0 : i % 2 ? level : -level));
 const speech = (n: number) => chunks(n, 900);
 const silence = (n: number) => chunks(n, 0);
+const tone = (length: number, level: number) => Int16Array.from({ length }, (_, i) => (level === 0 ? 0 : i % 2 ? level : -level));
 
 /** Where the loop is in the audio: the end of the last chunk it was given (seconds). */
 interface Position {
@@ -55,15 +58,16 @@ const byLevel: VoiceActivity = {
   },
 };
 
-/** A recogniser that hears `first` until more than `firstS` of speech came, then `whole`. */
-function recogniser(first: string, whole: string, firstS: number): SpeechToText {
+/** A recogniser that hears `first` until more than `firstS` of speech came, then `whole` (at `wholeConfidence`); `overEcho` records that it was told the rest lies over IRIS's echo. */
+function recogniser(first: string, whole: string, firstS: number, wholeConfidence = 0.9, told: { overEcho: boolean } = { overEcho: false }): SpeechToText {
   return {
     name: 'scripted',
     transcribe: () => Promise.reject(new Error('streams only')),
     stream: () => {
       let speechS = 0;
-      const words = () => ({ text: speechS > firstS + 1e-9 ? whole : first, confidence: 0.9 });
+      const words = () => (speechS > firstS + 1e-9 ? { text: whole, confidence: wholeConfidence } : { text: first, confidence: 0.9 });
       return Promise.resolve({
+        overEcho: () => void (told.overEcho = true),
         push: (samples: Int16Array) => {
           for (let i = 0; i < samples.length; i += FRAME_SAMPLES) if (samples.subarray(i, i + FRAME_SAMPLES).some((x) => x !== 0)) speechS += CHUNK_S;
         },
@@ -76,10 +80,10 @@ function recogniser(first: string, whole: string, firstS: number): SpeechToText 
   };
 }
 
-/** A voice that says each sentence in 1.2 s of silence, remembering what it said. */
-function voice(): TextToSpeech & { said: string[] } {
+/** A voice that says each sentence in 1.2 s (silence, or IRIS's tone at `level`), remembering what it said. */
+function voice(level = 0): TextToSpeech & { said: string[] } {
   const said: string[] = [];
-  return { said, synthesize: (text) => (said.push(text), Promise.resolve(encodeWav(new Int16Array(1.2 * SPEECH_FORMAT.rate)))) };
+  return { said, synthesize: (text) => (said.push(text), Promise.resolve(encodeWav(tone(1.2 * SPEECH_FORMAT.rate, level)))) };
 }
 
 interface Play {
@@ -110,6 +114,58 @@ function speaker(position: Position, onPlay?: () => void): AudioSink & { plays: 
   };
 }
 
+/** IRIS's voice in the echo room (a steady tone), and what the canceller leaves of its echo at the microphone: −30 dB by default, with no delay. */
+const IRIS_LEVEL = 3000;
+const RESIDUAL = 0.03;
+/** How far ahead of its echo IRIS's own audio is handed out (the daemon's front end: 0.2 s). */
+const OWN_LEAD_S = 0.2;
+
+interface EchoRoom {
+  /** The parts in real time with IRIS's residual echo added, IRIS's earlier reply first (`replyS`); `start` is called where the command begins, after it. */
+  source(parts: Int16Array[], position: Position, plays: Play[], start: () => void): AudioSource;
+  /** IRIS's own audio for a chunk, as the daemon's front end hands it out (`ownAudio`: `OWN_LEAD_S` ahead of its echo); none when nothing sounded within 0.25 s. */
+  own(chunk: AudioChunk, plays: Play[]): Int16Array | undefined;
+}
+
+/** A room where IRIS's earlier reply sounded for `replyS` before the command, then whatever the loop plays (1.2 s clips, unless stopped). */
+function echoRoom(replyS = 1.2, residual = RESIDUAL): EchoRoom {
+  let own: ((at: number, length: number) => Int16Array) | undefined;
+  const sounds = (plays: Play[]) => [{ fromS: 0, toS: replyS }, ...plays.map((p) => ({ fromS: p.startedAtS, toS: p.stoppedAtS ?? p.startedAtS + 1.2 }))];
+  /** IRIS's tone, scaled by `gain`, where it sounded during the `length` samples from `atS`. */
+  const sounded = (plays: Play[], atS: number, length: number, gain: number) => Int16Array.from({ length }, (_, i) => {
+    const t = atS + i / SPEECH_FORMAT.rate;
+    return sounds(plays).some((s) => t >= s.fromS && t < s.toS) ? Math.round(gain * (i % 2 ? IRIS_LEVEL : -IRIS_LEVEL)) : 0;
+  });
+  return {
+    source: (parts, position, plays, start) => ({
+      async *frames(signal) {
+        const start0 = Math.round(replyS / CHUNK_S);
+        const all = [silence(start0), ...parts];
+        let at = 0;
+        for (const part of all) {
+          for (let i = 0; i < part.length && !signal.aborted; i += FRAME_SAMPLES) {
+            await new Promise((resolve) => setTimeout(resolve, CHUNK_S * 1000));
+            if (at === start0 * FRAME_SAMPLES) start();
+            const atS = at / SPEECH_FORMAT.rate;
+            const echo = sounded(plays, atS, FRAME_SAMPLES, residual);
+            const samples = part.slice(i, i + FRAME_SAMPLES).map((x, k) => x + (echo[k] ?? 0));
+            at += FRAME_SAMPLES;
+            position.atS = at / SPEECH_FORMAT.rate;
+            yield { ...SPEECH_FORMAT, samples, atS };
+          }
+        }
+      },
+    }),
+    own: (chunk, plays) => {
+      // Armed as the front end's chunks are: something sounds in the chunk or did within 0.25 s before it.
+      const endS = chunk.atS + chunk.samples.length / SPEECH_FORMAT.rate;
+      if (!sounds(plays).some((s) => s.fromS < endS && s.toS > chunk.atS - 0.25)) return undefined;
+      own ??= ownAudio((from, length) => sounded(plays, from / SPEECH_FORMAT.rate, length, 1), () => 0, OWN_LEAD_S * SPEECH_FORMAT.rate);
+      return own(Math.round(chunk.atS * SPEECH_FORMAT.rate), chunk.samples.length);
+    },
+  };
+}
+
 /** Calls of the loop's `earlyAnswer` still being judged: the clock waits for them, as real time would (they take microseconds). */
 const judging = new Set<Promise<boolean>>();
 const judged = (judge: (text: string) => Promise<boolean>) => (text: string): Promise<boolean> => {
@@ -120,15 +176,21 @@ const judged = (judge: (text: string) => Promise<boolean>) => (text: string): Pr
 };
 
 /** Run the loop over `parts` to its one run, advancing the fake clock chunk by chunk. */
-async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sink' | 'tts'>, parts: Int16Array[], onPlay?: (loop: VoiceLoop<TurnResult>, position: Position) => void) {
+async function runPaced(options: Omit<VoiceLoopOptions<TurnResult>, 'vad' | 'sink' | 'tts'>, parts: Int16Array[], onPlay?: (loop: VoiceLoop<TurnResult>, position: Position) => void, room?: EchoRoom) {
   const position: Position = { atS: 0 };
   const sink = speaker(position, () => onPlay?.(loop, position));
-  const tts = voice();
+  const tts = voice(room ? IRIS_LEVEL : 0);
   const events: VoiceEvent[] = [];
-  const loop = new VoiceLoop<TurnResult>({ vad: byLevel, sink, tts, followUpS: 0, minConfidence: 0.5, endpoint: { silenceS: 0.7 }, completePauseS: 0.2, onEvent: (e) => events.push(e), ...options });
-  loop.trigger(); // no wake word here: the first audio is the command
+  const loop = new VoiceLoop<TurnResult>({
+    vad: byLevel, sink, tts, followUpS: 0, minConfidence: 0.5, endpoint: { silenceS: 0.7 }, completePauseS: 0.2, onEvent: (e) => events.push(e),
+    ...(room ? { echoResidual: { audio: (chunk: AudioChunk) => room.own(chunk, sink.plays), minNearDb: TAKE_BACK_NEAR_DB } } : {}),
+    ...options,
+  });
+  // No wake word here: the first audio is the command (in a room, the first after IRIS's earlier reply).
+  if (!room) loop.trigger();
   let run: VoiceRun<TurnResult> | undefined;
-  const done = loop.run(pacedSource(parts, position), new AbortController().signal, true).then(([r]) => (run = r));
+  const source = room ? room.source(parts, position, sink.plays, () => loop.trigger()) : pacedSource(parts, position);
+  const done = loop.run(source, new AbortController().signal, true).then(([r]) => (run = r));
   while (run === undefined) {
     await vi.advanceTimersByTimeAsync(CHUNK_S * 1000);
     // Turns of the real event loop, so work that is not on the fake clock (a dynamic import of the
@@ -251,6 +313,91 @@ describe('answer early, take it back', () => {
     expect(loop.earlyAnswers).toEqual({ started: 0, takenBack: 0 });
     expect(sink.plays[0]!.startedAtS).toBeGreaterThanOrEqual(lastWordS + 0.7); // silence_s, not complete_pause_s
     expect(sink.plays[0]!.startedAtS).toBeLessThan(lastWordS + 1.2); // nor the take-back window of an early answer
+  });
+
+  describe('over IRIS\'s own echo (what the canceller leaves of it: −30 dB)', () => {
+    const startS = 1.2; // IRIS's earlier reply, then the command
+
+    it('is not taken back by its own echo at the residual IRIS\'s audio predicts', async () => {
+      const conversation = setup.iris.conversation();
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+      const { run, sink, tts, events, loop } = await runPaced({
+        stt: recogniser('what time is it', 'what time is it in sydney', 13 * CHUNK_S),
+        respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+        commandState: prefixState,
+        earlyAnswer: judged((text) => conversation.answersEarly(text)),
+        takeBackS: 1,
+      }, [speech(13), silence(30)], undefined, echoRoom(startS));
+      // The VAD hears the residual as speech (any sound is speech to it here): only the level tells it from the person.
+      expect(events.filter((e) => e.type === 'answer-echo').length).toBeGreaterThan(3);
+      expect(loop.earlyAnswers).toEqual({ started: 1, takenBack: 0 });
+      expect(tts.said).toHaveLength(1);
+      expect(sink.plays).toHaveLength(1);
+      expect(sink.plays[0]!.stoppedAtS).toBeUndefined(); // played to its end
+      expect(run.outcome).toBe('answered');
+      expect(run.transcript).toBe('what time is it');
+      expect(run.result?.tool_calls.map((c) => c.arguments)).toEqual([{}]);
+    });
+
+    it('is taken back within 150 ms by the person going on above that residual, and answers the whole command', async () => {
+      const conversation = setup.iris.conversation();
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+      const resumeAtS = startS + 19 * CHUNK_S;
+      const { run, sink, tts, loop } = await runPaced({
+        stt: recogniser('what time is it', 'what time is it in tokyo', 13 * CHUNK_S),
+        respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+        commandState: prefixState,
+        earlyAnswer: judged((text) => conversation.answersEarly(text)),
+        takeBackS: 1,
+      }, [speech(13), silence(6), speech(8), silence(30)], undefined, echoRoom(startS));
+      const early = sink.plays[0]!;
+      expect(early.startedAtS).toBeLessThan(resumeAtS);
+      expect(early.stoppedAtS).toBeDefined();
+      expect(early.stoppedAtS! - resumeAtS).toBeGreaterThan(0);
+      expect(early.stoppedAtS! - resumeAtS).toBeLessThanOrEqual(0.15);
+      expect(loop.earlyAnswers).toEqual({ started: 1, takenBack: 1 });
+      const back = run.events.find((e) => e.type === 'answer-taken-back');
+      expect(back?.data?.nearDb).toBeGreaterThanOrEqual(TAKE_BACK_NEAR_DB);
+      expect(run.transcript).toBe('what time is it in tokyo');
+      expect(tts.said[1]).toMatch(/in Tokyo\.$/);
+    });
+  });
+
+  it('where the residual is as loud as the person, cannot tell them apart: a softer going-on still takes the answer back', async () => {
+    const conversation = setup.iris.conversation();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    // IRIS's residual at the person's level (900); "in tokyo" 6 dB softer than the command: 3.5 dB over the residual.
+    const { run, loop } = await runPaced({
+      stt: recogniser('what time is it', 'what time is it in tokyo', 13 * CHUNK_S),
+      respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+      commandState: prefixState,
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
+      takeBackS: 1,
+    }, [speech(13), silence(6), chunks(8, 450), silence(30)], undefined, echoRoom(1.2, 0.3));
+    expect(loop.earlyAnswers.takenBack).toBe(1);
+    expect(run.transcript).toBe('what time is it in tokyo');
+    expect(run.result?.reply).toMatch(/in Tokyo\.$/);
+  });
+
+  it('scores the words after a take-back as heard over IRIS: below the over-speech gate they do not act', async () => {
+    const conversation = setup.iris.conversation();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const told = { overEcho: false };
+    // A quiet room's command (gate 0.5); what follows the early answer is heard at 0.6, under the gate over IRIS (0.7).
+    const { run, tts, loop } = await runPaced({
+      stt: recogniser('what time is it', 'what time is it in sydney', 13 * CHUNK_S, 0.6, told),
+      respond: (text, signal, heard) => conversation.turn(text, signal, heard),
+      commandState: prefixState,
+      earlyAnswer: judged((text) => conversation.answersEarly(text)),
+      takeBackS: 1,
+      overSpeechMinConfidence: 0.7,
+    }, [speech(13), silence(6), speech(8), silence(25)]);
+    expect(loop.earlyAnswers).toEqual({ started: 1, takenBack: 1 });
+    expect(told.overEcho).toBe(true);
+    expect(run.transcript).toBe('what time is it in sydney');
+    expect(run.outcome).toBe('not_understood');
+    expect(run.result).toBeUndefined();
+    expect(tts.said.some((t) => /Sydney/.test(t))).toBe(false);
   });
 
   it('judges by the tool: the time, sums and the timers left may be answered early; timers, cancels and open questions not', async () => {

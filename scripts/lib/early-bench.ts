@@ -240,12 +240,12 @@ export function earlyFigures(rows: EarlyRow[], minConfidence: number | ((row: Ea
 }
 
 /** Run the clips (`quick`: one voice per synthesizer) and return the figures per part. */
-export async function benchEarlyAnswers(parts: { wake: WakeWordDetector; vad: VoiceActivity; cacheDir: string; stateDir: string; quick: boolean; early?: boolean; log?: (line: string) => void }) {
+export async function benchEarlyAnswers(parts: { wake: WakeWordDetector; vad: VoiceActivity; cacheDir: string; stateDir: string; quick: boolean; early?: boolean; only?: Part; log?: (line: string) => void }) {
   const { wake, vad, cacheDir, stateDir, quick } = parts;
   const early = parts.early ?? true;
   const { config, stt, tts, conversation: newConversation, expectedOf } = await earlyParts(stateDir);
   const rows: EarlyRow[] = [];
-  for (const part of ['dev', 'heldout'] as Part[]) {
+  for (const part of parts.only ? [parts.only] : (['dev', 'heldout'] as Part[])) {
     const voices: Voice[] = quick ? VOICES[part].filter((v, i, all) => all.findIndex((w) => w.synth === v.synth) === i) : VOICES[part];
     for (const voice of voices) {
       for (const { spoken, layout, pauseS } of earlyClips(part)) {

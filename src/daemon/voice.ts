@@ -11,6 +11,7 @@ import { supervise } from '../supervise.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
 import { EchoReference } from '../pipeline/echo.js';
+import { TAKE_BACK_NEAR_DB } from '../pipeline/early.js';
 import { Speaker, earcon } from '../pipeline/playback.js';
 import { PlayerStream } from '../pipeline/player.js';
 import { createFrontEnd, type FrontEnd } from './room-ear.js';
@@ -193,7 +194,12 @@ export class VoiceService<R> {
       echoDistorted: () => this.#ear?.stats().clipping ?? false,
       ...ownVoice,
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
-      ...(answersEarly && config.audio.early_answer ? { earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)), takeBackS: config.audio.take_back_s } : {}),
+      ...(answersEarly && config.audio.early_answer ? {
+        earlyAnswer: async (text: string) => this.#answerEarly && (await answersEarly(text)),
+        takeBackS: config.audio.take_back_s,
+        // The answer's own echo, what the canceller leaves of it, does not take it back: only speech above it (IRIS's own audio from the front end).
+        echoResidual: { audio: (chunk: AudioChunk) => this.#ear?.ownVoice(chunk), minNearDb: TAKE_BACK_NEAR_DB },
+      } : {}),
       onEvent: (event) => {
         const counted = OVER_IRIS_EVENTS[event.type];
         if (counted) this.#overIris[counted] += 1;
@@ -202,7 +208,11 @@ export class VoiceService<R> {
           sink.warm(); // the chime or the reply follows: the speaker stream starts meanwhile
         }
         if (event.type === 'own-wake') this.#log.info(`IRIS's own wake word ignored at ${(dataOf(event, 'own-wake').atS ?? 0).toFixed(2)} s`);
-        if (event.type === 'answer-taken-back') this.#log.info(`turn ${event.run}: early answer taken back, the person went on`);
+        if (event.type === 'answer-taken-back') {
+          const { nearDb } = dataOf(event, 'answer-taken-back');
+          this.#log.info(`turn ${event.run}: early answer taken back, the person went on${nearDb === undefined ? '' : ` (${nearDb} dB above its echo's residual)`}`);
+        }
+        if (event.type === 'answer-echo') this.#log.debug(`turn ${event.run}: the early answer's own echo not taken for the person (${dataOf(event, 'answer-echo').nearDb ?? '?'} dB)`);
       },
       onRun: (run, line) => {
         if (run.outcome === 'no_speech' && run.followUp) this.#log.debug(line);

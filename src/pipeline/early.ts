@@ -9,6 +9,14 @@ import type { VoiceEvent } from './events.js';
 import type { ReplyStream, RunResult } from './pipeline.js';
 import type { SttStream, Transcript } from './stt.js';
 
+/**
+ * How far above the residual echo IRIS's own audio predicts (dB; residual.ts) speech must stand
+ * to take an early answer back (`VoiceLoopOptions.echoResidual`): what the canceller leaves of
+ * the answer's echo is heard by the VAD as speech. Chosen on bench-room's dev echo rooms
+ * (docs/room.md, "Answer early, take it back").
+ */
+export const TAKE_BACK_NEAR_DB = 5;
+
 /** Early answers over a loop's life (`iris status`, the bench). */
 export interface EarlyAnswerCounts {
   /** Answers started at the short pause. */

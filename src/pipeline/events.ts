@@ -28,6 +28,8 @@ export type VoiceEventType =
   | 'answer-early'
   /** The person went on (`atS`: where in the audio): the early answer stopped and was dropped. */
   | 'answer-taken-back'
+  /** Speech while an early answer was under way that stood no higher than its own echo's predicted residual (`nearDb`, dB): not taken for the person. */
+  | 'answer-echo'
   | 'error';
 
 export interface VoiceEvent {
@@ -103,6 +105,8 @@ export interface VoiceEventData {
   'speech-start': { atS?: number };
   'end_of_speech-end': { atS?: number; state?: string };
   'stt-end': { text?: string; raw?: string; confidence?: number };
+  'answer-taken-back': { atS?: number; text?: string; after_ms?: number; nearDb?: number };
+  'answer-echo': { atS?: number; nearDb?: number; personDb?: number };
   error: { message?: string };
 }
 

@@ -128,6 +128,8 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
     /** Samples fed in this utterance, and the main decoder's frame count when the echo ended. */
     let fed = 0;
     let echoEnd: number | undefined;
+    /** Words after an early answer taken back lie over its echo (`overEcho`): the over-IRIS scale, nothing forgiven. */
+    let overEcho = false;
     const feedBlock = (block: Int16Array) => {
       lib.processRaw(main, block);
       lib.processRaw(phones, block);
@@ -177,7 +179,7 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         let agreeing = 0;
         for (const other of others) if (await agree(text, other)) agreeing += 1;
         const measures: Measures = { fit, lost, agreeing, margin: Infinity, ...(echo && clean ? { echo: { ...echo, rivals: echoRivals }, clean } : {}) };
-        const params = echoSamples === 0 ? SCORE_PARAMS : options.echoDistorted ? DISTORTED_ECHO_PARAMS : OVER_SPEECH_PARAMS;
+        const params = echoSamples === 0 && !overEcho ? SCORE_PARAMS : options.echoDistorted ? DISTORTED_ECHO_PARAMS : OVER_SPEECH_PARAMS;
         // The rival check costs a decode per word checked: only when the rest leaves a chance.
         if (text !== '' && confidenceOf(measures, perturbed.length, params) > 0) measures.margin = rivalMargin(lib, main, text, heard, rivals);
         const confidence = text === '' ? 0 : confidenceOf(measures, perturbed.length, params);
@@ -252,6 +254,9 @@ export function createPocketsphinx(options: PocketsphinxOptions): SpeechToText {
         } finally {
           finish();
         }
+      },
+      overEcho: () => {
+        overEcho = true;
       },
       cancel: () => {
         if (state !== 'done') finish();

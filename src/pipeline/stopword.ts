@@ -15,6 +15,7 @@
  */
 import { meanPower, SPEECH_FORMAT } from './audio.js';
 import { EchoReference } from './echo.js';
+import { ResidualEcho } from './residual.js';
 import { SttError } from './stt.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { measureFit, type Segment } from './pocketsphinx-confidence.js';
@@ -30,13 +31,6 @@ const FRAME = RATE / 100;
  * heard at 0 / +6 dB and no self-stop, against 75 / 58 % and one with 2 (docs/room.md).
  */
 const DETECTION_LAG_FRAMES = 7;
-/** IRIS's audio this long before a stretch still sounds in the room during it (its reverberation; RT60 up to ~0.6 s). */
-const ROOM_TAIL = RATE / 4;
-/** Chunks of history (80 ms each: 1 s) before the residual echo's level is known. */
-const HISTORY_CHUNKS = 12;
-/** The history the residual echo's level is taken over (seconds), and its recent part. */
-const HISTORY_S = 4;
-const RECENT_S = 1;
 /** The search `-keyphrase` makes (pocketsphinx's PS_DEFAULT_SEARCH). */
 const KWS_SEARCH = '_default';
 
@@ -84,7 +78,7 @@ export interface StopWordOptions {
 export interface StopCheck {
   /** The most the word may score worse than a free phone loop over its frames (log base 1.0001 per 10 ms frame). */
   maxFit?: number;
-  /** How far above the residual echo IRIS's own audio predicts the cancelled word must be (dB). */
+  /** How far above the residual echo IRIS's own audio predicts the cancelled word must be (dB; residual.ts). */
   minNearDb?: number;
   /** How far above the cancelled stream's recent median level the word must be (dB). */
   minRiseDb?: number;
@@ -238,12 +232,10 @@ class Spotter {
 }
 
 
-const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
+/** A candidate's level measures (the predicted residual's power itself is not kept). */
+const levelsOf = ({ nearDb, riseDb }: { nearDb: number; riseDb: number }) => ({ nearDb, riseDb });
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
+const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
 
 export class StopWord {
   readonly word: string;
@@ -251,16 +243,12 @@ export class StopWord {
   readonly #mic: Spotter;
   readonly #own: Spotter;
   readonly #ownVoiceS: number;
-  readonly #lead: number;
   readonly #check: StopCheck | false;
   readonly #decodeTo: 'fed' | 'word';
   readonly #onCandidate: ((candidate: StopCandidate) => void) | undefined;
-  /** The last seconds of the cancelled microphone, the raw microphone and IRIS's own audio, indexed by the mic spotter's fed samples. */
-  readonly #heard = new EchoReference(4);
+  /** The cancelled microphone and IRIS's own audio (the residual echo's level), and the raw microphone, indexed by the mic spotter's fed samples. */
+  readonly #residual: ResidualEcho;
   readonly #raw = new EchoReference(4);
-  readonly #ownAudio = new EchoReference(4);
-  /** Per chunk of the last `HISTORY_S`, oldest first: where it starts and ends (fed samples), the cancelled stream's power, and its ratio to IRIS's own audio's at its echo's place (the residual echo's gain; undefined while IRIS was silent). */
-  #history: { at: number; end: number; level: number; gain: number | undefined }[] = [];
   /** When the spotter on IRIS's own audio last heard the word (stream seconds). */
   #ownAtS = -Infinity;
 
@@ -270,7 +258,7 @@ export class StopWord {
     this.#mic = mic;
     this.#own = own;
     this.#ownVoiceS = options.ownVoiceS ?? 1;
-    this.#lead = Math.round((options.ownLeadS ?? 0.2) * RATE);
+    this.#residual = new ResidualEcho(Math.round((options.ownLeadS ?? 0.2) * RATE));
     this.#check = options.check ?? DEFAULT_STOP_CHECK;
     this.#decodeTo = options.decodeTo ?? 'fed';
     this.#onCandidate = options.onCandidate;
@@ -319,11 +307,8 @@ export class StopWord {
    * on IRIS's own audio in the `ownVoiceS` before, and passing the check around it.
    */
   push(mic: Int16Array, own: Int16Array, endS: number, raw: Int16Array = mic): number | undefined {
-    const at = this.#mic.fed;
-    this.#heard.write(mic, at);
+    const at = this.#residual.track(mic, own); // the same index as the spotter's fed samples
     this.#raw.write(raw, at);
-    this.#ownAudio.write(own, at);
-    this.#track(mic, at);
     if (this.#own.push(own)) {
       this.#ownAtS = endS;
       this.#own.resume();
@@ -337,7 +322,7 @@ export class StopWord {
         this.#mic.resume();
         return endS;
       }
-      hit = this.#mic.resume(this.#heard.read(hit.to, this.#mic.fed - hit.to));
+      hit = this.#mic.resume(this.#residual.heard(hit.to, this.#mic.fed - hit.to));
     }
     return undefined;
   }
@@ -353,47 +338,18 @@ export class StopWord {
     this.#own.free();
   }
 
-  /** The chunk's level, and the residual echo's gain over IRIS's own audio at its echo's place. */
-  #track(mic: Int16Array, at: number): void {
-    const level = meanPower(mic);
-    const own = meanPower(this.#ownAudio.read(at - this.#lead - ROOM_TAIL, mic.length + ROOM_TAIL));
-    this.#history.push({ at, end: at + mic.length, level, gain: own > 0 ? level / own : undefined });
-    while ((this.#history[0]?.at ?? at) < at - HISTORY_S * RATE) this.#history.shift();
-  }
-
-  /**
-   * The residual echo's gain and the cancelled stream's level before `from`: the higher of the
-   * median over the history and over its last `RECENT_S` (a canceller that lost the echo's delay
-   * lets it through for seconds; the level just before the word shows it). Undefined with too little history.
-   */
-  #before(from: number): { gain: number | undefined; level: number | undefined } {
-    const before = this.#history.filter((h) => h.end <= from);
-    const recent = before.filter((h) => h.at >= from - RECENT_S * RATE);
-    const gains = (list: typeof before) => list.flatMap((h) => (h.gain === undefined ? [] : [h.gain]));
-    const levels = (list: typeof before) => list.map((h) => h.level);
-    const enough = (list: number[]) => list.length >= HISTORY_CHUNKS;
-    return {
-      gain: enough(gains(before)) ? Math.max(median(gains(before)), median(gains(recent))) : undefined,
-      level: enough(levels(before)) ? Math.max(median(levels(before)), median(levels(recent))) : undefined,
-    };
-  }
-
   /**
    * The measures around a hit (the mic spotter's utterance ended), and the verdict. The levels
    * first: a candidate IRIS's own echo explains is turned down without decoding anything.
    */
   #measure(hit: Hit, atS: number): StopCandidate {
     const toS = (sample: number) => atS - (this.#mic.fed - sample) / RATE;
-    const wordPower = meanPower(this.#heard.read(hit.from, hit.to - hit.from));
-    const ownPower = meanPower(this.#ownAudio.read(hit.from - this.#lead - ROOM_TAIL, hit.to - hit.from + ROOM_TAIL));
-    const before = this.#before(hit.from);
+    const wordPower = meanPower(this.#residual.heard(hit.from, hit.to - hit.from));
     const candidate: StopCandidate = {
       atS, fromS: toS(hit.from), toS: toS(hit.to),
       own: atS - this.#ownAtS <= this.#ownVoiceS,
       fit: NaN,
-      // Too little heard yet to know the residual echo's level (the first second IRIS ever plays): no telling.
-      nearDb: before.gain === undefined ? -99 : db(wordPower / Math.max(1, before.gain * ownPower)),
-      riseDb: before.level === undefined ? -99 : db(wordPower / Math.max(1, before.level)),
+      ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       heard: false,
     };
@@ -402,7 +358,7 @@ export class StopWord {
     if (check === false || check.maxFit !== undefined) {
       // The window scored: the word with 0.3 s before it (its onset, and some of what it stood out from) and what came after it.
       const from = hit.from - Math.round(0.3 * RATE);
-      const window = this.#heard.read(from, (this.#decodeTo === 'fed' ? this.#mic.fed : hit.to) - from);
+      const window = this.#residual.heard(from, (this.#decodeTo === 'fed' ? this.#mic.fed : hit.to) - from);
       this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
     }
     candidate.heard = !candidate.own && passesCheck(candidate, check);

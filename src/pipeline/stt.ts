@@ -56,6 +56,12 @@ export interface SttStream {
    * since returns it.
    */
   settle?(): Promise<Transcript>;
+  /**
+   * What is pushed from here on was heard over IRIS's own voice (an early answer taken back:
+   * its echo's residual lies under what follows): the transcript is scored on the over-IRIS
+   * scale (as with `StreamOptions.echoS`), with nothing forgiven for the echo. Optional.
+   */
+  overEcho?(): void;
   /** Drop the utterance (idempotent; also fine after `end`). */
   cancel(): void;
 }
@@ -140,6 +146,7 @@ export function pooledStt(create: () => SpeechToText, max = 4): SpeechToText {
       push: (samples) => stream.push(samples),
       partial: () => stream.partial(),
       ...(stream.settle === undefined ? {} : { settle: () => (stream.settle as NonNullable<SttStream['settle']>)() }),
+      ...(stream.overEcho === undefined ? {} : { overEcho: () => (stream.overEcho as NonNullable<SttStream['overEcho']>)() }),
       end: () => stream.end().finally(release),
       cancel: () => {
         stream.cancel();

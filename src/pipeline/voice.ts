@@ -9,10 +9,11 @@
  * audio a command, and a loop without a wake-word detector starts only that way; `drop()`
  * ends the command being taken without a word (another room answers).
  */
-import { concatSamples, durationS, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
+import { concatSamples, durationS, meanPower, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from './audio.js';
 import { earlyAnswer, settledWords, type EarlyAnswer, type EarlyAnswerCounts } from './early.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
 import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
+import { ResidualEcho } from './residual.js';
 import { runPipeline, stripWakeWord, type PipelineStage, type Responder, type RunInput, type RunResult } from './pipeline.js';
 import type { SpeechToText, SttStream, Transcript } from './stt.js';
 import type { TextToSpeech } from './tts.js';
@@ -87,6 +88,16 @@ export interface VoiceLoopOptions<R> {
   earlyAnswer?: (text: string) => boolean | Promise<boolean>;
   /** After an early answer, the silence that ends the command: how long the person may still go on and have it taken back (seconds; never less than the endpointer's); default: the endpointer's. */
   takeBackS?: number;
+  /**
+   * What the canceller leaves of an early answer's own echo is not the person going on:
+   * `audio(chunk)` is what IRIS played for a microphone chunk, `leadS` ahead of its echo (none
+   * while nothing plays; the daemon's front end hands it out as for `ownVoice`), and while an
+   * early answer is under way speech takes it back (and counts as speech at all) only in a chunk
+   * that stands `minNearDb` above the residual echo IRIS's own audio predicts there — the stop
+   * word's measure (residual.ts). Where the residual is not known yet (IRIS's first second of
+   * sound) or nothing plays, speech takes it back as without this. Default: none.
+   */
+  echoResidual?: { audio: (chunk: AudioChunk) => Int16Array | undefined; leadS?: number; minNearDb: number };
   /** Played when listening starts (a WAV); none by default. */
   earcon?: Buffer;
   /**
@@ -155,6 +166,8 @@ interface Command {
   overSpeech?: boolean;
   /** Frames quieter than this are the room's background, not the person (vad.ts `voiceFloorDb`). */
   floorDb?: number;
+  /** The power (mean square) of each chunk the person was heard in, before any early answer: how loud they speak here. */
+  voicePowers?: number[];
 }
 
 /**
@@ -173,6 +186,17 @@ const SETTLE_AT = 0.5;
  * (−30 dB: one "what time is it" heard as "… in seoul" at 0.70).
  */
 const BACKGROUND_GAIN = 0.1;
+
+/** The least of a chunk whose level is judged against the residual echo (samples: 20 ms). */
+const FRAME_MIN = 320;
+
+/**
+ * How much softer than their command (the median of its voiced chunks) a person's going on may
+ * be: speech under an early answer's residual is taken for its echo only where the person, this
+ * much softer, would still stand `minNearDb` above it. Held-out +12 dB room (IRIS 12 dB louder
+ * than the person): "in berlin" read −0.5 dB over the residual and was ignored, a cut-off.
+ */
+const PERSON_MARGIN_DB = 6;
 
 /** Over IRIS, the command's audio starts 160 ms (two chunks) before the detection: not the echo-laden wake phrase (fed 0.4 s, 25 of 72 dev echo rooms right against 45). */
 const OVER_SPEECH_LEAD_S = 0.16;
@@ -197,9 +221,15 @@ export class VoiceLoop<R> {
   readonly #earlyCounts: EarlyAnswerCounts = { started: 0, takenBack: 0 };
   /** The early answer under way while its command is still heard, and that command's run. */
   #answering: { early: EarlyAnswer<R>; run: number } | undefined;
+  /** The residual echo's level, over the chunks IRIS's own audio sounded in (`echoResidual`). */
+  readonly #residual: ResidualEcho | undefined;
+  /** The last chunk tracked in `#residual`, and where it lies there. */
+  #tracked: { chunk: AudioChunk; from: number } | undefined;
 
   constructor(options: VoiceLoopOptions<R>) {
     this.#o = options;
+    const residual = options.echoResidual;
+    this.#residual = residual ? new ResidualEcho(Math.round((residual.leadS ?? 0.2) * SPEECH_FORMAT.rate), { chunks: true }) : undefined;
   }
 
   /** Early answers started and taken back so far. */
@@ -306,6 +336,7 @@ export class VoiceLoop<R> {
     try {
       for await (const chunk of source.frames(signal)) {
         lastAtS = chunk.atS + durationS(chunk.samples.length);
+        this.#track(chunk);
         const triggered = this.#triggered;
         this.#triggered = undefined;
         if (triggered && command) {
@@ -425,10 +456,46 @@ export class VoiceLoop<R> {
     this.#emit(this.#runs + 1, 'run-start');
   }
 
+  /** A chunk that IRIS's own audio sounded in: into the residual echo's history (`echoResidual`). */
+  #track(chunk: AudioChunk): void {
+    const own = this.#residual && !chunk.stopped && chunk.samples.length > 0 ? this.#o.echoResidual?.audio(chunk) : undefined;
+    // After chunks with nothing playing, IRIS's audio starts again.
+    const resumed = this.#tracked === undefined;
+    this.#tracked = own === undefined ? undefined : { chunk, from: this.#residual?.track(chunk.samples, own, resumed) ?? 0 };
+  }
+
+  /**
+   * How far the speech in `chunk`, from `onsetS` into it to its end, stands above the residual
+   * echo IRIS's own audio predicts there (dB): the person's first word often starts softly, part
+   * way into a chunk; and how far the person, as loud as in their command, would (`personDb`).
+   * Undefined when nothing sounded in it or too little was heard yet to tell.
+   */
+  #nearDb(command: Command, chunk: AudioChunk, onsetS: number): { nearDb: number; personDb: number } | undefined {
+    const tracked = this.#tracked;
+    if (this.#residual === undefined || tracked?.chunk !== chunk) return undefined;
+    const onset = Math.min(Math.round(onsetS * SPEECH_FORMAT.rate), chunk.samples.length - FRAME_MIN);
+    const { nearDb, residual } = this.#residual.levels(tracked.from + Math.max(0, onset), tracked.from + chunk.samples.length);
+    const person = median(command.voicePowers ?? []);
+    return nearDb === -99 ? undefined : { nearDb, personDb: person > 0 ? 10 * Math.log10(person / Math.max(1, residual)) : -Infinity };
+  }
+
   /** A chunk of the command: to the recogniser, the VAD and the endpointer. */
   async #hear(command: Command, chunk: AudioChunk): Promise<void> {
     const heard = await this.#o.vad.process(chunk);
-    const frames = heard.map((f) => ({ ...f, isSpeech: isVoice(f, command.floorDb) }));
+    let frames = heard.map((f) => ({ ...f, isSpeech: isVoice(f, command.floorDb) }));
+    const voiced = frames.some((f) => f.isSpeech);
+    if (voiced && !this.#early.has(command)) (command.voicePowers ??= []).push(meanPower(chunk.samples));
+    // While an early answer is under way, speech no louder than its own echo's residual is that
+    // echo, not the person going on: where the person, as loud as in their command, would stand
+    // clear of that residual. Where they would not (IRIS far louder than them at the
+    // microphone), nothing tells them from it, and any speech takes the answer back.
+    const heardOver = voiced && this.#early.has(command) ? this.#nearDb(command, chunk, speechOnsetS(frames)) : undefined;
+    const nearDb = heardOver?.nearDb;
+    const minDb = this.#o.echoResidual?.minNearDb ?? -Infinity;
+    if (heardOver !== undefined && heardOver.nearDb < minDb && heardOver.personDb >= minDb + PERSON_MARGIN_DB) {
+      frames = frames.map((f) => ({ ...f, isSpeech: false }));
+      this.#emit(command.run, 'answer-echo', { atS: chunk.atS, nearDb: heardOver.nearDb, personDb: Math.round(heardOver.personDb * 10) / 10 });
+    }
     // The background alone (the person has stopped, or pauses): turned down for the recogniser, which would take it for words.
     const samples = isBackground(heard, command.floorDb) ? scaled(chunk.samples, BACKGROUND_GAIN) : chunk.samples;
     command.chunks.push(samples);
@@ -436,7 +503,7 @@ export class VoiceLoop<R> {
     if (command.settle) command.settle.held.push(samples);
     else command.stream?.push(samples);
     for (const frame of frames) command.endpointer.process(frame.seconds, frame.isSpeech);
-    if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command, chunk.atS + speechOnsetS(frames));
+    if (command.settle && frames.some((f) => f.isSpeech)) this.#unsettle(command, chunk.atS + speechOnsetS(frames), nearDb);
     this.#endEarly(command, chunk.atS + durationS(chunk.samples.length));
     if (command.endpointer.state !== 'waiting' && !command.voiced) {
       command.voiced = true;
@@ -517,17 +584,20 @@ export class VoiceLoop<R> {
     endpointer.waitFor(!words.complete && words.extendable && partial !== '' ? this.#o.incompletePauseS : this.#early.has(command) ? this.#o.takeBackS : undefined);
     const early = words.extendable && this.#mayAnswerEarly();
     if (!words.complete || (words.extendable && !early)) return;
-    if (!command.settle && stream.settle) {
-      // Score the words now, while the pause runs on: the transcript is then ready when the
-      // pause ends the turn, instead of being worked out after it.
-      this.#emit(command.run, 'settle-start', { atS });
-      const scoring = stream.settle();
-      command.settle = { held: [], words: scoring };
-      scoring.then(() => this.#emit(command.run, 'settle-end'), () => undefined);
-    }
+    // Score the words now, while the pause runs on: the transcript is then ready when the
+    // pause ends the turn, instead of being worked out after it.
+    if (!command.settle && stream.settle) this.#settle(command, atS, stream.settle.bind(stream));
     if (endpointer.silenceS < pauseS) return;
     if (!early) endpointer.complete();
     else this.#answerEarly(command, atS);
+  }
+
+  /** Score the words heard so far (`settle`): the audio from here on is held until speech goes on (`#unsettle`) or the command ends. */
+  #settle(command: Command, atS: number, settle: () => Promise<Transcript>): void {
+    this.#emit(command.run, 'settle-start', { atS });
+    const scoring = settle();
+    command.settle = { held: [], words: scoring };
+    scoring.then(() => this.#emit(command.run, 'settle-end'), () => undefined);
   }
 
   /**
@@ -602,7 +672,7 @@ export class VoiceLoop<R> {
    * The person went on (at `atS` in the audio) after an early answer: it stops now, the
    * conversation forgets it, its events leave the run, and the command goes on being heard.
    */
-  #takeBack(command: Command, atS: number): void {
+  #takeBack(command: Command, atS: number, nearDb?: number): void {
     const early = this.#early.get(command);
     if (early === undefined) return;
     this.#early.delete(command);
@@ -612,17 +682,20 @@ export class VoiceLoop<R> {
     early.reply?.takeBack?.();
     if (!early.started) return; // it had not begun to answer: nothing to take back
     this.#earlyCounts.takenBack += 1;
+    // What is decoded from here on was heard over the answer's echo: scored and gated as words over IRIS.
+    command.overSpeech = true;
+    command.stream?.overEcho?.();
     const events = this.#events.get(command.run);
     if (events) this.#events.set(command.run, events.filter((e) => !early.events.has(e)));
-    this.#emit(command.run, 'answer-taken-back', { atS, text: early.transcript ?? '', after_ms: Math.round(performance.now() - (early.startedAtMs ?? 0)) });
+    this.#emit(command.run, 'answer-taken-back', { atS, text: early.transcript ?? '', after_ms: Math.round(performance.now() - (early.startedAtMs ?? 0)), ...(nearDb === undefined ? {} : { nearDb }) });
   }
 
   /** Speech went on (at `atS`) after a settle: the recogniser gets the held audio and decodes on; an early answer is taken back. */
-  #unsettle(command: Command, atS: number): void {
+  #unsettle(command: Command, atS: number, nearDb?: number): void {
     const held = command.settle?.held ?? [];
     delete command.settle;
     this.#emit(command.run, 'settle-void');
-    this.#takeBack(command, atS); // first: the recogniser decodes the whole utterance again
+    this.#takeBack(command, atS, nearDb); // first: the recogniser decodes the whole utterance again
     for (const samples of held) command.stream?.push(samples);
   }
 
@@ -689,6 +762,11 @@ export class VoiceLoop<R> {
     this.#o.onEvent?.(event);
     return event;
   }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 const scaled = (samples: Int16Array, gain: number) => Int16Array.from(samples, (v) => Math.round(v * gain));
