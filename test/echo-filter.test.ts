@@ -10,16 +10,10 @@
  * speaker's echo are then scored without the over-speech allowance (`echoDistorted`).
  */
 import { describe, expect, it } from 'vitest';
-import { samplesSource } from '../src/pipeline/capture.js';
 import { EchoCanceller, EchoReference, clipLevel, type EchoEngine } from '../src/pipeline/echo.js';
-import { createEspeak } from '../src/pipeline/espeak.js';
-import { CollectingSink } from '../src/pipeline/playback.js';
 import { confidenceOf, DISTORTED_ECHO_PARAMS, OVER_SPEECH_PARAMS, type Measures } from '../src/pipeline/pocketsphinx-confidence.js';
-import type { SpeechToText, StreamOptions } from '../src/pipeline/stt.js';
-import { createSileroVad } from '../src/pipeline/vad.js';
-import { VoiceLoop } from '../src/pipeline/voice.js';
-import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
-import { commandSamples, energy, twoReplies } from './helpers/speech.js';
+import { toldRecogniser } from './helpers/recogniser.js';
+import { energy, twoReplies } from './helpers/speech.js';
 
 const RATE = 16_000;
 const FRAME = 256;
@@ -150,28 +144,7 @@ describe('a command over a clipping speaker\'s echo', () => {
   });
 
   it('the loop tells the recogniser when IRIS\'s speaker clips', async () => {
-    const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
-    const told = async (distorted: boolean): Promise<StreamOptions | undefined> => {
-      let options: StreamOptions | undefined;
-      const stt: SpeechToText = {
-        name: 'recording',
-        transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
-        stream: (_prime, given) => {
-          options = given;
-          return Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: 'what time is it', confidence: 0.9 }), cancel: () => undefined });
-        },
-      };
-      wake.reset();
-      const loop = new VoiceLoop({
-        wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'stt', minConfidence: 0.6,
-        respond: () => { throw new Error('not reached'); },
-        overSpeech: () => true,
-        echoDistorted: () => distorted,
-      });
-      const [run] = await loop.run(samplesSource(commandSamples('hey jarvis, what time is it')), new AbortController().signal, true);
-      expect(run?.wake).toBeDefined();
-      return options;
-    };
+    const told = (distorted: boolean) => toldRecogniser({ overSpeech: () => true, echoDistorted: () => distorted });
     expect((await told(true))?.echoDistorted).toBe(true);
     expect((await told(false))?.echoDistorted).toBeUndefined();
   }, 60_000);

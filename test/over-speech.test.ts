@@ -4,39 +4,12 @@
  * pocketsphinx scores the words there on a scale of their own.
  */
 import { describe, expect, it } from 'vitest';
-import { samplesSource } from '../src/pipeline/capture.js';
-import { createEspeak } from '../src/pipeline/espeak.js';
-import { CollectingSink } from '../src/pipeline/playback.js';
 import { confidenceOf, ECHO_END_GUARD, measureFit, OVER_SPEECH_PARAMS, rivalsOverEcho, SCORE_PARAMS, type Measures, type Segment } from '../src/pipeline/pocketsphinx-confidence.js';
-import type { SpeechToText, StreamOptions } from '../src/pipeline/stt.js';
-import { createSileroVad } from '../src/pipeline/vad.js';
-import { VoiceLoop } from '../src/pipeline/voice.js';
-import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
-import { commandSamples } from './helpers/speech.js';
+import { toldRecogniser } from './helpers/recogniser.js';
 
 describe('a command heard over IRIS', () => {
-  /** What the recogniser was told after "hey jarvis, what time is it" (a recording stands in for it). */
-  async function told(overSpeech: boolean, echoTailS?: number): Promise<StreamOptions | undefined> {
-    const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
-    let options: StreamOptions | undefined = { echoS: -1 };
-    const stt: SpeechToText = {
-      name: 'recording',
-      transcribe: () => Promise.resolve({ text: '', confidence: 0 }),
-      stream: (_prime, given) => {
-        options = given;
-        return Promise.resolve({ push: () => undefined, partial: () => '', end: () => Promise.resolve({ text: 'what time is it', confidence: 0.9 }), cancel: () => undefined });
-      },
-    };
-    const loop = new VoiceLoop({
-      wake, vad, stt, tts: createEspeak({ voice: 'en-us', rateWpm: 175 }), sink: new CollectingSink(), end: 'stt', minConfidence: 0.6,
-      respond: () => { throw new Error('not reached'); },
-      overSpeech: () => overSpeech,
-      ...(echoTailS === undefined ? {} : { echoTailS }),
-    });
-    const [run] = await loop.run(samplesSource(commandSamples('hey jarvis, what time is it')), new AbortController().signal, true);
-    expect(run?.wake).toBeDefined();
-    return options;
-  }
+  /** What the recogniser was told after "hey jarvis, what time is it". */
+  const told = (overSpeech: boolean, echoTailS?: number) => toldRecogniser({ overSpeech: () => overSpeech, ...(echoTailS === undefined ? {} : { echoTailS }) });
 
   it('tells the recogniser how long IRIS\'s echo lies under the command: the pre-roll and echoTailS after the wake word', async () => {
     expect(await told(false)).toBeUndefined(); // a quiet room: nothing to tell
