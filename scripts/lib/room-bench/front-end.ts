@@ -1,0 +1,53 @@
+/** The daemon's front end (echo canceller, stop word) over one of bench-room's recordings, timed. */
+import { samplesSource } from '../../../src/pipeline/capture.js';
+import { EchoCanceller, type EchoCancellerOptions } from '../../../src/pipeline/echo.js';
+import { frontEnd } from '../../../src/pipeline/frontend.js';
+import { StopWord } from '../../../src/pipeline/stopword.js';
+import { RATE, type Room, referenceOf } from './room.js';
+import type { RoomBenchOptions } from './options.js';
+
+export interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number }
+
+/** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
+export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch: { options?: EchoCancellerOptions; onChunk?: (at: number, mic: Int16Array, out: Int16Array, canceller: EchoCanceller) => void } = {}): Promise<FrontEndResult> {
+  const { suppressDb, makeCanceller } = options;
+  const reference = referenceOf(r.played);
+  const canceller = await makeCanceller(reference, { ...(suppressDb === undefined ? {} : { echoSuppressDb: suppressDb, echoSuppressActiveDb: Math.min(0, suppressDb) }), ...watch.options });
+  // The canceller's own CPU, apart from the stop word's: its process() timed as the front end calls it.
+  let cancellerCpuUs = 0;
+  const cancelProcess = canceller.process.bind(canceller);
+  canceller.process = (samples, at) => {
+    const before = process.cpuUsage();
+    const out = cancelProcess(samples, at);
+    const used = process.cpuUsage(before);
+    cancellerCpuUs += used.user + used.system;
+    watch.onChunk?.(at, samples, out, canceller);
+    return out;
+  };
+  const stopWord = await StopWord.create();
+  const stops: number[] = [];
+  const source = frontEnd(samplesSource(r.mic), {
+    canceller, stopWord,
+    clockOf: (chunk) => Math.round(chunk.atS * RATE),
+    own: (at, length) => canceller.played(at, length, RATE / 5),
+    armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
+    onStop: (atS) => stops.push(atS),
+  });
+  const out: Int16Array[] = [];
+  const chunkMs: number[] = [];
+  const cpu0 = process.cpuUsage();
+  let t = performance.now();
+  for await (const chunk of source.frames(new AbortController().signal)) {
+    chunkMs.push(performance.now() - t);
+    out.push(chunk.samples);
+    t = performance.now();
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const samples = new Int16Array(out.reduce((s, c) => s + c.length, 0));
+  let at = 0;
+  for (const c of out) { samples.set(c, at); at += c.length; }
+  const { erleDb, delayMs, clipLevel } = canceller.stats;
+  canceller.destroy();
+  stopWord.free();
+  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }) };
+}

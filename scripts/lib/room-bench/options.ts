@@ -1,0 +1,86 @@
+/**
+ * bench-room's command line and environment (scripts/bench-room.ts documents the modes), read
+ * once and handed to each mode; with them the canceller under test, made as they set it.
+ */
+import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
+import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
+import type { Part } from './room.js';
+
+export interface RoomBenchOptions {
+  quick: boolean;
+  /** Model the daemon's barge-in: IRIS stops playing 0.2 s after the wake word is heard (`--no-barge-in`: it talks on, as a plain recording). */
+  bargeIn: boolean;
+  /** Only the conditions named (comma-separated, or ";" when a name holds a comma), e.g. IRIS_BENCH_ONLY="quiet,echo 0 dB". */
+  only: string[] | undefined;
+  /** The loop's pre-roll to try (seconds; the audio before the detection the recogniser gets), e.g. IRIS_BENCH_PREROLL_S=0.1. */
+  preRollS: number | undefined;
+  /** As the daemon: a wake word heard while IRIS's audio sounded is over speech (voice.ts `overSpeech`); IRIS_BENCH_OVER_SPEECH=0 turns it off. */
+  overSpeechOn: boolean;
+  /** Residual-echo suppression to try (dB, 0 = off, the default), e.g. IRIS_BENCH_SUPPRESS_DB=-40. */
+  suppressDb: number | undefined;
+  /** How long IRIS's echo lasts after a wake word over it, to try instead of the loop's default (voice.ts `echoTailS`, seconds), e.g. IRIS_BENCH_ECHO_TAIL_S=0.4. */
+  echoTailS: number | undefined;
+  /** `--part dev` (tuning: never the held-out part) or `--part heldout`; default both. */
+  PARTS: Part[];
+  /** IRIS_BENCH_PARTS (comma-separated; default dev): the parts of the modes other than the main bench. */
+  envParts: Part[];
+  /** `--no-baseline`: skip the raw microphone's run (half the time, while tuning the loop). */
+  baselineOn: boolean;
+  /** `--reuse-front`: keep each room's front-end output (after the barge-in cut) in the cache and
+   * reuse it, so a change to the loop or the recogniser is measured without the front end again.
+   * Only while the front end's code and settings are unchanged. */
+  reuseFront: boolean;
+  /** How long after the wake word the daemon cuts IRIS (seconds; default 0.2), e.g. IRIS_BENCH_CUT_S=0.36 with the own-voice veto's 160 ms hold. */
+  bargeCutS: number;
+  /** `--front-only` (with `--reuse-front`): only fill the cache, no command is heard, so nothing is measured (the held-out rooms made ahead of the one run that measures them). */
+  frontOnly: boolean;
+  /** `--echo webrtc` / IRIS_BENCH_ECHO: the canceller measured. */
+  echoEngine: EchoEngineName;
+  /** webrtc settings to try (JSON), e.g. IRIS_BENCH_WEBRTC='{"extendedFilter":false,"reportDelay":true}'. */
+  webrtcSettings: EchoCancellerOptions['webrtc'] | undefined;
+  /** The adaptive filter's length to try instead of echo.ts `FILTER_MS` (ms), e.g. IRIS_BENCH_FILTER_MS=128. */
+  filterMs: number;
+  /** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
+  clipModel: boolean | undefined;
+  /** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
+  stopOptions: StopWordOptions;
+  /** The stop spotters' `-kws_delay` to try instead of the default (frames), e.g. IRIS_BENCH_KWS_DELAY=5. */
+  kwsDelay: number | undefined;
+  /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
+  makeCanceller: (reference: EchoReference, options?: EchoCancellerOptions) => Promise<EchoCanceller>;
+}
+
+const numberOr = (value: string | undefined): number | undefined => (value === undefined ? undefined : Number(value));
+
+export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBenchOptions {
+  const partArg = argv[argv.indexOf('--part') + 1];
+  const echoArg = argv.includes('--echo') ? argv[argv.indexOf('--echo') + 1] : env.IRIS_BENCH_ECHO;
+  const echoEngine: EchoEngineName = ECHO_ENGINES.find((e) => e === echoArg) ?? DEFAULT_ECHO_ENGINE;
+  if (echoArg !== undefined && echoArg !== echoEngine) throw new Error(`--echo ${echoArg}: one of ${ECHO_ENGINES.join(', ')}`);
+  const webrtcSettings = env.IRIS_BENCH_WEBRTC === undefined ? undefined : (JSON.parse(env.IRIS_BENCH_WEBRTC) as EchoCancellerOptions['webrtc']);
+  const filterMs = Number(env.IRIS_BENCH_FILTER_MS ?? FILTER_MS);
+  const clipModel = env.IRIS_BENCH_CLIP_MODEL === undefined ? undefined : env.IRIS_BENCH_CLIP_MODEL === '1';
+  return Object.freeze({
+    quick: argv.includes('--quick'),
+    bargeIn: !argv.includes('--no-barge-in'),
+    only: env.IRIS_BENCH_ONLY?.split(env.IRIS_BENCH_ONLY.includes(';') ? ';' : ','),
+    preRollS: numberOr(env.IRIS_BENCH_PREROLL_S),
+    overSpeechOn: env.IRIS_BENCH_OVER_SPEECH !== '0',
+    suppressDb: numberOr(env.IRIS_BENCH_SUPPRESS_DB),
+    echoTailS: numberOr(env.IRIS_BENCH_ECHO_TAIL_S),
+    PARTS: argv.includes('--part') ? [partArg === 'heldout' ? 'heldout' : 'dev'] : ['dev', 'heldout'],
+    envParts: (env.IRIS_BENCH_PARTS ?? 'dev').split(',') as Part[],
+    baselineOn: !argv.includes('--no-baseline'),
+    reuseFront: argv.includes('--reuse-front'),
+    bargeCutS: Number(env.IRIS_BENCH_CUT_S ?? 0.2),
+    frontOnly: argv.includes('--front-only'),
+    echoEngine,
+    webrtcSettings,
+    filterMs,
+    clipModel,
+    stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
+    kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
+    makeCanceller: (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
+      EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } }),
+  } satisfies RoomBenchOptions);
+}

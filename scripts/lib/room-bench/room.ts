@@ -1,0 +1,293 @@
+/**
+ * What bench-room's modes share (scripts/bench-room.ts and its modes in this folder): the
+ * simulated rooms (people, commands, IRIS's replies, the conditions), how one recording is made
+ * (sox's reverb, espeak-ng, babble, pink noise, the speaker's echo at its level and delay), and
+ * the clips the person says.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig } from '../../../src/config/load.js';
+import { EchoReference } from '../../../src/pipeline/echo.js';
+import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
+import { makeClip, synthesize, type Voice } from '../speech-set.js';
+
+export const RATE = 16_000;
+export const CACHE = join(tmpdir(), 'iris-room-clips');
+mkdirSync(CACHE, { recursive: true });
+
+export type Part = 'dev' | 'heldout';
+/** The person: flite and festival voices (pocketsphinx hears them; espeak-ng is IRIS). */
+export const PEOPLE: Record<Part, Voice[]> = {
+  dev: [{ synth: 'flite', name: 'kal16' }, { synth: 'festival', name: 'kal_diphone' }, { synth: 'flite', name: 'rms' }],
+  heldout: [{ synth: 'flite', name: 'slt' }, { synth: 'festival', name: 'cmu_us_slt_arctic_hts' }, { synth: 'flite', name: 'awb' }],
+};
+export const COMMANDS: Record<Part, string[]> = {
+  dev: ['what time is it', 'set a timer for ten minutes', 'what is twelve times seven', 'what time is it in tokyo'],
+  heldout: ['what time is it in berlin', 'set a timer for fifteen minutes', 'what is six times eight', 'what time is it'],
+};
+export const IRIS_VOICE: Record<Part, string> = { dev: 'en-us', heldout: 'en-gb' };
+export const REPLIES = [
+  'The weather today is sunny with a high of twenty two degrees. Tomorrow brings clouds and a chance of rain in the afternoon.',
+  'Your timer for ten minutes is set. I will let you know when it is done. Is there anything else I can help you with?',
+  'Here is the news. The city council met on Tuesday to discuss the new bus routes, and the library opens a new wing next month.',
+  'It is a quarter past three in the afternoon. Your next meeting starts in forty minutes, and the traffic to the office is light.',
+];
+/** IRIS alone: its own voice saying the wake word and the stop word. */
+export const SELF = 'If you want me to listen, say hey jarvis. Say stop and I will stop. Hey jarvis is my name, and stop means stop.';
+
+export interface Condition {
+  name: string;
+  /** Echo-to-speech ratio (dB); undefined: IRIS silent. */
+  esrDb?: number;
+  clipping?: boolean;
+  /** Babble SNR (dB). */
+  babbleDb?: number;
+  /** sox reverb reverberance (%) on both echo and person: 20 ≈ a dry room, 50 ≈ RT60 0.4 s, 80 ≈ RT60 0.6 s (nominal, sox does not state RT60). */
+  reverb: number;
+  /** What the person says: the command, "stop", or nothing (IRIS alone). */
+  says: 'command' | 'stop' | 'nothing';
+  /** What IRIS says instead: its earlier and its current reply. */
+  irisSays?: [string, string];
+}
+
+export const CONDITIONS: Condition[] = [
+  { name: 'quiet', reverb: 20, says: 'command' },
+  { name: 'echo -6 dB', esrDb: -6, reverb: 50, says: 'command' },
+  { name: 'echo 0 dB', esrDb: 0, reverb: 50, says: 'command' },
+  { name: 'echo +6 dB', esrDb: 6, reverb: 50, says: 'command' },
+  { name: 'echo +12 dB', esrDb: 12, reverb: 50, says: 'command' },
+  { name: 'echo +6 dB clipping', esrDb: 6, clipping: true, reverb: 50, says: 'command' },
+  { name: 'echo 0 dB RT60 0.6', esrDb: 0, reverb: 80, says: 'command' },
+  { name: 'babble 15 dB', babbleDb: 15, reverb: 20, says: 'command' },
+  { name: 'babble 10 dB', babbleDb: 10, reverb: 20, says: 'command' },
+  { name: 'RT60 0.6', reverb: 80, says: 'command' },
+  { name: 'babble 10 dB RT60 0.4', babbleDb: 10, reverb: 50, says: 'command' },
+  { name: 'stop over echo 0 dB', esrDb: 0, reverb: 50, says: 'stop' },
+  { name: 'stop over echo +6 dB', esrDb: 6, reverb: 50, says: 'stop' },
+  { name: 'IRIS alone +12 dB', esrDb: 12, reverb: 50, says: 'nothing' },
+  { name: 'IRIS alone +18 dB clipping', esrDb: 18, clipping: true, reverb: 50, says: 'nothing' },
+];
+
+/** `samples` through sox effects (dithering off). */
+export function sox(samples: Int16Array, effects: string[]): Int16Array {
+  const dir = join(CACHE, `sox-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'in.wav'), encodeWav(samples));
+  execFileSync('sox', ['-D', join(dir, 'in.wav'), join(dir, 'out.wav'), ...effects], { stdio: ['ignore', 'ignore', 'ignore'] });
+  return decodeWav(readFileSync(join(dir, 'out.wav')));
+}
+
+export const espeak = (text: string, voice: string): Int16Array => {
+  const file = join(CACHE, `iris-${voice}-${text.replace(/[^a-z]+/gi, '_').slice(0, 80)}.wav`);
+  try {
+    return decodeWav(readFileSync(file));
+  } catch {
+    const raw = join(CACHE, `raw-${process.pid}.wav`);
+    execFileSync('espeak-ng', ['-v', voice, '-w', raw, '--', text]);
+    execFileSync('sox', ['-D', raw, '-r', '16000', '-c', '1', '-b', '16', file]);
+    return decodeWav(readFileSync(file));
+  }
+};
+
+/** Mean power of the 10 ms frames within 30 dB of the loudest: speech power, not silence. */
+export function speechPower(samples: Int16Array): number {
+  const frames: number[] = [];
+  for (let i = 0; i + 160 <= samples.length; i += 160) {
+    let sum = 0;
+    for (let k = 0; k < 160; k++) sum += (samples[i + k] ?? 0) ** 2;
+    frames.push(sum / 160);
+  }
+  const loudest = Math.max(...frames, 1);
+  const speech = frames.filter((p) => p > loudest / 1000);
+  return speech.reduce((a, b) => a + b, 0) / Math.max(1, speech.length);
+}
+
+export function scaled(samples: Int16Array, gain: number): Int16Array {
+  return Int16Array.from(samples, (v) => Math.max(-32768, Math.min(32767, Math.round(v * gain))));
+}
+
+export function addInto(out: Float64Array, samples: Int16Array, at: number, gain = 1): void {
+  for (let i = 0; i < samples.length && at + i < out.length; i++) if (at + i >= 0) out[at + i] = (out[at + i] ?? 0) + (samples[i] ?? 0) * gain;
+}
+
+export const toInt16 = (x: Float64Array): Int16Array => Int16Array.from(x, (v) => Math.max(-32768, Math.min(32767, Math.round(v))));
+
+let babbleSource: Int16Array | undefined;
+export function babble(length: number, offset: number): Int16Array {
+  babbleSource ??= (() => {
+    const data = '/usr/share/pocketsphinx/test/data/librivox';
+    const clips = ['0870', '0880', '0890', '0920', '0930'].map((n) => decodeWav(readFileSync(`${data}/sense_and_sensibility_01_austen_64kb-${n}.wav`)));
+    // Two readers at once, offset: babble rather than one clear voice.
+    const one = new Int16Array(clips.reduce((s, c) => s + c.length, 0));
+    let at = 0;
+    for (const c of clips) { one.set(c, at); at += c.length; }
+    const two = new Int16Array(one.length);
+    const shift = Math.floor(one.length / 2);
+    for (let i = 0; i < one.length; i++) two[i] = Math.round(((one[i] ?? 0) + (one[(i + shift) % one.length] ?? 0)) / 2);
+    return two;
+  })();
+  const out = new Int16Array(length);
+  for (let i = 0; i < length; i++) out[i] = babbleSource[(offset + i) % babbleSource.length] ?? 0;
+  return out;
+}
+
+export const pink = (() => {
+  let cached: Int16Array | undefined;
+  return (length: number): Int16Array => {
+    cached ??= (() => {
+      const file = join(CACHE, 'pink.wav');
+      // -R: sox's noise generator seeded the same each time. Without it every run made new noise, and the
+      // same room scored differently from run to run (one dev room's person alone 0.99 in one run, 0.39 in the next).
+      execFileSync('sox', ['-R', '-D', '-n', '-r', '16000', '-c', '1', '-b', '16', file, 'synth', '60', 'pinknoise', 'vol', '0.05']);
+      return decodeWav(readFileSync(file));
+    })();
+    return cached.subarray(0, length);
+  };
+})();
+
+export interface Room {
+  mic: Int16Array;
+  played: Int16Array;
+  /** Where the person starts and ends (seconds), if they speak. */
+  personS?: [number, number];
+  delayMs: number;
+  /** Where IRIS's current reply starts (seconds): before it, the earlier reply the canceller learns the room on. */
+  currentS?: number;
+  /**
+   * How more of IRIS's audio reaches this microphone (`echoOf`: an answer played later, the part
+   * of a reply cut): the echo's gain (none where IRIS was silent: then as loud as the person),
+   * the person's speech power, the microphone's gain, the room.
+   */
+  echo?: { gain?: number; personPower: number; scale: number; reverb: string[]; clipping: boolean };
+  /** With `withParts`: the microphone's parts at its gain, the person (with the room's noise) and everything but the person. */
+  parts?: { person: Int16Array; rest: Int16Array };
+}
+
+/** What `played` (16 kHz) adds to room `r`'s microphone from where it starts playing on (the delay included). */
+export function echoOf(r: Room, played: Int16Array): Float64Array {
+  const delay = Math.round((r.delayMs * RATE) / 1000);
+  const out = new Float64Array(played.length + delay);
+  if (!r.echo) return out;
+  const driven = r.echo.clipping ? scaled(scaled(played, 4), 0.5) : played;
+  const echo = sox(driven, r.echo.reverb);
+  const gain = r.echo.gain ?? Math.sqrt(r.echo.personPower / speechPower(echo)) * r.echo.scale;
+  addInto(out, echo, delay, gain);
+  return out;
+}
+
+export interface Draws { pick: number; personOffsetS: number; delayMs: number; babbleOffset: number }
+
+export const drawsOf = (rand: () => number): Draws => ({ pick: Math.floor(rand() * REPLIES.length), personOffsetS: 0.8 + rand(), delayMs: Math.round(40 + rand() * 160), babbleOffset: Math.floor(rand() * 200_000) });
+
+/**
+ * One recording: IRIS's earlier and current reply, the person over the current one. With
+ * `cutS`, IRIS stops playing there, as the daemon's barge-in stops it when the wake word is heard.
+ */
+export function room(condition: Condition, part: Part, person: Int16Array | undefined, draws: Draws, cutS?: number, withParts = false): Room {
+  const voice = IRIS_VOICE[part];
+  const { pick } = draws;
+  const [earlierText, currentText] = condition.irisSays ?? [REPLIES[pick] ?? '', condition.says === 'nothing' ? SELF : (REPLIES[(pick + 1) % REPLIES.length] ?? '')];
+  const earlier = espeak(earlierText, voice);
+  const current = espeak(currentText, voice);
+  const gap = Math.round(0.4 * RATE);
+  const personAt = earlier.length + gap + Math.round(draws.personOffsetS * RATE);
+  const length = Math.max(earlier.length + gap + current.length, personAt + (person?.length ?? 0)) + Math.round(1.5 * RATE);
+  const played = new Int16Array(length);
+  if (condition.esrDb !== undefined) {
+    played.set(earlier, 0);
+    played.set(current, earlier.length + gap);
+    if (cutS !== undefined) played.fill(0, Math.round(cutS * RATE));
+  }
+  const { delayMs } = draws;
+  const mix = new Float64Array(length);
+  const reverb = ['reverb', String(condition.reverb), '50', '60'];
+  const personPower = person ? speechPower(person) : speechPower(current);
+  let echoGain: number | undefined;
+  const heard = person ? sox(person, reverb) : undefined;
+  if (heard) addInto(mix, heard, personAt);
+  const personPart = withParts ? new Float64Array(length) : undefined;
+  if (personPart && heard) addInto(personPart, heard, personAt);
+  if (condition.esrDb !== undefined) {
+    // The speaker: loud and clipped, or clean; then the room.
+    const driven = condition.clipping ? scaled(scaled(played, 4), 0.5) : played;
+    const echo = sox(driven, reverb);
+    const gain = Math.sqrt((personPower * 10 ** (condition.esrDb / 10)) / speechPower(echo));
+    addInto(mix, echo, Math.round((delayMs * RATE) / 1000), gain);
+    echoGain = gain;
+  }
+  if (condition.babbleDb !== undefined) {
+    const b = babble(length, draws.babbleOffset);
+    addInto(mix, b, 0, Math.sqrt((personPower / 10 ** (condition.babbleDb / 10)) / speechPower(b)));
+  }
+  const noise = pink(length);
+  const noiseGain = Math.sqrt((personPower / 10 ** (35 / 10)) / speechPower(noise));
+  addInto(mix, noise, 0, noiseGain); // a quiet room's floor, 35 dB down
+  if (personPart) addInto(personPart, noise, 0, noiseGain);
+  // The microphone's gain set so the loudest moment does not clip its converter: louder echo
+  // means a quieter person, not a clipped recording (the clipping speaker is the clipping here).
+  const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  const scale = peak > 29_000 ? 29_000 / peak : 1;
+  const parts = personPart ? { person: toInt16(personPart.map((v) => v * scale)), rest: toInt16(mix.map((v, i) => (v - (personPart[i] ?? 0) + (noise[i] ?? 0) * noiseGain) * scale)) } : undefined;
+  if (scale < 1) for (let i = 0; i < mix.length; i++) mix[i] = (mix[i] ?? 0) * scale;
+  return {
+    ...(parts ? { parts } : {}),
+    mic: toInt16(mix), played,
+    ...(person ? { personS: [personAt / RATE, (personAt + person.length) / RATE] as [number, number] } : {}),
+    delayMs, currentS: (earlier.length + gap) / RATE,
+    echo: { ...(echoGain === undefined ? {} : { gain: echoGain * scale }), personPower, scale, reverb, clipping: condition.clipping === true },
+  };
+}
+
+/** The licence texts in /usr/share/common-licenses, in ~40 s paragraphs (about 100 words): speech to read on and on. */
+export function licenceParagraphs(): string[] {
+  const texts = ['GPL-3', 'Apache-2.0', 'MPL-2.0', 'LGPL-2.1', 'GFDL-1.3', 'Artistic'].flatMap((name) =>
+    readFileSync(`/usr/share/common-licenses/${name}`, 'utf8').replace(/\s+/g, ' ').split(/(?<=[.;:]) /).filter((t) => /[a-z]{3}/i.test(t)));
+  const paragraphs: string[] = [];
+  for (let i = 0, words = 0, current: string[] = []; i < texts.length; i++) {
+    const sentence = (texts[i] ?? '').replace(/[^A-Za-z0-9,.;:'\- ]/g, ' ').slice(0, 600);
+    current.push(sentence);
+    words += sentence.split(' ').length;
+    if (words >= 100) { paragraphs.push(current.join(' ')); current = []; words = 0; }
+  }
+  return paragraphs;
+}
+
+/** Where `samples` sound: the first and last sample above 2 % of the peak. */
+export function voiced(samples: Int16Array): [number, number] {
+  const peak = samples.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  const loud = (i: number) => Math.abs(samples[i] ?? 0) > peak * 0.02;
+  let from = 0;
+  let to = samples.length;
+  while (from < to && !loud(from)) from++;
+  while (to > from && !loud(to - 1)) to--;
+  return [from, to];
+}
+
+/** The config the benches run with, as bench-understanding.ts's. */
+export const benchConfig = () => parseConfig('[assistant]\ntimezone = "Europe/Berlin"\n', 'bench');
+
+/** The person's "hey jarvis, <command>" in one breath, without the synthesiser's lead silence. */
+export const commandClip = (command: string, voice: Voice): Int16Array =>
+  decodeWav(readFileSync(makeClip({ wake: 'hey jarvis', command, voice, layout: 'one-breath', noise: 'clean' }, CACHE).wav)).subarray(Math.round(0.4 * RATE));
+
+/** The person saying "stop". */
+export function stopClip(voice: Voice): Int16Array {
+  const file = join(CACHE, `stop-${voice.synth}-${voice.name}.wav`);
+  synthesize('stop', voice, file);
+  return decodeWav(readFileSync(file));
+}
+
+/** What the speaker played, as the reference the canceller reads (2 s to spare). */
+export function referenceOf(played: Int16Array): EchoReference {
+  const reference = new EchoReference(played.length / RATE + 2);
+  reference.write(played, 0);
+  return reference;
+}
+
+/** The microphone's gain set so its loudest moment peaks at 29,000 of 32,767: loud, not clipped. */
+export function toMicLevel(mix: Float64Array): void {
+  const peak = mix.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  for (let k = 0; k < mix.length; k++) mix[k] = (mix[k] ?? 0) * (29_000 / Math.max(1, peak));
+}
