@@ -1,0 +1,201 @@
+/** bench-room's stop-word sweep (IRIS_BENCH_KWS): one mode of scripts/bench-room.ts. */
+import { EchoReference } from '../../../src/pipeline/echo.js';
+import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
+import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
+import { random, round, writeResults } from '../bench.js';
+import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
+import type { RoomBenchOptions } from './options.js';
+
+/**
+ * The stop word alone (IRIS_BENCH_KWS="1e-10,1e-15,…", the mic spotter's `-kws_threshold`s to
+ * compare): only the "stop" and IRIS-alone rooms, IRIS_BENCH_STOP_ROOMS of them per person voice
+ * (default 4), of the parts in IRIS_BENCH_PARTS (default dev: tune there, measure held-out once
+ * at the end). The canceller runs once per room; each threshold's StopWord then hears its output
+ * as the front end feeds it (the cancelled and raw microphone, IRIS's own audio 0.2 s ahead) and
+ * reports every candidate with its measures (stopword.ts `StopCandidate`). Each check in
+ * IRIS_BENCH_STOP_CHECKS (a JSON array of `StopCheck`s; default: none, and the wired default) is
+ * judged on those candidates: "stop" heard (a passing candidate from the word's first voiced
+ * sample to 0.5 s after its last), the lag from the word's end (the 300 ms target), and self-stops (over the whole room, and over the
+ * current reply only: a warm canceller, as a running daemon's).
+ *
+ * With IRIS_BENCH_STOP_ALONE_MIN (minutes per level and part), IRIS's own voice talking on and
+ * on instead: espeak-ng (dev en-us, held-out en-gb, each reading its own half of the licence
+ * texts) from its speaker through a room (a new 60–180 ms delay per paragraph, reverb 50 %), at
+ * IRIS_BENCH_STOP_ALONE_DB echo-to-speech levels (default 0,6,12: the room's noise floor 35 dB
+ * under a person that much softer than the echo), one canceller kept throughout: false stops
+ * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
+ */
+export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): Promise<void> {
+  const { only, makeCanceller, stopOptions, envParts, kwsDelay } = options;
+  const parts = envParts;
+  const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
+  const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
+  const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
+  /** The spotters' utterance restart to try instead of the default (seconds; Infinity = never), e.g. IRIS_BENCH_STOP_RESTART_S=Infinity. */
+  const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
+  /**
+   * IRIS_BENCH_STOP_LIVE=1: the StopWord runs with the default check itself, as the daemon's (a
+   * candidate turned down is looked at again a chunk later, its tail fed again), instead of
+   * reporting every candidate unchecked; judge it with the check "default" only.
+   */
+  const live = process.env.IRIS_BENCH_STOP_LIVE === '1';
+  const checks: { name: string; check: StopCheck | false }[] = [
+    { name: 'none', check: false },
+    { name: 'default', check: DEFAULT_STOP_CHECK },
+    ...(JSON.parse(process.env.IRIS_BENCH_STOP_CHECKS ?? '[]') as StopCheck[]).map((check) => ({ name: JSON.stringify(check), check })),
+  ];
+  /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
+  const HEARD_WITHIN_S = 0.5;
+  interface Heard { part: Part; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[] }
+  const heard: Heard[] = [];
+  /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept. */
+  const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
+    const candidates: StopCandidate[] = [];
+    const stopWord = await StopWord.create({ threshold, ...stopOptions, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
+    let wasArmed = false;
+    for (let at = 0; at + 1280 <= out.length; at += 1280) {
+      const on = armed(at);
+      if (on) stopWord.push(out.subarray(at, at + 1280), own.subarray(at, at + 1280), (at + 1280) / RATE, raw.subarray(at, at + 1280));
+      else if (wasArmed) stopWord.reset();
+      wasArmed = on;
+    }
+    stopWord.free();
+    return candidates;
+  };
+  /**
+   * IRIS_BENCH_STOP_MODEL=FILE.onnx (scripts/train-stop-word.ts): an openWakeWord keyword model
+   * for "stop" instead of the spotter, IRIS_BENCH_KWS its score thresholds; its own-voice veto
+   * is a second detector on IRIS's audio (as the wake word's). One candidate per second at most;
+   * no measures (judge it with the check "none").
+   */
+  const stopModel = process.env.IRIS_BENCH_STOP_MODEL;
+  const spotModel = async (model: string, threshold: number, out: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
+    const candidates: StopCandidate[] = [];
+    const detector = await createOpenWakeWord({ model, threshold });
+    const veto = new OwnVoiceVeto(await createOpenWakeWord({ model, threshold: Number(process.env.IRIS_BENCH_STOP_OWN ?? threshold / 2) }), 1, 0);
+    let wasArmed = false;
+    for (let at = 0; at + 1280 <= out.length; at += 1280) {
+      const chunk = { samples: out.subarray(at, at + 1280), atS: at / RATE, rate: RATE, width: 2, channels: 1 };
+      const on = armed(at);
+      await veto.hear(chunk, on ? own.subarray(at, at + 1280) : undefined);
+      if (on) {
+        const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
+        const d = heard ?? vetoed;
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
+      } else if (wasArmed) detector.reset();
+      wasArmed = on;
+    }
+    return candidates;
+  };
+  /** The canceller once over `mic`: its output and IRIS's own audio as the front end hands them on. */
+  const cancel = async (mic: Int16Array, reference: EchoReference): Promise<{ out: Int16Array; own: Int16Array }> => {
+    const canceller = await makeCanceller(reference);
+    const out = new Int16Array(mic.length);
+    const own = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) {
+      out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+      own.set(canceller.played(at, 1280, RATE / 5), at);
+    }
+    canceller.destroy();
+    return { out, own };
+  };
+  for (const part of parts) {
+    const rand = random(part === 'dev' ? 124 : 2124);
+    // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
+    // one room per voice and command, drawn apart (the stop rooms stay those measured before).
+    const commandRand = random(part === 'dev' ? 324 : 2324);
+    // "stop" at +12 dB (a speaker beside the microphone) last, so the rooms drawn before it stay those measured before.
+    const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
+    for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
+      for (const voice of condition.says === 'nothing' ? PEOPLE[part].slice(0, 1) : PEOPLE[part]) {
+        for (const [k, command] of (condition.says === 'command' ? COMMANDS[part] : Array.from({ length: perVoice }, () => 'stop')).entries()) {
+          let person: Int16Array | undefined;
+          if (condition.says === 'stop') person = stopClip(voice);
+          if (condition.says === 'command') person = commandClip(command, voice);
+          if (k >= perVoice && condition.says !== 'command') break;
+          const r = room(condition, part, person, drawsOf(condition.says === 'command' ? commandRand : rand));
+          const reference = referenceOf(r.played);
+          const { out, own } = await cancel(r.mic, reference);
+          // The word itself, without the synthesiser's silence around it.
+          const spoken = person ? voiced(person) : undefined;
+          const wordS: [number, number] | undefined = r.personS && spoken ? [r.personS[0] + spoken[0] / RATE, r.personS[0] + spoken[1] / RATE] : undefined;
+          for (const threshold of kwsSweep) {
+            const armed = (at: number): boolean => reference.sounding(at - RATE / 4, at + 1280);
+            const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, r.mic, own, armed);
+            heard.push({ part, condition: condition.says === 'command' ? 'a command over echo 0 dB' : condition.name, says: condition.says, person: `${voice.synth}:${voice.name}`, threshold, seconds: r.mic.length / RATE, ...(wordS ? { wordS } : {}), currentS: r.currentS ?? 0, candidates });
+          }
+        }
+      }
+      process.stderr.write(`${part} ${condition.name}: ${heard.length} rooms\n`);
+    }
+    if (aloneMin > 0) {
+      const paragraphs = licenceParagraphs().filter((_p, i) => i % 2 === (part === 'dev' ? 0 : 1));
+      for (const esrDb of aloneDb) {
+        // One stream per level: paragraphs back to back, a second's pause after each.
+        const pieces: Int16Array[] = [];
+        const delays: number[] = [];
+        for (let i = 0, s = 0; s < aloneMin * 60; i++) {
+          const text = paragraphs[(i * 7 + esrDb) % paragraphs.length] ?? '';
+          const speech = espeak(text, IRIS_VOICE[part]);
+          const played = new Int16Array(speech.length + RATE);
+          played.set(speech);
+          pieces.push(played);
+          delays.push(60 + Math.round(rand() * 120));
+          s += played.length / RATE;
+        }
+        const length = pieces.reduce((n, p) => n + p.length, 0);
+        const played = new Int16Array(length);
+        const mix = new Float64Array(length + RATE);
+        let at = 0;
+        pieces.forEach((p, i) => {
+          played.set(p, at);
+          addInto(mix, sox(p, ['reverb', '50', '50', '60']), at + Math.round(((delays[i] ?? 100) * RATE) / 1000));
+          at += p.length;
+        });
+        const echoPower = speechPower(toInt16(mix.subarray(0, 60 * RATE))); // the first minute: its spread of frames fits Math.max's arguments
+        const noise = pink(Math.min(length, 60 * RATE));
+        const noiseGain = Math.sqrt(echoPower / 10 ** ((35 + esrDb) / 10) / speechPower(noise));
+        for (let k = 0; k < length; k += noise.length) addInto(mix, noise, k, noiseGain);
+        toMicLevel(mix);
+        const mic = toInt16(mix).subarray(0, length);
+        const reference = new EchoReference(length / RATE + 2);
+        reference.write(played, 0);
+        const { out, own } = await cancel(mic, reference);
+        for (const threshold of kwsSweep) {
+          const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, () => true) : await spot(threshold, out, mic, own, () => true);
+          heard.push({ part, says: 'nothing', condition: `IRIS talking on, ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, person: `espeak:${IRIS_VOICE[part]}`, threshold, seconds: length / RATE, currentS: 0, candidates });
+        }
+        process.stderr.write(`${part} IRIS alone ${esrDb} dB: ${round(length / RATE / 60, 1)} min\n`);
+      }
+    }
+  }
+  const conditions = [...new Set(heard.map((h) => h.condition))];
+  const sweep = kwsSweep.flatMap((threshold) => checks.flatMap(({ name, check }) => parts.flatMap((part) => conditions.flatMap((condition) => {
+    const set = heard.filter((h) => h.part === part && h.condition === condition && h.threshold === threshold);
+    if (set.length === 0) return [];
+    const judged = set.map((h) => {
+      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check)).map((c) => c.atS);
+      const [from, to] = h.wordS ?? [Infinity, Infinity];
+      const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
+      const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
+      return { heard: mine.length > 0, lagMs: mine.length > 0 ? ((mine[0] ?? 0) - to) * 1000 : undefined, self: self.length, warm: self.filter((t) => t >= h.currentS).length };
+    });
+    const hours = set.reduce((s, h) => s + h.seconds, 0) / 3600;
+    const lags = judged.flatMap((j) => (j.lagMs === undefined ? [] : [j.lagMs])).sort((a, b) => a - b);
+    const says = set[0]?.says === 'stop';
+    return [{
+      threshold, check: name, part, condition, n: set.length,
+      ...(set[0]?.says === 'command' ? { stopped_by_the_command: judged.filter((j) => j.heard).length } : {}),
+      ...(says ? {
+        stop_pct: Math.round((100 * judged.filter((j) => j.heard).length) / set.length),
+        lag_ms_p50: lags.length ? round(lags[Math.floor(lags.length / 2)] ?? 0, 0) : null,
+        lag_ms_max: lags.length ? round(lags.at(-1) ?? 0, 0) : null,
+        over_300_ms: lags.filter((l) => l > 300).length,
+      } : {}),
+      self_stops: judged.reduce((s, j) => s + j.self, 0), self_stops_current_reply: judged.reduce((s, j) => s + j.warm, 0),
+      ...(set[0]?.says === 'nothing' ? { minutes: round(hours * 60, 1), self_stops_per_hour: round(judged.reduce((s, j) => s + j.self, 0) / hours, 1) } : {}),
+    }];
+  }))));
+  console.table(sweep);
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, alone_min: aloneMin, thresholds: kwsSweep, checks, restart_s: restartS ?? 'default', sweep, heard });
+}
