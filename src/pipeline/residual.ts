@@ -33,9 +33,11 @@ export interface ResidualLevels {
   residual: number;
 }
 
-const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
+/** A power ratio in dB, to 0.1 dB; -99 for none. */
+export const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
 
-function median(values: number[]): number {
+/** The middle value (the upper of the two middles of an even count; 0 for none): levels over chunks. */
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }

@@ -15,7 +15,7 @@
  */
 import { meanPower, SPEECH_FORMAT } from './audio.js';
 import { EchoReference } from './echo.js';
-import { ResidualEcho } from './residual.js';
+import { db, ResidualEcho } from './residual.js';
 import { SttError } from './stt.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { measureFit, type Segment } from './pocketsphinx-confidence.js';
@@ -234,8 +234,6 @@ class Spotter {
 
 /** A candidate's level measures (the predicted residual's power itself is not kept). */
 const levelsOf = ({ nearDb, riseDb }: { nearDb: number; riseDb: number }) => ({ nearDb, riseDb });
-
-const db = (ratio: number): number => (ratio > 0 ? Math.round(100 * Math.log10(ratio)) / 10 : -99);
 
 export class StopWord {
   readonly word: string;

@@ -13,7 +13,7 @@ import { concatSamples, durationS, meanPower, SPEECH_FORMAT, type AudioChunk, ty
 import { earlyAnswer, settledWords, type EarlyAnswer, type EarlyAnswerCounts } from './early.js';
 import { Endpointer, type EndpointerOptions } from './endpointer.js';
 import { summaryLine, timingsOf, type Timings, type VoiceEvent, type VoiceEventType } from './events.js';
-import { ResidualEcho } from './residual.js';
+import { median, ResidualEcho } from './residual.js';
 import { runPipeline, stripWakeWord, type PipelineStage, type Responder, type RunInput, type RunResult } from './pipeline.js';
 import type { SpeechToText, SttStream, Transcript } from './stt.js';
 import type { TextToSpeech } from './tts.js';
@@ -762,11 +762,6 @@ export class VoiceLoop<R> {
     this.#o.onEvent?.(event);
     return event;
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 const scaled = (samples: Int16Array, gain: number) => Int16Array.from(samples, (v) => Math.round(v * gain));
