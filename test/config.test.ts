@@ -49,7 +49,7 @@ describe('config', () => {
     ].join('\n');
     expect(problems(text)).toEqual([
       '/etc/iris/config:2: "assistant.timezone" = "Mars/Olympus" is not an IANA time zone (e.g. "Europe/Berlin", "America/New_York")',
-      '/etc/iris/config:3: unknown key "wakeword" in [assistant] (known: wake_word, wake_threshold, timezone, follow_up_s, forget_after_s, confirm_timeout_s)',
+      '/etc/iris/config:3: unknown key "wakeword" in [assistant] (known: wake_word, wake_threshold, wake_check_from, timezone, follow_up_s, forget_after_s, confirm_timeout_s)',
       '/etc/iris/config:5: "ollama.url" = "ftp://host" is not an http:// or https:// URL',
       '/etc/iris/config:6: "ollama.timeout_s" must be a number, not a string ("60")',
       '/etc/iris/config:8: "stt.engine" must be one of "whisper", "pocketsphinx", not "vosk"',

@@ -112,7 +112,7 @@ const PROBES: Record<string, [value: string | number | boolean, seen: (s: Setup)
 };
 
 /** Read at use by the voice: a change restarts it (daemon.ts; seen in voice-daemon.test.ts). */
-const VOICE = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
+const VOICE = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.wake_check_from', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
 /** Applied by reconfiguring the MCP servers (mcp.test.ts covers them). */
 const MCP = ['mcp.servers', 'mcp.servers_file', 'mcp.connect_timeout_s', 'mcp.health_interval_s', 'mcp.idle_stop_s']; // the interval: read at each round; idle_stop_s at each call
 /** Read at each turn from the config in force (assemble.ts likelyTools; tool-rank.test.ts sets it). */

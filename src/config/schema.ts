@@ -125,6 +125,13 @@ export const configSchema = {
           default: 0.5,
           description: 'Wake-word score that counts as heard (0–1); higher means fewer false wakes, more misses.',
         },
+        wake_check_from: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          default: 0.2,
+          description: 'A wake-word score from this up to wake_threshold is looked at again: pocketsphinx decodes the audio as the wake phrase, and it counts as heard when the phrase fits (a reverberant room, IRIS talking, a TV). 0, or at least wake_threshold: no second look.',
+        },
         timezone: {
           type: 'string',
           format: 'iana-zone',

@@ -42,7 +42,7 @@ export interface DaemonOptions {
  * microphone, voices). Every other setting is read at use and applies at once, except these,
  * which act only when the daemon starts.
  */
-const VOICE_SETTINGS = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
+const VOICE_SETTINGS = ['assistant.wake_word', 'assistant.wake_threshold', 'assistant.wake_check_from', 'assistant.follow_up_s', 'audio', 'stt', 'tts'];
 const START_ONLY_SETTINGS = ['daemon.socket_group', 'mcp.preload', 'wyoming.listen'];
 
 /** Which of `paths` (a section, or section.key) differ between two configs. */

@@ -18,6 +18,7 @@ import { pooledStt, type SpeechToText } from './stt.js';
 import { createTextToSpeech, type TextToSpeech } from './tts.js';
 import { createSileroVad, type VoiceActivity } from './vad.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, wakeWordName, type WakeWordDetector } from './wakeword.js';
+import { WAKE_CHECK } from './wake-check.js';
 import { checkModel, createWhisper, findWhisperServer } from './whisper.js';
 
 /** The shared speech to text: the engine, why it was chosen, and its start (a failed one is tried again by the next caller). */
@@ -78,8 +79,9 @@ export class Engines {
    * the one on IRIS's own audio (the own-voice veto), at `OWN_VOICE_THRESHOLD` at most.
    */
   wake(own = false): Promise<WakeWordDetector> {
-    const { wake_word: model, wake_threshold: threshold } = this.#config().assistant;
-    return createOpenWakeWord({ model, threshold: own ? Math.min(threshold, OWN_VOICE_THRESHOLD) : threshold });
+    const { wake_word: model, wake_threshold: threshold, wake_check_from: fromScore } = this.#config().assistant;
+    if (own) return createOpenWakeWord({ model, threshold: Math.min(threshold, OWN_VOICE_THRESHOLD), check: false });
+    return createOpenWakeWord({ model, threshold, check: fromScore > 0 ? { ...WAKE_CHECK, fromScore } : false });
   }
 
   /** Where speech starts and ends, for one stream. */

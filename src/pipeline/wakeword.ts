@@ -5,14 +5,17 @@
  * instead of the int16 scale; notes/speech.md §3). 50 ms per second of audio on one core.
  */
 import path from 'node:path';
-import { FRAME_SAMPLES, FrameSplitter, type AudioChunk } from './audio.js';
+import { concatSamples, FRAME_SAMPLES, FrameSplitter, SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, ModelError, type OnnxModel } from './onnx.js';
+import { phraseCheck, WAKE_CHECK, type WakeCheckOptions } from './wake-check.js';
 
 export interface Detection {
   word: string;
   score: number;
   /** End of the 80 ms frame that crossed the threshold, in stream seconds. */
   atS: number;
+  /** A score under the threshold that pocketsphinx's second look let through: the phrase's fit (wake-check.ts). */
+  fit?: number;
 }
 
 export interface WakeWordDetector {
@@ -36,6 +39,8 @@ export interface OpenWakeWordOptions {
   model: string;
   /** Score at or above which the word counts as heard (0–1); default 0.5. */
   threshold?: number;
+  /** The second look at scores just under the threshold (wake-check.ts); default `WAKE_CHECK`, false: none. */
+  check?: WakeCheckOptions | false;
 }
 
 /** Mel input context: 480 samples before the new audio make 1280 samples yield 8 frames. */
@@ -49,6 +54,8 @@ const EMBED_SIZE = 96;
 const KEYWORD_WINDOW = 16;
 /** Upstream zeroes the first 5 predictions: the buffers are not yet real audio. */
 const WARMUP_FRAMES = 5;
+/** One frame's length (seconds). */
+const FRAME_S = FRAME_SAMPLES / SPEECH_FORMAT.rate;
 /** `prime`'s silence: 12 frames, 0.96 s. */
 const SILENCE_FRAMES = 12;
 
@@ -65,7 +72,9 @@ export const wakeWordName = (model: string): string => path.basename(model).repl
 
 export async function createOpenWakeWord(options: OpenWakeWordOptions): Promise<WakeWordDetector> {
   const [features, keyword] = await Promise.all([createEmbeddingStream(), loadOnnx(wakeModelPath(options.model))]);
-  return new OpenWakeWord(wakeWordName(options.model), options.threshold ?? 0.5, features, keyword);
+  const threshold = options.threshold ?? 0.5;
+  const check = options.check ?? WAKE_CHECK;
+  return new OpenWakeWord(wakeWordName(options.model), threshold, features, keyword, check !== false && check.fromScore < threshold ? check : undefined);
 }
 
 /** openWakeWord's features alone, as its keyword models see them: one [16 × 96] window per 1280-sample frame (also scripts/train-stop-word.ts). */
@@ -196,39 +205,71 @@ export class Features {
 class OpenWakeWord implements WakeWordDetector {
   readonly #frames = new FrameSplitter(FRAME_SAMPLES);
   #scored = 0;
+  /** With a check: the frames scored lately (what it decodes), and the best near miss waiting for its look. */
+  #recent: { samples: Int16Array; atS: number }[] = [];
+  #candidate: Detection | undefined;
 
   constructor(
     readonly word: string,
     readonly threshold: number,
     readonly features: Features,
     readonly keyword: OnnxModel,
+    readonly check?: WakeCheckOptions,
   ) {}
 
   reset(): void {
     this.features.reset();
     this.#frames.reset();
     this.#scored = 0;
+    this.#recent = [];
+    this.#candidate = undefined;
   }
 
   async prime(): Promise<void> {
     await this.features.silence();
     this.#frames.reset();
     this.#scored = SILENCE_FRAMES; // past the warm-up: the buffers hold real (silent) audio
+    this.#recent = [];
+    this.#candidate = undefined;
   }
 
   /**
    * Big blocks are re-split into 80 ms frames and every frame is scored, so a wake word in the
-   * middle of a block is not missed; a remainder waits for the next chunk.
+   * middle of a block is not missed; a remainder waits for the next chunk. With a check, a near
+   * miss is looked at again once `afterS` has passed its best frame (`#look`).
    */
   async process(chunk: AudioChunk): Promise<Detection | undefined> {
     let detection: Detection | undefined;
     for (const frame of this.#frames.split(chunk)) {
       const score = await this.#score(frame.samples);
-      if (!detection && score >= this.threshold) {
-        detection = { word: this.word, score, atS: frame.atS + FRAME_SAMPLES / chunk.rate };
-      }
+      const atS = frame.atS + FRAME_SAMPLES / chunk.rate;
+      if (this.check) this.#keep(frame, this.check);
+      if (!detection && score >= this.threshold) detection = { word: this.word, score, atS };
+      else if (this.check && score >= this.check.fromScore && score > (this.#candidate?.score ?? 0)) this.#candidate = { word: this.word, score, atS };
+      if (!detection && this.#candidate && atS >= this.#candidate.atS + (this.check?.afterS ?? 0) - 1e-6) detection = await this.#look();
     }
+    if (detection) this.#candidate = undefined;
     return detection;
+  }
+
+  /** The frame kept for a look: as far back as a window reaches from a candidate not yet looked at. */
+  #keep(frame: { samples: Int16Array; atS: number }, check: WakeCheckOptions): void {
+    this.#recent.push(frame);
+    while (this.#recent.length * FRAME_S > check.beforeS + check.afterS + 2 * FRAME_S) this.#recent.shift();
+  }
+
+  /** The candidate's window decoded as the wake phrase: a detection when it fits as words do. */
+  async #look(): Promise<Detection | undefined> {
+    const candidate = this.#candidate;
+    this.#candidate = undefined;
+    const check = this.check;
+    if (!candidate || !check) return undefined;
+    const phrase = await phraseCheck(this.word.replaceAll('_', ' '));
+    if (phrase instanceof Error) return undefined; // cannot be checked: a miss, as without the check
+    const fromS = candidate.atS - check.beforeS;
+    const window = concatSamples(this.#recent.filter((f) => f.atS + FRAME_S > fromS).map((f) => f.samples));
+    const fit = phrase.fit(window);
+    return fit <= check.maxFit ? { ...candidate, fit } : undefined;
   }
 
   async #score(frame: Int16Array): Promise<number> {

@@ -56,7 +56,7 @@ export function irisServices(config: () => Config, conversations: ConversationPo
     // Detectors hold their audio: one per request in flight, kept for the next instead of
     // loading the models again each time.
     async wake() {
-      const key = `${config().assistant.wake_word} ${config().assistant.wake_threshold}`;
+      const key = `${config().assistant.wake_word} ${config().assistant.wake_threshold} ${config().assistant.wake_check_from}`;
       const idle = detectors.filter((d) => d.key === key);
       const kept = idle.pop();
       detectors = detectors.filter((d) => d !== kept);

@@ -1,0 +1,112 @@
+/**
+ * Scratch study (session 14): would a second look by pocketsphinx ("hey jarvis" against a free
+ * phone loop) tell openWakeWord's low-score detections of the person from its low-score peaks
+ * over continuous speech? Positives: the person's peak in every command room of the dev part
+ * (through the canceller where IRIS talks). Negatives: every peak ≥ 0.05 over continuous speech.
+ * Writes /tmp/wake-verify-study.json.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
+import { loadLibrary } from '../src/pipeline/pocketsphinx-binding.js';
+import { measureFit, type Segment } from '../src/pipeline/pocketsphinx-confidence.js';
+import { DEFAULT_DICTIONARY, DEFAULT_MODEL, dictionaryEntries, withDictionary } from '../src/pipeline/pocketsphinx-model.js';
+import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
+import { decodeWav } from '../src/pipeline/wav.js';
+import { random, round } from './lib/bench.js';
+import { synthesize, type Voice } from './lib/speech-set.js';
+import { roomBenchOptions } from './lib/room-bench/options.js';
+import { RATE, CACHE, PEOPLE, COMMANDS, CONDITIONS, drawsOf, room, commandClip, referenceOf, sox, licenceParagraphs, type Part } from './lib/room-bench/room.js';
+
+const options = roomBenchOptions(process.argv, process.env);
+const part = (process.env.STUDY_PART ?? 'dev') as Part;
+const negMin = Number(process.env.STUDY_NEG_MIN ?? 20);
+const wake = await createOpenWakeWord({ model: 'hey_jarvis', threshold: 0 });
+const lib = await loadLibrary('libpocketsphinx.so.3');
+const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set(['hey', 'jarvis']));
+const decoder = withDictionary(entries, (dict) => lib.init(['-hmm', DEFAULT_MODEL, '-dict', dict, '-allphone_ci', 'yes', '-logfn', '/dev/null']));
+lib.setJsgf(decoder, 'word', '#JSGF V1.0;\ngrammar word;\npublic <s> = hey jarvis;\n');
+lib.setAllphone(decoder, 'phones');
+const decode = (search: string, window: Int16Array): Segment[] => {
+  lib.setSearch(decoder, search);
+  lib.startUtt(decoder);
+  lib.processRaw(decoder, window);
+  lib.endUtt(decoder);
+  return lib.hyp(decoder) === null ? [] : lib.segments(decoder);
+};
+/** The verifier's measures for a window ending `afterS` past a peak at `atS`. */
+function verify(samples: Int16Array, atS: number) {
+  const out: Record<string, unknown> = {};
+  for (const [name, before, after] of [['w16', 1.6, 0.2], ['w20', 2.0, 0.3], ['w12', 1.2, 0.2]] as const) {
+    const from = Math.max(0, Math.round((atS - before) * RATE));
+    const window = samples.subarray(from, Math.min(samples.length, Math.round((atS + after) * RATE)));
+    // Twice: the first pass sets the cepstral mean to this window's.
+    decode('phones', window);
+    const words = decode('word', window);
+    const phones = decode('phones', window);
+    const m = words.length === 0 ? { fit: Infinity, lost: 1 } : measureFit(words, phones);
+    const spoken = words.filter((w) => w.word === 'hey' || w.word === 'jarvis');
+    out[name] = { fit: m.fit, lost: m.lost, frames: spoken.map((w) => w.endFrame - w.startFrame + 1) };
+  }
+  return out;
+}
+/** Every peak (local maximum over ±0.5 s) ≥ `min` of openWakeWord's score over `samples`. */
+async function peaks(samples: Int16Array, min: number): Promise<{ score: number; atS: number }[]> {
+  wake.reset();
+  const scores: { score: number; atS: number }[] = [];
+  for (let at = 0; at + 1280 <= samples.length; at += 1280) {
+    const d = await wake.process({ ...SPEECH_FORMAT, samples: samples.subarray(at, at + 1280), atS: at / RATE });
+    scores.push({ score: d?.score ?? 0, atS: (at + 1280) / RATE });
+  }
+  return scores.filter((s, i) => s.score >= min && scores.slice(Math.max(0, i - 6), i + 7).every((o) => o.score <= s.score) && scores.slice(Math.max(0, i - 6), i).every((o) => o.score < s.score));
+}
+
+const positives: object[] = [];
+const negatives: object[] = [];
+const rand = random(part === 'dev' ? 24 : 2024);
+for (const condition of CONDITIONS) {
+  for (const voice of PEOPLE[part]) {
+    const spoken = condition.says === 'command' ? COMMANDS[part] : condition.says === 'stop' ? ['stop'] : [''];
+    for (const command of spoken) {
+      const draws = drawsOf(rand);
+      if (condition.says !== 'command') continue;
+      const r = room(condition, part, commandClip(command, voice), draws);
+      let heard = r.mic;
+      if (condition.esrDb !== undefined) {
+        const canceller = await options.makeCanceller(referenceOf(r.played));
+        heard = new Int16Array(r.mic.length);
+        for (let at = 0; at + 1280 <= r.mic.length; at += 1280) heard.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
+        canceller.destroy();
+      }
+      const [fromS, toS] = r.personS ?? [0, 0];
+      const all = await peaks(heard, 0.02);
+      const mine = all.filter((p) => p.atS > fromS && p.atS < toS + 0.5).sort((a, b) => b.score - a.score)[0];
+      if (mine) positives.push({ condition: condition.name, voice: voice.name, command, score: round(mine.score, 3), ...verify(heard, mine.atS) });
+      else positives.push({ condition: condition.name, voice: voice.name, command, score: 0 });
+      for (const p of all.filter((p) => p.atS < fromS && p.score >= 0.05)) negatives.push({ source: `room ${condition.name}`, score: round(p.score, 3), ...verify(heard, p.atS) });
+      process.stderr.write(`${condition.name} ${voice.name} ${command}: ${mine ? round(mine.score, 2) : 0}\n`);
+    }
+  }
+}
+// Continuous speech: LibriVox at three tempos and pitches, then flite and festival reading licences.
+const librivox = ['0870', '0880', '0890', '0920', '0930'].map((n) => `/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-${n}.wav`);
+const paragraphs = licenceParagraphs();
+const readers: Voice[] = [{ synth: 'flite', name: 'kal16' }, { synth: 'flite', name: 'rms' }, { synth: 'festival', name: 'kal_diphone' }, { synth: 'flite', name: 'awb' }];
+let total = 0;
+const sources: { name: string; make: () => Int16Array }[] = [];
+for (const tempo of ['0.9', '1', '1.1']) for (const cents of ['-200', '0', '200']) for (const f of librivox) sources.push({ name: `librivox ${tempo} ${cents}`, make: () => sox(decodeWav(readFileSync(f)), ['tempo', tempo, 'pitch', cents]) });
+paragraphs.forEach((text, k) => {
+  const voice = readers[k % readers.length] ?? readers[0]!;
+  sources.push({ name: `${voice.name} reading`, make: () => {
+    const file = join(CACHE, `read-${voice.synth}-${voice.name}-${text.replace(/[^a-z]+/gi, '_').slice(0, 60)}-${text.length}.wav`);
+    try { return decodeWav(readFileSync(file)); } catch { synthesize(text, voice, file); return decodeWav(readFileSync(file)); }
+  } });
+});
+for (const source of sources) {
+  if (total >= negMin * 60) break;
+  const samples = source.make();
+  total += samples.length / RATE;
+  for (const p of await peaks(samples, 0.05)) negatives.push({ source: source.name, score: round(p.score, 3), ...verify(samples, p.atS) });
+  process.stderr.write(`${source.name}: ${round(total / 60, 1)} min, ${negatives.length} negatives\n`);
+}
+writeFileSync(process.env.STUDY_OUT ?? '/tmp/wake-verify-study.json', JSON.stringify({ part, minutes: round(total / 60, 1), positives, negatives }, null, 1));

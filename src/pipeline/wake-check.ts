@@ -1,0 +1,97 @@
+/**
+ * A second look at openWakeWord's near misses. In a reverberant room, over IRIS's echo or a
+ * person reading aloud, some voices' wake words score 0.2–0.5 (docs/room.md, session 14): under
+ * the threshold, so missed. Continuous speech seldom scores that high (one peak over 0.05 in 30
+ * minutes of reading), but what the canceller leaves of IRIS's voice does (up to 0.48). So a
+ * score from `fromScore` up to the threshold is a candidate: once its peak has passed, the audio
+ * around it is decoded by pocketsphinx as the wake phrase and as a free phone loop, and the
+ * candidate is a detection only when the phrase fits as well as real words do (`maxFit`).
+ * What the canceller leaves of IRIS mostly cannot be placed as the phrase at all.
+ */
+import { SttError } from './stt.js';
+import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
+import { measureFit, type Segment } from './pocketsphinx-confidence.js';
+import { DEFAULT_DICTIONARY, DEFAULT_MODEL, checkModel, dictionaryEntries, withDictionary } from './pocketsphinx-model.js';
+
+export interface WakeCheckOptions {
+  /** A score from this up to the threshold is checked (0–1); at or over the threshold: no check. */
+  fromScore: number;
+  /** The window decoded: from this long before the candidate's peak frame ends… (seconds) */
+  beforeS: number;
+  /** …to this long after it: the detection waits for it (seconds). */
+  afterS: number;
+  /** The phrase's fit (per 10 ms frame, `measureFit`) at or under which it counts as said. */
+  maxFit: number;
+}
+
+/**
+ * Chosen on bench-room's dev rooms and 30 minutes of continuous speech
+ * (scripts/study-wake-verify.ts; docs/room.md "A second look at near misses"): the person's
+ * near misses fit 10–22, what IRIS's residual echo and reading aloud scored there fit ≥ 27 or
+ * could not be placed as the phrase; a 2 s window before the peak placed the phrase best.
+ */
+export const WAKE_CHECK: WakeCheckOptions = { fromScore: 0.2, beforeS: 2, afterS: 0.3, maxFit: 25 };
+
+/** pocketsphinx decoding a window as one phrase and as a free phone loop. */
+export class PhraseCheck {
+  private constructor(readonly phrase: string, readonly lib: PocketsphinxLibrary, readonly decoder: unknown) {}
+
+  /**
+   * A check for `phrase` (words separated by spaces), or why there is none: pocketsphinx or
+   * its English model missing, or a word not in its dictionary (a custom wake word).
+   */
+  static async create(phrase: string): Promise<PhraseCheck> {
+    checkModel();
+    const words = phrase.split(' ');
+    const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set(words));
+    const missing = words.filter((word) => !entries.some((entry) => entry.word === word));
+    if (missing.length > 0) throw new SttError('stt_invalid', `"${missing.join('", "')}" is not in pocketsphinx's dictionary`);
+    const lib = await loadLibrary('libpocketsphinx.so.3');
+    const decoder = withDictionary(entries, (dict) => lib.init(['-hmm', DEFAULT_MODEL, '-dict', dict, '-allphone_ci', 'yes', '-logfn', '/dev/null']));
+    if (!decoder || lib.setJsgf(decoder, 'phrase', `#JSGF V1.0;\ngrammar phrase;\npublic <s> = ${phrase};\n`) !== 0 || lib.setAllphone(decoder, 'phones') !== 0) {
+      if (decoder) lib.free(decoder);
+      throw new SttError('stt_failed', 'pocketsphinx could not start the wake-word check');
+    }
+    return new PhraseCheck(phrase, lib, decoder);
+  }
+
+  /**
+   * How much worse the phrase scores than a free phone loop over its frames, per 10 ms frame
+   * (Infinity when it cannot be placed). The window is decoded once first, so pocketsphinx's
+   * cepstral mean is the window's own and not the last one's.
+   */
+  fit(window: Int16Array): number {
+    this.#decode('phones', window);
+    const words = this.#decode('phrase', window);
+    return words.length === 0 ? Infinity : measureFit(words, this.#decode('phones', window)).fit;
+  }
+
+  free(): void {
+    this.lib.free(this.decoder);
+  }
+
+  #decode(search: string, window: Int16Array): Segment[] {
+    const { lib, decoder } = this;
+    lib.setSearch(decoder, search);
+    lib.startUtt(decoder);
+    lib.processRaw(decoder, window);
+    lib.endUtt(decoder);
+    return lib.hyp(decoder) === null ? [] : lib.segments(decoder);
+  }
+}
+
+/**
+ * One check per phrase for the whole process, made at the first candidate (a decoder, a few
+ * MB): decoding is synchronous, so detectors on several streams share it. A phrase that cannot
+ * be checked is remembered as such (its candidates stay misses, as without the check).
+ */
+const CHECKS = new Map<string, Promise<PhraseCheck | Error>>();
+
+export function phraseCheck(phrase: string): Promise<PhraseCheck | Error> {
+  let check = CHECKS.get(phrase);
+  if (check === undefined) {
+    check = PhraseCheck.create(phrase).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+    CHECKS.set(phrase, check);
+  }
+  return check;
+}
