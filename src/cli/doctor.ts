@@ -16,6 +16,7 @@ import { EchoCanceller, EchoReference } from '../pipeline/echo.js';
 import { Speaker, earcon } from '../pipeline/playback.js';
 import { PlayerStream } from '../pipeline/player.js';
 import { StopWord } from '../pipeline/stopword.js';
+import { phraseCheck, wakePhrase } from '../pipeline/wake-check.js';
 import { arecordArgs, arecordSource } from '../pipeline/capture.js';
 import { probeEcho } from '../daemon/room-ear.js';
 import { BlockList, isIP } from 'node:net';
@@ -174,7 +175,10 @@ async function echoCheck(config: Config, engines: Engines, log: Logger): Promise
 async function wakeWordCheck(config: Config, engines: Engines): Promise<Check> {
   try {
     const wake = await engines.wake();
-    return { ok: true, what: 'wake word', detail: `"${wake.word}" (openWakeWord), threshold ${config.assistant.wake_threshold}` };
+    const { wake_threshold: threshold, wake_check_from: from } = config.assistant;
+    const check = from > 0 && from < threshold ? await phraseCheck(wakePhrase(wake.word)) : undefined;
+    const look = check === undefined ? 'no second look' : check instanceof Error ? `no second look (${check.message})` : `scores from ${from} looked at again`;
+    return { ok: true, what: 'wake word', detail: `"${wake.word}" (openWakeWord), threshold ${threshold}, ${look}` };
   } catch (error) {
     return { ok: false, what: 'wake word', detail: messageOf(error) };
   }

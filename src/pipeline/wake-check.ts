@@ -32,6 +32,9 @@ export interface WakeCheckOptions {
  */
 export const WAKE_CHECK: WakeCheckOptions = { fromScore: 0.2, beforeS: 2, afterS: 0.3, maxFit: 25 };
 
+/** The words a wake word's name stands for: "hey jarvis" for hey_jarvis. */
+export const wakePhrase = (word: string): string => word.replaceAll('_', ' ');
+
 /** pocketsphinx decoding a window as one phrase and as a free phone loop. */
 export class PhraseCheck {
   private constructor(readonly phrase: string, readonly lib: PocketsphinxLibrary, readonly decoder: unknown) {}

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { concatSamples, FRAME_SAMPLES, FrameSplitter, SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, ModelError, type OnnxModel } from './onnx.js';
-import { phraseCheck, WAKE_CHECK, type WakeCheckOptions } from './wake-check.js';
+import { phraseCheck, WAKE_CHECK, wakePhrase, type WakeCheckOptions } from './wake-check.js';
 
 export interface Detection {
   word: string;
@@ -264,7 +264,7 @@ class OpenWakeWord implements WakeWordDetector {
     this.#candidate = undefined;
     const check = this.check;
     if (!candidate || !check) return undefined;
-    const phrase = await phraseCheck(this.word.replaceAll('_', ' '));
+    const phrase = await phraseCheck(wakePhrase(this.word));
     if (phrase instanceof Error) return undefined; // cannot be checked: a miss, as without the check
     const fromS = candidate.atS - check.beforeS;
     const window = concatSamples(this.#recent.filter((f) => f.atS + FRAME_S > fromS).map((f) => f.samples));

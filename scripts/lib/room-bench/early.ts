@@ -55,7 +55,7 @@ export async function earlyRooms(options: RoomBenchOptions): Promise<void> {
     { name: 'babble 15 dB, IRIS done', esrDb: 0, babbleDb: 15, reverb: 50, says: 'command', irisDone: true },
   ] satisfies EarlyRoom[]).filter((c) => only === undefined || only.includes(c.name));
   const takeBackDb = process.env.IRIS_BENCH_TAKE_BACK_DB === 'off' ? undefined : Number(process.env.IRIS_BENCH_TAKE_BACK_DB ?? TAKE_BACK_NEAR_DB);
-  const [wakeEarly, vadEarly] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+  const [wakeEarly, vadEarly] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }), createSileroVad()]);
   const shared = await earlyParts(join(CACHE, `state-early-${process.pid}`));
   const { config: earlyConfig } = shared;
   const gateOf = (over: boolean) => (over ? Math.max(earlyConfig.stt.min_confidence, earlyConfig.stt.over_speech_confidence) : earlyConfig.stt.min_confidence);

@@ -26,7 +26,7 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   /** The stop word's `-kws_threshold` to try instead of its default, e.g. IRIS_BENCH_KWS_THRESHOLD=1e-10. */
   const stopThreshold = process.env.IRIS_BENCH_KWS_THRESHOLD === undefined ? undefined : Number(process.env.IRIS_BENCH_KWS_THRESHOLD);
   const config = benchConfig();
-  const wake = await createOpenWakeWord({ model: 'hey_jarvis' });
+  const wake = await createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck });
   const ownMin = Number(process.env.IRIS_BENCH_OWN_VOICE_MIN ?? falseWakeMin);
   const paragraphs = licenceParagraphs();
   const speak = (text: string, voice: Voice): Int16Array => {
@@ -74,7 +74,7 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   const own = { wakes: 0, baselineWakes: 0, stops: 0, wakeAt: [] as number[], stopAt: [] as number[] };
   /** The stream kept (microphone, canceller output, IRIS's own audio as the stop word got it), to dump the audio around a self-stop. */
   const kept = { mic: [] as Int16Array[], out: [] as Int16Array[], own: [] as Int16Array[] };
-  const rawWake = await createOpenWakeWord({ model: 'hey_jarvis' }); // the baseline: the raw microphone
+  const rawWake = await createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }); // the baseline: the raw microphone
   const ownS = await stream(ownMin, (i) => {
     const text = paragraphs[(i * 7) % paragraphs.length];
     if (text === undefined) return undefined;

@@ -45,7 +45,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   const { quick, bargeIn, only, preRollS, overSpeechOn, suppressDb, echoTailS, PARTS, baselineOn, reuseFront, bargeCutS, frontOnly, echoEngine, webrtcSettings, filterMs, clipModel, makeCanceller } = options;
   // The parts, loaded once, as bench-understanding.ts does.
   const config = benchConfig();
-  const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis' }), createSileroVad()]);
+  const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }), createSileroVad()]);
   const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
   await stt.start?.();
   await sameMeaning('one', 'two');

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
 import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
+import { WAKE_CHECK, type WakeCheckOptions } from '../../../src/pipeline/wake-check.js';
 import type { Part } from './room.js';
 
 export interface RoomBenchOptions {
@@ -40,6 +41,8 @@ export interface RoomBenchOptions {
   webrtcSettings: EchoCancellerOptions['webrtc'] | undefined;
   /** The adaptive filter's length to try instead of echo.ts `FILTER_MS` (ms), e.g. IRIS_BENCH_FILTER_MS=128. */
   filterMs: number;
+  /** The wake word's second look at near misses (wake-check.ts): IRIS_BENCH_WAKE_CHECK=0 turns it off, a JSON object tries other settings; default `WAKE_CHECK`. */
+  wakeCheck: WakeCheckOptions | false;
   /** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
   clipModel: boolean | undefined;
   /** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
@@ -78,6 +81,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     webrtcSettings,
     filterMs,
     clipModel,
+    wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
     makeCanceller: (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
