@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { PhraseCheck, WAKE_CHECK } from '../src/pipeline/wake-check.js';
 import { decodeWav } from '../src/pipeline/wav.js';
-import { createOpenWakeWord, type Detection, type WakeWordDetector } from '../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OwnVoiceVeto, type Detection, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { commandWav } from './helpers/speech.js';
 
 /** Every detection in `samples`, fed in 80 ms chunks, and the stream time each was returned at. */
@@ -69,5 +69,32 @@ describe('the wake word: a second look at near misses', () => {
     const check = await PhraseCheck.create('hey jarvis');
     expect(check.fit(new Int16Array(32_000))).toBe(Infinity);
     await expect(PhraseCheck.create('hey rhasspy')).rejects.toThrow(/rhasspy/);
+  });
+
+  // IRIS's reply says "hey jarvis" mid-sentence: its clean voice scores under the own detector's
+  // threshold (0.005–0.2), its echo's residual reaches a look, and the look finds the phrase.
+  it("a near miss heard by its look while IRIS plays is IRIS's when IRIS's own audio scored a little before it", async () => {
+    const judge = async (ownPeaks: number[], detection: Detection) => {
+      let lastPeak = 0;
+      const own: WakeWordDetector = { word: 'hey_jarvis', get lastPeak() { return lastPeak; }, reset: () => undefined, prime: () => Promise.resolve(), process: () => Promise.resolve(undefined) };
+      const veto = new OwnVoiceVeto(own);
+      let atS = 0;
+      for (const peak of ownPeaks) {
+        await veto.hear({ ...SPEECH_FORMAT, samples: new Int16Array(1280), atS }, new Int16Array(1280));
+        lastPeak = peak; // as the own detector reports after scoring the chunk
+        atS += 0.08;
+      }
+      return veto.judge({ ...detection, atS: atS - 0.4 }, atS);
+    };
+    const looked = { word: 'hey_jarvis', score: 0.3, atS: 0, fit: 12 };
+    const ordinary = Array.from({ length: 60 }, () => 0.001);
+    const saysIt = ordinary.map((p, i) => (i === 50 ? 0.03 : p)); // IRIS's "hey jarvis" 0.4 s before the near miss's peak
+    expect(await judge(saysIt, looked)).toHaveProperty('own');
+    expect(await judge(ordinary, looked)).toHaveProperty('heard');
+    // Long before the near miss (more than 2.5 s): not this one.
+    expect(await judge(ordinary.map((p, i) => (i === 2 ? 0.03 : p)), looked)).toHaveProperty('heard');
+    // A detection over the threshold (no look) is judged by the own detector's detections alone.
+    const { fit: _fit, ...plain } = looked;
+    expect(await judge(saysIt, { ...plain, score: 0.8 })).toHaveProperty('heard');
   });
 });

@@ -24,6 +24,8 @@ export interface WakeWordDetector {
   process(chunk: AudioChunk): Promise<Detection | undefined>;
   /** Forget the audio heard so far (after a detection, or when listening starts anew). */
   reset(): void;
+  /** The highest score among the frames the last `process` call scored (0 when none). */
+  readonly lastPeak?: number;
   /**
    * Forget the audio heard so far as `reset`, then hear a second of silence: openWakeWord scores
    * a clip that opens with the word low without that context (a fresh start on IRIS's own audio).
@@ -208,6 +210,7 @@ class OpenWakeWord implements WakeWordDetector {
   /** With a check: the frames scored lately (what it decodes), and the best near miss waiting for its look. */
   #recent: { samples: Int16Array; atS: number }[] = [];
   #candidate: Detection | undefined;
+  lastPeak = 0;
 
   constructor(
     readonly word: string,
@@ -240,8 +243,10 @@ class OpenWakeWord implements WakeWordDetector {
    */
   async process(chunk: AudioChunk): Promise<Detection | undefined> {
     let detection: Detection | undefined;
+    this.lastPeak = 0;
     for (const frame of this.#frames.split(chunk)) {
       const score = await this.#score(frame.samples);
+      this.lastPeak = Math.max(this.lastPeak, score);
       const atS = frame.atS + FRAME_SAMPLES / chunk.rate;
       if (this.check) this.#keep(frame, this.check);
       if (!detection && score >= this.threshold) detection = { word: this.word, score, atS };
@@ -288,6 +293,17 @@ class OpenWakeWord implements WakeWordDetector {
 export const OWN_VOICE_THRESHOLD = 0.2;
 
 /**
+ * IRIS's clean voice saying the wake phrase scores at least this on the own detector (espeak-ng
+ * en-us / en-gb, the phrase at a sentence's start or inside it: 0.009–0.99 on the dev sentences
+ * of bench-room's own-wake mode; docs/room.md), its ordinary replies seldom (20 minutes of
+ * replies and licence text: 20 / 8 frames of 80 ms at 0.01 or more): a near miss the look let
+ * through is IRIS's when its own audio scored this in the `OWN_LOOK_S` before it.
+ */
+const OWN_HINT = 0.005;
+/** How far before a near miss's peak IRIS's own audio is searched for `OWN_HINT` (seconds): the look's window (2 s) and then some. */
+const OWN_LOOK_S = 2.5;
+
+/**
  * IRIS saying the wake word itself (a reply or an announcement that says "hey jarvis") must
  * not wake it. A second detector — its own state on the same model sessions
  * (`Engines.wake()`) — hears what IRIS played, fed a little ahead of its echo (the reference
@@ -304,6 +320,8 @@ export class OwnVoiceVeto {
   #nextAtS: number | undefined;
   /** A microphone detection waiting for the own detector to hear past it. */
   #held: Detection | undefined;
+  /** Where IRIS's own audio last scored `OWN_HINT` or more (stream seconds). */
+  #ownHintAtS = -Infinity;
 
   /**
    * `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1.
@@ -328,12 +346,17 @@ export class OwnVoiceVeto {
     this.#nextAtS = endS;
     // Heard when this microphone chunk was (not reset: the window runs from its last frame over the threshold).
     if (await this.detector.process({ ...chunk, samples: own })) this.#ownAtS = endS;
+    if ((this.detector.lastPeak ?? 0) >= OWN_HINT) this.#ownHintAtS = endS;
   }
 
   /**
    * The microphone's `detection` in the chunk ending at `endS` (none there: undefined), judged:
    * `own` when IRIS said it; `heard` when the person did; neither while it is held (IRIS plays
    * and the own detector has not yet heard `holdS` past it). Call after `hear` for that chunk.
+   * A near miss heard by its second look (`fit`) while IRIS plays is IRIS's when IRIS's own audio
+   * scored `OWN_HINT` or more from `OWN_LOOK_S` before it on: in a reply the phrase often scores
+   * too low on IRIS's clean voice for the own detector (0.005–0.47 mid-sentence) while its echo's
+   * residual reaches the look.
    */
   judge(detection: Detection | undefined, endS: number): { heard?: Detection; own?: Detection } {
     const candidate = this.#held ?? detection;
@@ -344,6 +367,9 @@ export class OwnVoiceVeto {
       this.#held = candidate;
       return {};
     }
+    if (candidate.fit !== undefined && this.#nextAtS !== undefined && this.#ownHintAtS >= candidate.atS - OWN_LOOK_S) return { own: candidate };
     return { heard: candidate };
   }
+
+
 }
