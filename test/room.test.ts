@@ -326,8 +326,8 @@ describe('the stop word', () => {
   it('reports "stop" a chunk sooner than pocketsphinx\'s own keyword delay would', async () => {
     const played = reply();
     const mic = mix(echoOf(played, 100), commandSamples('stop', { padS: [0, 0] }), 9);
-    const [ours] = await stops(mic, played, true, { levelRoute: false }); // the spotter's own report
-    const [pocketsphinxs] = await stops(mic, played, true, { kwsDelay: 10, levelRoute: false });
+    const [ours] = await stops(mic, played);
+    const [pocketsphinxs] = await stops(mic, played, true, { kwsDelay: 10 });
     expect(ours).toBeDefined();
     expect((pocketsphinxs ?? Infinity) - (ours ?? 0)).toBeGreaterThanOrEqual(0.08);
   }, 60_000);
@@ -351,25 +351,24 @@ describe('the stop word', () => {
     const stop = commandSamples('stop', { padS: [0, 0] });
     const atS = 10.5;
     const mic = mix(echoOf(played, 100, 1.4), stop, atS);
-    // The spotter's route alone: the level route hears this word too.
-    expect(await stops(mic, played, true, { decodeTo: 'word', levelRoute: false })).toEqual([]); // as before
-    const heard = await stops(mic, played, true, { levelRoute: false });
+    expect(await stops(mic, played, true, { decodeTo: 'word' })).toEqual([]); // as before
+    const heard = await stops(mic, played);
     expect(heard).toHaveLength(1);
     expect(heard[0]).toBeGreaterThan(atS);
     expect((heard[0] ?? 0) - (atS + stop.length / RATE)).toBeLessThanOrEqual(0.3);
   }, 60_000);
 
   // Over an echo twice the person's, pocketsphinx's spotter never reports this "stop" (held-out
-  // +6 dB: 5 of 6 misses were such words). The level route makes it a candidate anyway: a
-  // word-long burst above the residual echo IRIS's own audio predicts, then quiet; it is decoded
-  // with the window's own cepstral mean and passes the same check.
+  // +6 dB: 5 of 6 misses were such words). The level route (an option, off by default) makes it a
+  // candidate anyway: a word-long burst above the residual echo IRIS's own audio predicts, then
+  // quiet; it is decoded with the window's own cepstral mean and passes the same check.
   it('hears a "stop" the spotter never reports, from its level over IRIS\'s residual echo', async () => {
     const played = reply();
     const stop = commandSamples('stop', { padS: [0, 0] });
     const atS = 9;
     const mic = mix(echoOf(played, 100, 2), stop, atS);
-    expect(await stops(mic, played, true, { levelRoute: false })).toEqual([]); // the spotter alone
-    const heard = await stops(mic, played);
+    expect(await stops(mic, played)).toEqual([]); // the spotter alone (the default)
+    const heard = await stops(mic, played, true, { levelRoute: {} });
     expect(heard).toHaveLength(1);
     expect(heard[0]).toBeGreaterThan(atS);
     expect((heard[0] ?? 0) - (atS + stop.length / RATE)).toBeLessThanOrEqual(0.3);

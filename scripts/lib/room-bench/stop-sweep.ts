@@ -45,7 +45,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     ...(JSON.parse(process.env.IRIS_BENCH_STOP_CHECKS ?? '[]') as StopCheck[]).map((check) => ({ name: JSON.stringify(check), check })),
   ];
   /** A level-route candidate's own limit on its fit (stopword.ts `LevelRoute.maxFit`), judged with every check but "none". */
-  const levelMaxFit = (stopOptions.levelRoute === false ? undefined : stopOptions.levelRoute?.maxFit) ?? DEFAULT_LEVEL_ROUTE.maxFit;
+  const levelMaxFit = (stopOptions.levelRoute ? stopOptions.levelRoute.maxFit : undefined) ?? DEFAULT_LEVEL_ROUTE.maxFit;
   /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
   const HEARD_WITHIN_S = 0.5;
   interface Heard { part: Part; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[] }
