@@ -17,7 +17,7 @@ export interface PocketsphinxLibrary {
   setSearch(decoder: unknown, name: string): number;
   startUtt(decoder: unknown): number;
   /** Decode `samples`; with `noSearch` the frames wait, and are searched at `endUtt`. */
-  processRaw(decoder: unknown, samples: Int16Array, noSearch?: boolean): number;
+  processRaw(decoder: unknown, samples: Int16Array, noSearch?: boolean, fullUtt?: boolean): number;
   endUtt(decoder: unknown): number;
   hyp(decoder: unknown): string | null;
   /** The best path's score (log base 1.0001, acoustic and grammar weights together). */
@@ -70,7 +70,7 @@ async function bind(file: string): Promise<PocketsphinxLibrary> {
     setAllphone: (decoder, name) => setAllphone(decoder, name, null) as number,
     setSearch: (decoder, name) => setSearch(decoder, name) as number,
     startUtt: (decoder) => startUtt(decoder) as number,
-    processRaw: (decoder, samples, noSearch = false) => processRaw(decoder, samples, samples.length, noSearch ? 1 : 0, 0) as number,
+    processRaw: (decoder, samples, noSearch = false, fullUtt = false) => processRaw(decoder, samples, samples.length, noSearch ? 1 : 0, fullUtt ? 1 : 0) as number,
     endUtt: (decoder) => endUtt(decoder) as number,
     hyp: (decoder) => getHyp(decoder, [0]) as string | null,
     pathScore: (decoder) => {

@@ -20,6 +20,7 @@ import { SttError } from './stt.js';
 import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { measureFit, type Segment } from './pocketsphinx-confidence.js';
 import { DEFAULT_DICTIONARY, DEFAULT_MODEL, checkModel, dictionaryEntries, withDictionary } from './pocketsphinx-model.js';
+import { phraseCheck, type PhraseCheck, type PhraseCmn } from './wake-check.js';
 
 const RATE = SPEECH_FORMAT.rate;
 /** pocketsphinx's frame: 10 ms. */
@@ -70,9 +71,57 @@ export interface StopWordOptions {
    * (dev +6 dB: 2 of the 5 words missed).
    */
   decodeTo?: 'fed' | 'word';
+  /**
+   * Candidates from the level as well (`LevelRoute`): a word-long burst of the cancelled
+   * microphone above the residual echo IRIS's own audio predicts, whether the spotter reported
+   * anything or not (held-out +6 dB, session 13: 5 of 6 misses were words it never reported). Its
+   * candidates take the same check and the own-voice veto, decoded on a decoder of their own with
+   * the window's own cepstral mean (`PhraseCheck`, `freshCmn`), held to `LevelRoute.maxFit`;
+   * `{}` takes `DEFAULT_LEVEL_ROUTE`. Default off (`false`): on the stop rooms "stop" is heard at
+   * 0 / +6 / +12 dB 92 / 75 / 25 % → 100 / 100 / 33 % dev and 83 / 50 / 8 % → 92 / 83 / 33 %
+   * held-out, but one held-out "hey jarvis, …" of 12 said over IRIS stopped it (its first 0.64 s,
+   * fit 6.9), where none did before (docs/room.md, session 14).
+   */
+  levelRoute?: Partial<LevelRoute> | false;
+  /**
+   * Where the spotter's candidates are decoded: `'spotter'` (default), on the spotter's own
+   * decoder between utterances (its cepstral mean the stream's); `'fresh'`, on the check's own
+   * decoder with the window's own mean (as the level route's).
+   */
+  decoder?: 'spotter' | 'fresh';
+  /** The check decoder's cepstral mean (wake-check.ts `PhraseCmn`); default `'window'`, the window's own. */
+  freshCmn?: PhraseCmn;
   /** Every candidate, with its measures and the verdict (the bench). */
   onCandidate?: (candidate: StopCandidate) => void;
 }
+
+/** What makes a burst of the cancelled microphone a candidate (`StopWordOptions.levelRoute`); judged per 80 ms chunk pushed. */
+export interface LevelRoute {
+  /** A chunk is loud when it stands this far above the residual echo IRIS's own audio predicts there (dB)… */
+  minNearDb: number;
+  /** …and this far above the cancelled stream's level before it (dB). */
+  minRiseDb: number;
+  /** A burst of loud chunks this long at least… (seconds) */
+  minS: number;
+  /** …and at most (a word, not a sentence; seconds)… */
+  maxS: number;
+  /**
+   * …is a candidate once it is followed by this much quiet (seconds; whole chunks, rounded up). A
+   * shorter gap is inside the word (a plosive's closure) and the burst goes on. "stop" is said on
+   * its own; a word inside a phrase ("hey" of "hey jarvis") is followed by the next one.
+   */
+  dropS: number;
+  /**
+   * The most the word may score worse than a free phone loop (`fit`) in a level candidate's window,
+   * decoded with the window's own cepstral mean (a scale of its own; dev rooms: "stop" at 0 / +6 dB
+   * −4.7…7, at +12 dB 4.1…17.2, words of "hey jarvis, …" said over IRIS 11.4…38). The spotter's
+   * candidates keep `StopCheck.maxFit`.
+   */
+  maxFit: number;
+}
+
+/** The level route's limits when it is on (`levelRoute: {}`, e.g. in the bench's IRIS_BENCH_STOP_OPTIONS), chosen on the dev stop rooms. */
+export const DEFAULT_LEVEL_ROUTE: LevelRoute = { minNearDb: 5, minRiseDb: 3, minS: 0.15, maxS: 0.64, dropS: 0.16, maxFit: 10 };
 
 /** The limits a candidate is held to; a limit left out is not checked. */
 export interface StopCheck {
@@ -98,6 +147,8 @@ export interface StopCheck {
 
 /** A spotter's hit and what was measured around it. */
 export interface StopCandidate {
+  /** What made it: the keyword spotter, or a word-long burst above the residual echo (`levelRoute`). */
+  route: 'spotter' | 'level';
   /** Where the spotter heard it (stream seconds: the end of the chunk). */
   atS: number;
   /** The word's stretch, as the spotter placed it (stream seconds). */
@@ -232,6 +283,13 @@ class Spotter {
 }
 
 
+/** A burst of loud chunks being followed, in the mic spotter's fed samples: [from, to) loud, then `quiet` samples of quiet chunks. */
+interface Burst {
+  from: number;
+  to: number;
+  quiet: number;
+}
+
 /** A candidate's level measures (the predicted residual's power itself is not kept). */
 const levelsOf = ({ nearDb, riseDb }: { nearDb: number; riseDb: number }) => ({ nearDb, riseDb });
 
@@ -243,14 +301,19 @@ export class StopWord {
   readonly #ownVoiceS: number;
   readonly #check: StopCheck | false;
   readonly #decodeTo: 'fed' | 'word';
+  readonly #decoder: 'spotter' | 'fresh';
   readonly #onCandidate: ((candidate: StopCandidate) => void) | undefined;
+  readonly #levelRoute: LevelRoute | undefined;
+  /** The decoder with the window's own cepstral mean: the level route's candidates, and the spotter's with `decoder: 'fresh'`. */
+  readonly #fresh: PhraseCheck | undefined;
+  #burst: Burst | undefined;
   /** The cancelled microphone and IRIS's own audio (the residual echo's level), and the raw microphone, indexed by the mic spotter's fed samples. */
   readonly #residual: ResidualEcho;
   readonly #raw = new EchoReference(4);
   /** When the spotter on IRIS's own audio last heard the word (stream seconds). */
   #ownAtS = -Infinity;
 
-  private constructor(lib: PocketsphinxLibrary, word: string, mic: Spotter, own: Spotter, options: StopWordOptions) {
+  private constructor(lib: PocketsphinxLibrary, word: string, mic: Spotter, own: Spotter, fresh: PhraseCheck | undefined, options: StopWordOptions) {
     this.word = word;
     this.#lib = lib;
     this.#mic = mic;
@@ -259,7 +322,10 @@ export class StopWord {
     this.#residual = new ResidualEcho(Math.round((options.ownLeadS ?? 0.2) * RATE));
     this.#check = options.check ?? DEFAULT_STOP_CHECK;
     this.#decodeTo = options.decodeTo ?? 'fed';
+    this.#decoder = options.decoder ?? 'spotter';
     this.#onCandidate = options.onCandidate;
+    this.#levelRoute = options.levelRoute ? { ...DEFAULT_LEVEL_ROUTE, ...options.levelRoute } : undefined;
+    this.#fresh = fresh;
   }
 
   static async create(options: StopWordOptions = {}): Promise<StopWord> {
@@ -277,6 +343,9 @@ export class StopWord {
     const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set([word]));
     if (!entries.some((entry) => entry.word === word)) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
+    // One check decoder per word for the process (wake-check.ts), made only when used.
+    const fresh = options.levelRoute || options.decoder === 'fresh' ? await phraseCheck(word, options.freshCmn ?? 'window') : undefined;
+    if (fresh instanceof Error) throw fresh;
     return () => withDictionary(entries, (dict) => {
       const kwsDelay = options.kwsDelay ?? 5;
       const argv = (threshold: number) => ['-hmm', DEFAULT_MODEL, '-dict', dict, '-keyphrase', word, '-kws_threshold', String(threshold), '-kws_delay', String(kwsDelay), '-allphone_ci', 'yes', '-logfn', '/dev/null'];
@@ -293,7 +362,7 @@ export class StopWord {
       }
       const [restart, refeed] = [(options.restartS ?? 2) * RATE, (options.refeedS ?? 0.6) * RATE];
       const lag = (kwsDelay + DETECTION_LAG_FRAMES) * FRAME;
-      return new StopWord(lib, word, new Spotter(lib, mic, word, restart, refeed, lag), new Spotter(lib, own, word, restart, refeed, lag), options);
+      return new StopWord(lib, word, new Spotter(lib, mic, word, restart, refeed, lag), new Spotter(lib, own, word, restart, refeed, lag), fresh, options);
     });
   }
 
@@ -314,21 +383,55 @@ export class StopWord {
     let hit = this.#mic.push(mic);
     // A candidate turned down: what followed its word is heard again (bounded: each pass feeds less).
     while (hit) {
-      const candidate = this.#measure(hit, endS);
+      const candidate = this.#measure(hit, endS, 'spotter');
       this.#onCandidate?.(candidate);
       if (candidate.heard) {
         this.#mic.resume();
+        this.#burst = undefined;
         return endS;
       }
       hit = this.#mic.resume(this.#residual.heard(hit.to, this.#mic.fed - hit.to));
     }
+    const burst = this.#levelRoute && this.#follow(this.#levelRoute, at, at + mic.length);
+    if (burst) {
+      const candidate = this.#measure(burst, endS, 'level');
+      this.#onCandidate?.(candidate);
+      if (candidate.heard) {
+        this.#mic.reset();
+        this.#burst = undefined;
+        return endS;
+      }
+    }
     return undefined;
+  }
+
+  /**
+   * The level route, one chunk [from, to) on: the burst to check when this chunk completes
+   * `dropS` of quiet after a word-long burst of loud chunks. A loud chunk before that (the gap
+   * was a plosive's closure) makes the burst go on.
+   */
+  #follow(route: LevelRoute, from: number, to: number): Hit | undefined {
+    const { nearDb, riseDb } = this.#residual.levels(from, to);
+    const loud = nearDb >= route.minNearDb && riseDb >= route.minRiseDb;
+    const burst = this.#burst;
+    if (loud) {
+      if (burst === undefined) this.#burst = { from, to, quiet: 0 };
+      else Object.assign(burst, { to, quiet: 0 });
+      return undefined;
+    }
+    if (burst === undefined) return undefined;
+    burst.quiet += to - from;
+    if (burst.quiet < route.dropS * RATE - FRAME) return undefined; // a frame's slack: 0.16 s is two 80 ms chunks
+    this.#burst = undefined;
+    const lengthS = (burst.to - burst.from) / RATE;
+    return lengthS >= route.minS && lengthS <= route.maxS ? { from: burst.from, to: burst.to } : undefined;
   }
 
   /** Forget partial words (playback ended). The residual echo's level is kept: the canceller, and so the room, stay the same. */
   reset(): void {
     this.#mic.reset();
     this.#own.reset();
+    this.#burst = undefined;
   }
 
   free(): void {
@@ -340,11 +443,11 @@ export class StopWord {
    * The measures around a hit (the mic spotter's utterance ended), and the verdict. The levels
    * first: a candidate IRIS's own echo explains is turned down without decoding anything.
    */
-  #measure(hit: Hit, atS: number): StopCandidate {
+  #measure(hit: Hit, atS: number, route: StopCandidate['route']): StopCandidate {
     const toS = (sample: number) => atS - (this.#mic.fed - sample) / RATE;
     const wordPower = meanPower(this.#residual.heard(hit.from, hit.to - hit.from));
     const candidate: StopCandidate = {
-      atS, fromS: toS(hit.from), toS: toS(hit.to),
+      route, atS, fromS: toS(hit.from), toS: toS(hit.to),
       own: atS - this.#ownAtS <= this.#ownVoiceS,
       fit: NaN,
       ...levelsOf(this.#residual.levels(hit.from, hit.to)),
@@ -356,10 +459,13 @@ export class StopWord {
     if (check === false || check.maxFit !== undefined) {
       // The window scored: the word with 0.3 s before it (its onset, and some of what it stood out from) and what came after it.
       const from = hit.from - Math.round(0.3 * RATE);
-      const window = this.#residual.heard(from, (this.#decodeTo === 'fed' ? this.#mic.fed : hit.to) - from);
-      this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
+      const window = this.#residual.heard(from, (this.#decodeTo === 'fed' || route === 'level' ? this.#mic.fed : hit.to) - from);
+      const fresh = route === 'level' || this.#decoder === 'fresh' ? this.#fresh : undefined;
+      if (fresh) candidate.fit = fresh.fit(window);
+      else this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
     }
-    candidate.heard = !candidate.own && passesCheck(candidate, check);
+    const levelFit = route === 'level' && check !== false ? this.#levelRoute?.maxFit : undefined;
+    candidate.heard = !candidate.own && passesCheck(candidate, check) && (levelFit === undefined || candidate.fit <= levelFit);
     return candidate;
   }
 

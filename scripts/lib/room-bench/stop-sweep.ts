@@ -1,6 +1,6 @@
 /** bench-room's stop-word sweep (IRIS_BENCH_KWS): one mode of scripts/bench-room.ts. */
 import { EchoReference } from '../../../src/pipeline/echo.js';
-import { DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
+import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
 import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
@@ -44,6 +44,8 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     { name: 'default', check: DEFAULT_STOP_CHECK },
     ...(JSON.parse(process.env.IRIS_BENCH_STOP_CHECKS ?? '[]') as StopCheck[]).map((check) => ({ name: JSON.stringify(check), check })),
   ];
+  /** A level-route candidate's own limit on its fit (stopword.ts `LevelRoute.maxFit`), judged with every check but "none". */
+  const levelMaxFit = (stopOptions.levelRoute ? stopOptions.levelRoute.maxFit : undefined) ?? DEFAULT_LEVEL_ROUTE.maxFit;
   /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
   const HEARD_WITHIN_S = 0.5;
   interface Heard { part: Part; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[] }
@@ -81,7 +83,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -174,7 +176,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     const set = heard.filter((h) => h.part === part && h.condition === condition && h.threshold === threshold);
     if (set.length === 0) return [];
     const judged = set.map((h) => {
-      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check)).map((c) => c.atS);
+      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check) && (check === false || c.route !== 'level' || c.fit <= levelMaxFit)).map((c) => c.atS);
       const [from, to] = h.wordS ?? [Infinity, Infinity];
       const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
       const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
