@@ -26,11 +26,12 @@ export interface WakeCheckOptions {
 
 /**
  * Chosen on bench-room's dev rooms and 30 minutes of continuous speech
- * (scripts/study-wake-verify.ts; docs/room.md "A second look at near misses"): the person's
- * near misses fit 10–22, what IRIS's residual echo and reading aloud scored there fit ≥ 27 or
- * could not be placed as the phrase; a 2 s window before the peak placed the phrase best.
+ * (scripts/study-wake-verify.ts; docs/room.md "A second look at near misses"), each window with
+ * its own cepstral mean (`'window'`): the person's near misses (0.2–0.5) fit −2.7…8.7 (their
+ * clear detections' p90 9.8), what IRIS's residual echo scored there 14.1 or more, or could not
+ * be placed as the phrase at all; a 2 s window before the peak placed the phrase best.
  */
-export const WAKE_CHECK: WakeCheckOptions = { fromScore: 0.2, beforeS: 2, afterS: 0.3, maxFit: 25 };
+export const WAKE_CHECK: WakeCheckOptions = { fromScore: 0.2, beforeS: 2, afterS: 0.3, maxFit: 11 };
 
 /** The words a wake word's name stands for: "hey jarvis" for hey_jarvis. */
 export const wakePhrase = (word: string): string => word.replaceAll('_', ' ');
@@ -52,7 +53,7 @@ export class PhraseCheck {
    * A check for `phrase` (words separated by spaces), or why there is none: pocketsphinx or
    * its English model missing, or a word not in its dictionary (a custom wake word).
    */
-  static async create(phrase: string, cmn: PhraseCmn = 'stream'): Promise<PhraseCheck> {
+  static async create(phrase: string, cmn: PhraseCmn = 'window'): Promise<PhraseCheck> {
     checkModel();
     const words = phrase.split(' ');
     const entries = dictionaryEntries(DEFAULT_DICTIONARY, new Set(words));
@@ -101,7 +102,7 @@ export class PhraseCheck {
  */
 const CHECKS = new Map<string, Promise<PhraseCheck | Error>>();
 
-export function phraseCheck(phrase: string, cmn: PhraseCmn = 'stream'): Promise<PhraseCheck | Error> {
+export function phraseCheck(phrase: string, cmn: PhraseCmn = 'window'): Promise<PhraseCheck | Error> {
   let check = CHECKS.get(`${cmn} ${phrase}`);
   if (check === undefined) {
     check = PhraseCheck.create(phrase, cmn).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
