@@ -25,13 +25,13 @@ export interface WakeCheckOptions {
 }
 
 /**
- * Chosen on bench-room's dev rooms and 30 minutes of continuous speech
- * (scripts/study-wake-verify.ts; docs/room.md "A second look at near misses"), each window with
- * its own cepstral mean (`'window'`): the person's near misses (0.2–0.5) fit −2.7…8.7 (their
- * clear detections' p90 9.8), what IRIS's residual echo scored there 14.1 or more, or could not
- * be placed as the phrase at all; a 2 s window before the peak placed the phrase best.
+ * Chosen on bench-room's dev rooms (scripts/study-wake-verify.ts, then every look the voice loop
+ * took in the main bench's dev rooms; docs/room.md "A second look at near misses"), each window
+ * with its own cepstral mean (`'window'`): the person's near misses (0.2–0.5) fit −2.6…8.1, what
+ * IRIS's residual echo scored there 10.7 or more, or could not be placed as the phrase at all; a
+ * 2 s window before the peak placed the phrase best.
  */
-export const WAKE_CHECK: WakeCheckOptions = { fromScore: 0.2, beforeS: 2, afterS: 0.3, maxFit: 11 };
+export const WAKE_CHECK: WakeCheckOptions = { fromScore: 0.2, beforeS: 2, afterS: 0.3, maxFit: 9 };
 
 /** The words a wake word's name stands for: "hey jarvis" for hey_jarvis. */
 export const wakePhrase = (word: string): string => word.replaceAll('_', ' ');

@@ -18,7 +18,7 @@ import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { createOpenWakeWord } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, CONDITIONS, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, HELDOUT2, CONDITIONS, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 import { throughFrontEnd, type FrontEndResult } from './front-end.js';
 
@@ -97,9 +97,11 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   const rows: Row[] = [];
   const started = performance.now();
   for (const part of PARTS) {
-    const rand = random(part === 'dev' ? 24 : 2024);
+    const second = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT2 === '1';
+    const rand = random(part === 'dev' ? 24 : second ? HELDOUT2.seed : 2024);
     const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
-    const commands = quick ? COMMANDS[part].slice(0, 2) : COMMANDS[part];
+    const spoken = second ? HELDOUT2.commands : COMMANDS[part];
+    const commands = quick ? spoken.slice(0, 2) : spoken;
     for (const condition of CONDITIONS) {
       // Every room's draws are taken, also those of conditions not run: a room is the same with IRIS_BENCH_ONLY as in a full run.
       const wanted = only === undefined || only.includes(condition.name);

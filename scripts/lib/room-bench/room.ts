@@ -27,6 +27,12 @@ export const COMMANDS: Record<Part, string[]> = {
   dev: ['what time is it', 'set a timer for ten minutes', 'what is twelve times seven', 'what time is it in tokyo'],
   heldout: ['what time is it in berlin', 'set a timer for fifteen minutes', 'what is six times eight', 'what time is it'],
 };
+/**
+ * A second held-out set (IRIS_BENCH_HELDOUT2=1, the main bench): the held-out voices saying other
+ * commands in rooms drawn from another seed. Made in session 14 after the first held-out set had
+ * been looked at while choosing the wake word's second look; measured once.
+ */
+export const HELDOUT2 = { commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'what time is it in sydney'], seed: 4242 };
 export const IRIS_VOICE: Record<Part, string> = { dev: 'en-us', heldout: 'en-gb' };
 export const REPLIES = [
   'The weather today is sunny with a high of twenty two degrees. Tomorrow brings clouds and a chance of rain in the afternoon.',
