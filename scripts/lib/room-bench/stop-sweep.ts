@@ -10,7 +10,9 @@ import type { RoomBenchOptions } from './options.js';
  * The stop word alone (IRIS_BENCH_KWS="1e-10,1e-15,…", the mic spotter's `-kws_threshold`s to
  * compare): only the "stop" and IRIS-alone rooms, IRIS_BENCH_STOP_ROOMS of them per person voice
  * (default 4), of the parts in IRIS_BENCH_PARTS (default dev: tune there, measure held-out once
- * at the end). The canceller runs once per room; each threshold's StopWord then hears its output
+ * at the end; `heldout2`: the held-out voices in new rooms, with other replies and commands, kept
+ * for a last look). Each room keeps openWakeWord's hey_jarvis score per chunk of the cancelled
+ * stream (`wake`), which the StopWord gets as the front end gives it (its level route's look). The canceller runs once per room; each threshold's StopWord then hears its output
  * as the front end feeds it (the cancelled and raw microphone, IRIS's own audio 0.2 s ahead) and
  * reports every candidate with its measures (stopword.ts `StopCandidate`). Each check in
  * IRIS_BENCH_STOP_CHECKS (a JSON array of `StopCheck`s; default: none, and the wired default) is
