@@ -281,7 +281,10 @@ describe('iris listen --playback', () => {
 });
 
 describe('the stop word', () => {
-  /** Run the front end over `mic` with `played` as what IRIS played; where "stop" was heard. */
+  /**
+   * Run the front end over `mic` with `played` as what IRIS played, its wake word heard by a
+   * detector of its own as the daemon's (the level route needs its scores); where "stop" was heard.
+   */
   async function stops(mic: Int16Array, played: Int16Array, cancel = true, options: StopWordOptions = {}): Promise<number[]> {
     const reference = new EchoReference(played.length / RATE + 2);
     reference.write(played, 0);
@@ -290,6 +293,7 @@ describe('the stop word', () => {
     const heard: number[] = [];
     const source = frontEnd(samplesSource(mic), {
       ...(canceller ? { canceller } : {}), stopWord,
+      wake: await createOpenWakeWord({ model: 'hey_jarvis', check: false }),
       own: (at, length) => reference.read(at + RATE / 5, length),
       clockOf: (chunk) => Math.round(chunk.atS * RATE),
       armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
@@ -351,7 +355,7 @@ describe('the stop word', () => {
     const stop = commandSamples('stop', { padS: [0, 0] });
     const atS = 10.5;
     const mic = mix(echoOf(played, 100, 1.4), stop, atS);
-    expect(await stops(mic, played, true, { decodeTo: 'word' })).toEqual([]); // as before
+    expect(await stops(mic, played, true, { decodeTo: 'word', levelRoute: false })).toEqual([]); // as before (the spotter alone)
     const heard = await stops(mic, played);
     expect(heard).toHaveLength(1);
     expect(heard[0]).toBeGreaterThan(atS);
@@ -359,19 +363,36 @@ describe('the stop word', () => {
   }, 60_000);
 
   // Over an echo twice the person's, pocketsphinx's spotter never reports this "stop" (held-out
-  // +6 dB: 5 of 6 misses were such words). The level route (an option, off by default) makes it a
-  // candidate anyway: a word-long burst above the residual echo IRIS's own audio predicts, then
-  // quiet; it is decoded with the window's own cepstral mean and passes the same check.
+  // +6 dB: 5 of 6 misses were such words). The level route makes it a candidate anyway: a
+  // word-long burst above the residual echo IRIS's own audio predicts, then quiet; it is decoded
+  // with the window's own cepstral mean, passes the same check, and the wake word is not being said.
   it('hears a "stop" the spotter never reports, from its level over IRIS\'s residual echo', async () => {
     const played = reply();
     const stop = commandSamples('stop', { padS: [0, 0] });
     const atS = 9;
     const mic = mix(echoOf(played, 100, 2), stop, atS);
-    expect(await stops(mic, played)).toEqual([]); // the spotter alone (the default)
-    const heard = await stops(mic, played, true, { levelRoute: {} });
+    expect(await stops(mic, played, true, { levelRoute: false })).toEqual([]); // the spotter alone
+    const heard = await stops(mic, played);
     expect(heard).toHaveLength(1);
     expect(heard[0]).toBeGreaterThan(atS);
     expect((heard[0] ?? 0) - (atS + stop.length / RATE)).toBeLessThanOrEqual(0.3);
+  }, 60_000);
+
+  // A person talking over IRIS mostly says the wake word, and its "hey" can be a "stop"-long
+  // burst above the residual echo that decodes as "stop" (held-out, session 14: festival slt's
+  // "hey jarvis", fit 6.9). This one (flite slt, under an echo 1.4 times its level) fits 24.1, so
+  // the route's fit limit is loosened to the spotter's (30) to let it through: with no wake-word
+  // look it stops IRIS; the wake word's score rising in the 0.32 s after the burst (0.93, as the
+  // daemon's detector of its own hears the same cancelled stream) turns it down.
+  it('does not take the wake word\'s first word, said over IRIS, for "stop"', async () => {
+    const played = reply();
+    const person = commandSamples('hey jarvis, what time is it', { voice: 'slt', padS: [0, 0] });
+    const atS = 9;
+    const mic = mix(echoOf(played, 100, 1.4), person, atS);
+    const unlooked = await stops(mic, played, true, { levelRoute: { maxFit: 30, maxWakeScore: Infinity } });
+    expect(unlooked).toHaveLength(1); // without the look: IRIS stopped inside the phrase
+    expect(unlooked[0]).toBeLessThan(atS + person.length / RATE);
+    expect(await stops(mic, played, true, { levelRoute: { maxFit: 30 } })).toEqual([]);
   }, 60_000);
 
   // IRIS reading on (32 s, espeak-ng): 30 s in, what is left of its echo after the canceller is

@@ -16,6 +16,7 @@ import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
 import { StopWordWhilePlaying } from '../pipeline/stopword-lifecycle.js';
+import type { WakeWordDetector } from '../pipeline/wakeword.js';
 
 const OWN_LEAD = SPEECH_FORMAT.rate / 5;
 
@@ -40,6 +41,8 @@ export interface FrontEndInput {
   speaker?: Speaker;
   /** The person said the stop word. */
   onStop?: (atS: number) => void;
+  /** A wake-word detector of its own for the stop word's level route (frontend.ts `wake`); none: the spotter alone. */
+  wake?: WakeWordDetector;
 }
 
 export interface FrontEnd {
@@ -88,6 +91,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   const source = frontEnd(speaker ? stampArrivals(input.source, arrived) : input.source, {
     ...(canceller ? { canceller } : {}),
     ...(stopWord ? { stopWord } : {}),
+    ...(stopWord && input.wake ? { wake: input.wake } : {}),
     clockOf: speaker
       ? (chunk) => {
         arrivedSamples = Math.round(((arrived.get(chunk) ?? performance.now()) * SPEECH_FORMAT.rate) / 1000);

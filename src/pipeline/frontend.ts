@@ -7,6 +7,7 @@
 import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from './audio.js';
 import type { EchoCanceller } from './echo.js';
 import type { StopWord } from './stopword.js';
+import type { WakeWordDetector } from './wakeword.js';
 
 export interface FrontEndOptions {
   /** Removes IRIS's echo; none: the microphone as it is. */
@@ -23,6 +24,12 @@ export interface FrontEndOptions {
   own?: (at: number, length: number) => Int16Array;
   /** Filled with IRIS's own audio (`own`) for each chunk yielded while armed: the wake word's own-voice veto (voice.ts `ownVoice`). */
   ownOf?: WeakMap<AudioChunk, Int16Array>;
+  /**
+   * A wake-word detector of its own (its state, the shared model sessions), run on the cancelled
+   * chunks while the stop word is armed: the stop word's level route turns a burst down where the
+   * wake word is being said (stopword.ts `LevelRoute.maxWakeScore`); without it there is no level route.
+   */
+  wake?: WakeWordDetector;
 }
 
 /**
@@ -44,6 +51,14 @@ export function ownAudio(read: (from: number, length: number) => Int16Array, del
   };
 }
 
+/** The wake word's highest score in the cancelled `samples` (a fresh start hears a second of silence first); none without a detector. */
+async function scoreOf(wake: WakeWordDetector | undefined, samples: Int16Array, chunk: AudioChunk, fresh: boolean): Promise<number | undefined> {
+  if (wake === undefined) return undefined;
+  if (fresh) await (wake.prime?.() ?? wake.reset());
+  await wake.process({ ...chunk, samples });
+  return wake.lastPeak ?? 0;
+}
+
 export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSource {
   const { canceller, clockOf, stopWord } = options;
   return {
@@ -59,7 +74,8 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         const armed = (stopWord !== undefined || options.ownOf !== undefined) && (options.armed?.(at, samples.length) ?? false);
         const own = armed ? (options.own?.(at, samples.length) ?? new Int16Array(samples.length)) : undefined;
         if (own && stopWord) {
-          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, chunk.samples);
+          const wakeScore = await scoreOf(options.wake, samples, chunk, !wasArmed);
+          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, chunk.samples, wakeScore);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();
         wasArmed = armed;

@@ -40,7 +40,7 @@ export class StopWordWhilePlaying implements Pick<StopWord, 'push' | 'reset' | '
     return this.#live !== undefined;
   }
 
-  push(mic: Int16Array, own: Int16Array, endS: number): number | undefined {
+  push(mic: Int16Array, own: Int16Array, endS: number, raw?: Int16Array, wakeScore?: number): number | undefined {
     this.#keep();
     if (this.#live === undefined && !this.#failed) {
       try {
@@ -51,7 +51,7 @@ export class StopWordWhilePlaying implements Pick<StopWord, 'push' | 'reset' | '
         this.#onError(error);
       }
     }
-    return this.#live?.push(mic, own, endS);
+    return this.#live?.push(mic, own, endS, raw, wakeScore);
   }
 
   /** Playback ended: partial words are forgotten, and the spotters go after `idleMs` unless something plays again. */

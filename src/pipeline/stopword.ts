@@ -76,11 +76,10 @@ export interface StopWordOptions {
    * microphone above the residual echo IRIS's own audio predicts, whether the spotter reported
    * anything or not (held-out +6 dB, session 13: 5 of 6 misses were words it never reported). Its
    * candidates take the same check and the own-voice veto, decoded on a decoder of their own with
-   * the window's own cepstral mean (`PhraseCheck`, `freshCmn`), held to `LevelRoute.maxFit`;
-   * `{}` takes `DEFAULT_LEVEL_ROUTE`. Default off (`false`): on the stop rooms "stop" is heard at
-   * 0 / +6 / +12 dB 92 / 75 / 25 % → 100 / 100 / 33 % dev and 83 / 50 / 8 % → 92 / 83 / 33 %
-   * held-out, but one held-out "hey jarvis, …" of 12 said over IRIS stopped it (its first 0.64 s,
-   * fit 6.9), where none did before (docs/room.md, session 14).
+   * the window's own cepstral mean (`PhraseCheck`, `freshCmn`), held to `LevelRoute.maxFit`, and
+   * wait for the wake word's scores (`push`'s `wakeScore`: none, no level route) to turn down the
+   * wake word's first word (`LevelRoute.maxWakeScore`). `false`: the spotter alone. Default
+   * `DEFAULT_LEVEL_ROUTE` (docs/room.md "stop" from the level).
    */
   levelRoute?: Partial<LevelRoute> | false;
   /**
@@ -112,6 +111,24 @@ export interface LevelRoute {
    */
   dropS: number;
   /**
+   * The highest wake-word score (openWakeWord's, on the same cancelled stream: `push`'s
+   * `wakeScore`) from the burst's start to `wakeHoldS` after the candidate at which it may still
+   * count: a person talking over IRIS mostly says the wake word, and its first word can be a
+   * "stop"-long burst that decodes as "stop" (held-out, session 14: festival slt's "hey jarvis",
+   * fit 6.9). Dev stop rooms: a person's "stop" scored ≤ 0.019 there, the wake phrase's bursts
+   * in commands said over IRIS ≥ 0.112 (0.009–0.015 one chunk sooner).
+   */
+  maxWakeScore: number;
+  /** How long a level candidate waits for the wake-word scores after it (seconds; whole chunks, rounded up)… */
+  wakeHoldS: number;
+  /**
+   * …unless this much quiet follows it first (seconds; whole chunks, rounded up; default
+   * `Infinity`: always the whole hold). Tried at 0.08 on dev: +6 dB lag p50 222 → 161 ms, but the
+   * chunk after "hey" was quiet as often as not, and 2 of the 6 wake-phrase bursts that fit ≤ 30
+   * went through.
+   */
+  releaseS: number;
+  /**
    * The most the word may score worse than a free phone loop (`fit`) in a level candidate's window,
    * decoded with the window's own cepstral mean (a scale of its own; dev rooms: "stop" at 0 / +6 dB
    * −4.7…7, at +12 dB 4.1…17.2, words of "hey jarvis, …" said over IRIS 11.4…38). The spotter's
@@ -120,8 +137,8 @@ export interface LevelRoute {
   maxFit: number;
 }
 
-/** The level route's limits when it is on (`levelRoute: {}`, e.g. in the bench's IRIS_BENCH_STOP_OPTIONS), chosen on the dev stop rooms. */
-export const DEFAULT_LEVEL_ROUTE: LevelRoute = { minNearDb: 5, minRiseDb: 3, minS: 0.15, maxS: 0.64, dropS: 0.16, maxFit: 10 };
+/** The level route's limits (`levelRoute`'s default), chosen on the dev stop rooms and dev commands said over IRIS. */
+export const DEFAULT_LEVEL_ROUTE: LevelRoute = { minNearDb: 5, minRiseDb: 3, minS: 0.15, maxS: 0.64, dropS: 0.16, maxFit: 10, maxWakeScore: 0.05, wakeHoldS: 0.16, releaseS: Infinity };
 
 /** The limits a candidate is held to; a limit left out is not checked. */
 export interface StopCheck {
@@ -158,10 +175,14 @@ export interface StopCandidate {
   own: boolean;
   /** See `StopCheck`; NaN when not decoded (turned down by the levels, or no limit on them). */
   fit: number;
+  /** How much of the word's stretch the decode placed the word over (0–1; a level candidate's burst); NaN when not decoded on the check decoder. */
+  share: number;
   nearDb: number;
   riseDb: number;
   /** The cancelled word over the raw microphone (dB). */
   keptDb: number;
+  /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
+  wake: number;
   /** The verdict: the person said it. */
   heard: boolean;
 }
@@ -307,6 +328,12 @@ export class StopWord {
   /** The decoder with the window's own cepstral mean: the level route's candidates, and the spotter's with `decoder: 'fresh'`. */
   readonly #fresh: PhraseCheck | undefined;
   #burst: Burst | undefined;
+  /** A level candidate that passed everything but the wake word, waiting for its scores until `until` (fed samples). */
+  #pending: { candidate: StopCandidate; from: number; until: number; quiet: number } | undefined;
+  /** Whether the last chunk pushed stood out (the level route's measure). */
+  #loud = false;
+  /** The wake-word score of each chunk pushed lately: its end (fed samples) and score, oldest first. */
+  readonly #wake: { to: number; score: number }[] = [];
   /** The cancelled microphone and IRIS's own audio (the residual echo's level), and the raw microphone, indexed by the mic spotter's fed samples. */
   readonly #residual: ResidualEcho;
   readonly #raw = new EchoReference(4);
@@ -324,7 +351,7 @@ export class StopWord {
     this.#decodeTo = options.decodeTo ?? 'fed';
     this.#decoder = options.decoder ?? 'spotter';
     this.#onCandidate = options.onCandidate;
-    this.#levelRoute = options.levelRoute ? { ...DEFAULT_LEVEL_ROUTE, ...options.levelRoute } : undefined;
+    this.#levelRoute = options.levelRoute === false ? undefined : { ...DEFAULT_LEVEL_ROUTE, ...options.levelRoute };
     this.#fresh = fresh;
   }
 
@@ -344,7 +371,7 @@ export class StopWord {
     if (!entries.some((entry) => entry.word === word)) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
     // One check decoder per word for the process (wake-check.ts), made only when used.
-    const fresh = options.levelRoute || options.decoder === 'fresh' ? await phraseCheck(word, options.freshCmn ?? 'window') : undefined;
+    const fresh = options.levelRoute !== false || options.decoder === 'fresh' ? await phraseCheck(word, options.freshCmn ?? 'window') : undefined;
     if (fresh instanceof Error) throw fresh;
     return () => withDictionary(entries, (dict) => {
       const kwsDelay = options.kwsDelay ?? 5;
@@ -369,11 +396,13 @@ export class StopWord {
   /**
    * The echo-cancelled microphone, and what IRIS played `ownLeadS` ahead of its echo (the
    * reference is known before it sounds: `EchoCanceller.played`), for the stretch ending at
-   * `endS` (stream seconds); `raw` is the microphone before the canceller (default: `mic`).
+   * `endS` (stream seconds); `raw` is the microphone before the canceller (default: `mic`);
+   * `wakeScore`, the wake word's highest score in `mic` (frontend.ts `wake`; none: no level route).
    * Returns `endS` when the person said the word: heard on the microphone, not by the spotter
-   * on IRIS's own audio in the `ownVoiceS` before, and passing the check around it.
+   * on IRIS's own audio in the `ownVoiceS` before, and passing the check around it (a level
+   * candidate: `LevelRoute.wakeHoldS` later, when the wake word was not being said).
    */
-  push(mic: Int16Array, own: Int16Array, endS: number, raw: Int16Array = mic): number | undefined {
+  push(mic: Int16Array, own: Int16Array, endS: number, raw: Int16Array = mic, wakeScore?: number): number | undefined {
     const at = this.#residual.track(mic, own); // the same index as the spotter's fed samples
     this.#raw.write(raw, at);
     if (this.#own.push(own)) {
@@ -388,21 +417,48 @@ export class StopWord {
       if (candidate.heard) {
         this.#mic.resume();
         this.#burst = undefined;
+        this.#pending = undefined;
         return endS;
       }
       hit = this.#mic.resume(this.#residual.heard(hit.to, this.#mic.fed - hit.to));
     }
-    const burst = this.#levelRoute && this.#follow(this.#levelRoute, at, at + mic.length);
+    const route = this.#levelRoute;
+    // The level route needs the wake word's scores: without them a "hey jarvis" over IRIS could stop it.
+    if (route === undefined || wakeScore === undefined) {
+      this.#burst = undefined;
+      this.#pending = undefined;
+      return undefined;
+    }
+    const to = at + mic.length;
+    this.#wake.push({ to, score: wakeScore });
+    while ((this.#wake[0]?.to ?? Infinity) < to - 2 * RATE) this.#wake.shift(); // longer than a burst and its hold
+    const burst = this.#follow(route, at, to);
     if (burst) {
       const candidate = this.#measure(burst, endS, 'level');
-      this.#onCandidate?.(candidate);
       if (candidate.heard) {
-        this.#mic.reset();
-        this.#burst = undefined;
-        return endS;
+        candidate.heard = false;
+        this.#pending = { candidate, from: burst.from, until: burst.to + Math.ceil((route.dropS + route.wakeHoldS) * RATE) - FRAME, quiet: 0 };
+        return undefined;
       }
+      this.#onCandidate?.(candidate);
     }
-    return undefined;
+    const pending = this.#pending;
+    if (pending === undefined) return undefined;
+    pending.quiet = this.#loud ? -Infinity : pending.quiet + mic.length;
+    const released = pending.quiet >= route.releaseS * RATE - FRAME;
+    if (to < pending.until && !released && this.#wakePeak(pending.from) <= route.maxWakeScore) return undefined;
+    this.#pending = undefined;
+    const candidate = { ...pending.candidate, atS: endS, wake: this.#wakePeak(pending.from), heard: this.#wakePeak(pending.from) <= route.maxWakeScore };
+    this.#onCandidate?.(candidate);
+    if (!candidate.heard) return undefined;
+    this.#mic.reset();
+    this.#burst = undefined;
+    return endS;
+  }
+
+  /** The highest wake-word score of the chunks pushed since `from` (fed samples). */
+  #wakePeak(from: number): number {
+    return this.#wake.reduce((peak, { to, score }) => (to > from ? Math.max(peak, score) : peak), 0);
   }
 
   /**
@@ -413,6 +469,7 @@ export class StopWord {
   #follow(route: LevelRoute, from: number, to: number): Hit | undefined {
     const { nearDb, riseDb } = this.#residual.levels(from, to);
     const loud = nearDb >= route.minNearDb && riseDb >= route.minRiseDb;
+    this.#loud = loud;
     const burst = this.#burst;
     if (loud) {
       if (burst === undefined) this.#burst = { from, to, quiet: 0 };
@@ -432,6 +489,8 @@ export class StopWord {
     this.#mic.reset();
     this.#own.reset();
     this.#burst = undefined;
+    this.#pending = undefined;
+    this.#wake.length = 0;
   }
 
   free(): void {
@@ -450,6 +509,8 @@ export class StopWord {
       route, atS, fromS: toS(hit.from), toS: toS(hit.to),
       own: atS - this.#ownAtS <= this.#ownVoiceS,
       fit: NaN,
+      share: NaN,
+      wake: NaN,
       ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       heard: false,
@@ -461,12 +522,21 @@ export class StopWord {
       const from = hit.from - Math.round(0.3 * RATE);
       const window = this.#residual.heard(from, (this.#decodeTo === 'fed' || route === 'level' ? this.#mic.fed : hit.to) - from);
       const fresh = route === 'level' || this.#decoder === 'fresh' ? this.#fresh : undefined;
-      if (fresh) candidate.fit = fresh.fit(window);
+      if (fresh) Object.assign(candidate, this.#place(fresh, window, hit.from - from, hit.to - from));
       else this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
     }
     const levelFit = route === 'level' && check !== false ? this.#levelRoute?.maxFit : undefined;
     candidate.heard = !candidate.own && passesCheck(candidate, check) && (levelFit === undefined || candidate.fit <= levelFit);
     return candidate;
+  }
+
+  /** `window` decoded on the check decoder: `fit`, and the share of [from, to) (window samples) the word was placed over. */
+  #place(fresh: PhraseCheck, window: Int16Array, from: number, to: number): { fit: number; share: number } {
+    const { fit, words } = fresh.place(window);
+    const [first, last] = [Math.floor(from / FRAME), Math.ceil(to / FRAME)];
+    const over = words.filter((w) => w.word.replace(/\(\d+\)$/, '') === this.word)
+      .reduce((n, w) => n + Math.max(0, Math.min(last, w.endFrame + 1) - Math.max(first, w.startFrame)), 0);
+    return { fit, share: last > first ? over / (last - first) : 0 };
   }
 
   /**

@@ -76,9 +76,16 @@ export class PhraseCheck {
    * window fit 13.4, every later one 9.1).
    */
   fit(window: Int16Array): number {
+    return this.place(window).fit;
+  }
+
+  /** `fit`, and the phrase's words as the decode placed them (frames from the window's start; none when it cannot be placed). */
+  place(window: Int16Array): { fit: number; words: Segment[] } {
     this.#decode('phones', window);
     const words = this.#decode('phrase', window);
-    return words.length === 0 ? Infinity : measureFit(words, this.#decode('phones', window)).fit;
+    if (words.length === 0) return { fit: Infinity, words };
+    const origin = words[0]?.startFrame ?? 0; // a decoder's frames may count on from its first utterance
+    return { fit: measureFit(words, this.#decode('phones', window)).fit, words: words.map((w) => ({ ...w, startFrame: w.startFrame - origin, endFrame: w.endFrame - origin })) };
   }
 
   free(): void {

@@ -96,9 +96,12 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
     const armed = reference.sounding(at - RATE / 4, at + chunk.length);
     const ownAudio = canceller.played(at, chunk.length, RATE / 5);
     kept.mic.push(chunk); kept.out.push(out); kept.own.push(ownAudio);
+    // The wake word first: its score is the stop word's level route's (frontend.ts `wake`; the daemon's is a detector of its own).
+    const woke = await wake.process({ ...SPEECH_FORMAT, samples: out, atS });
+    const wakeScore = wake.lastPeak ?? 0;
+    if (woke) { own.wakes++; own.wakeAt.push(round(atS, 1)); wake.reset(); }
     // The stop word's stream seconds are the chunk's end (as the front end passes them).
-    if (armed && stopWord.push(out, ownAudio, atS + chunk.length / RATE, chunk) !== undefined) { own.stops++; own.stopAt.push(round(atS, 1)); }
-    if (await wake.process({ ...SPEECH_FORMAT, samples: out, atS })) { own.wakes++; own.wakeAt.push(round(atS, 1)); wake.reset(); }
+    if (armed && stopWord.push(out, ownAudio, atS + chunk.length / RATE, chunk, wakeScore) !== undefined) { own.stops++; own.stopAt.push(round(atS, 1)); }
     if (await rawWake.process({ ...SPEECH_FORMAT, samples: chunk, atS })) { own.baselineWakes++; rawWake.reset(); }
   });
   canceller.destroy();

@@ -3,14 +3,16 @@ import { EchoReference } from '../../../src/pipeline/echo.js';
 import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
+import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
 /**
  * The stop word alone (IRIS_BENCH_KWS="1e-10,1e-15,…", the mic spotter's `-kws_threshold`s to
  * compare): only the "stop" and IRIS-alone rooms, IRIS_BENCH_STOP_ROOMS of them per person voice
  * (default 4), of the parts in IRIS_BENCH_PARTS (default dev: tune there, measure held-out once
- * at the end). The canceller runs once per room; each threshold's StopWord then hears its output
+ * at the end; `heldout2`: the held-out voices in new rooms, with other replies and commands, kept
+ * for a last look). Each room keeps openWakeWord's hey_jarvis score per chunk of the cancelled
+ * stream (`wake`), which the StopWord gets as the front end gives it (its level route's look). The canceller runs once per room; each threshold's StopWord then hears its output
  * as the front end feeds it (the cancelled and raw microphone, IRIS's own audio 0.2 s ahead) and
  * reports every candidate with its measures (stopword.ts `StopCandidate`). Each check in
  * IRIS_BENCH_STOP_CHECKS (a JSON array of `StopCheck`s; default: none, and the wired default) is
@@ -25,9 +27,21 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
+/** bench-room's parts, and "held-out 2": rooms no stop-word choice has looked at (session 14). */
+type SweepPart = Part | 'heldout2';
+/** Held-out 2's commands: the held-out voices saying other commands over IRIS. */
+const COMMANDS_2 = ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'];
+/** Held-out 2's replies for IRIS (its earlier and current one), not said in any other room. */
+const REPLIES_2 = [
+  'Your shopping list has milk, eggs and bread on it. I added coffee as you asked, and the list is shared with the family.',
+  'The train to the airport leaves at ten past six from platform four. It takes about forty minutes, and there is a cafe on board.',
+  'Good morning. It is cold outside, about four degrees, with a light wind from the north. You might want a warm coat today.',
+  'I found three recipes for dinner. The first is a vegetable curry that takes half an hour, and the second is a simple pasta bake.',
+];
+
 export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): Promise<void> {
   const { only, makeCanceller, stopOptions, envParts, kwsDelay } = options;
-  const parts = envParts;
+  const parts = envParts as SweepPart[];
   const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
   const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
@@ -45,19 +59,20 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     ...(JSON.parse(process.env.IRIS_BENCH_STOP_CHECKS ?? '[]') as StopCheck[]).map((check) => ({ name: JSON.stringify(check), check })),
   ];
   /** A level-route candidate's own limit on its fit (stopword.ts `LevelRoute.maxFit`), judged with every check but "none". */
-  const levelMaxFit = (stopOptions.levelRoute ? stopOptions.levelRoute.maxFit : undefined) ?? DEFAULT_LEVEL_ROUTE.maxFit;
+  const levelMaxFit = (stopOptions.levelRoute === false ? undefined : stopOptions.levelRoute?.maxFit) ?? DEFAULT_LEVEL_ROUTE.maxFit;
+  const levelMaxWake = (stopOptions.levelRoute === false ? undefined : stopOptions.levelRoute?.maxWakeScore) ?? DEFAULT_LEVEL_ROUTE.maxWakeScore;
   /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
   const HEARD_WITHIN_S = 0.5;
-  interface Heard { part: Part; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[] }
+  interface Heard { part: SweepPart; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[]; wake: number[] }
   const heard: Heard[] = [];
-  /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept. */
-  const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
+  /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept; `wakeS`: the wake word's score of each chunk. */
+  const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean, wakeS: number[]): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
     const stopWord = await StopWord.create({ threshold, ...stopOptions, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
     for (let at = 0; at + 1280 <= out.length; at += 1280) {
       const on = armed(at);
-      if (on) stopWord.push(out.subarray(at, at + 1280), own.subarray(at, at + 1280), (at + 1280) / RATE, raw.subarray(at, at + 1280));
+      if (on) stopWord.push(out.subarray(at, at + 1280), own.subarray(at, at + 1280), (at + 1280) / RATE, raw.subarray(at, at + 1280), wakeS[at / 1280]);
       else if (wasArmed) stopWord.reset();
       wasArmed = on;
     }
@@ -83,7 +98,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -101,30 +116,47 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     canceller.destroy();
     return { out, own };
   };
+  /** openWakeWord's hey_jarvis score per 80 ms chunk of the cancelled microphone (no second look), as the daemon's wake word hears it. */
+  const wake = await createOpenWakeWord({ model: 'hey_jarvis', check: false });
+  const wakeScores = async (out: Int16Array): Promise<number[]> => {
+    await wake.prime?.();
+    const scores: number[] = [];
+    for (let at = 0; at + 1280 <= out.length; at += 1280) {
+      await wake.process({ samples: out.subarray(at, at + 1280), atS: at / RATE, rate: RATE, width: 2, channels: 1 });
+      scores.push(round(wake.lastPeak ?? 0, 4));
+    }
+    return scores;
+  };
   for (const part of parts) {
-    const rand = random(part === 'dev' ? 124 : 2124);
+    // "held-out 2" (IRIS_BENCH_PARTS=heldout2): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    const roomPart: Part = part === 'heldout2' ? 'heldout' : part;
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000 }[part];
+    const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
     // one room per voice and command, drawn apart (the stop rooms stay those measured before).
-    const commandRand = random(part === 'dev' ? 324 : 2324);
+    const commandRand = random(324 + seed);
     // "stop" at +12 dB (a speaker beside the microphone) last, so the rooms drawn before it stay those measured before.
     const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
     for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
-      for (const voice of condition.says === 'nothing' ? PEOPLE[part].slice(0, 1) : PEOPLE[part]) {
-        for (const [k, command] of (condition.says === 'command' ? COMMANDS[part] : Array.from({ length: perVoice }, () => 'stop')).entries()) {
+      for (const voice of condition.says === 'nothing' ? PEOPLE[roomPart].slice(0, 1) : PEOPLE[roomPart]) {
+        for (const [k, command] of (condition.says === 'command' ? (part === 'heldout2' ? COMMANDS_2 : COMMANDS[part]) : Array.from({ length: perVoice }, () => 'stop')).entries()) {
           let person: Int16Array | undefined;
           if (condition.says === 'stop') person = stopClip(voice);
           if (condition.says === 'command') person = commandClip(command, voice);
           if (k >= perVoice && condition.says !== 'command') break;
-          const r = room(condition, part, person, drawsOf(condition.says === 'command' ? commandRand : rand));
+          const draws = drawsOf(condition.says === 'command' ? commandRand : rand);
+          const irisSays: [string, string] | undefined = part === 'heldout2' ? [REPLIES_2[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (REPLIES_2[(draws.pick + 1) % REPLIES_2.length] ?? '')] : undefined;
+          const r = room(irisSays ? { ...condition, irisSays } : condition, roomPart, person, draws);
           const reference = referenceOf(r.played);
           const { out, own } = await cancel(r.mic, reference);
           // The word itself, without the synthesiser's silence around it.
           const spoken = person ? voiced(person) : undefined;
           const wordS: [number, number] | undefined = r.personS && spoken ? [r.personS[0] + spoken[0] / RATE, r.personS[0] + spoken[1] / RATE] : undefined;
+          const wakeS = await wakeScores(out);
           for (const threshold of kwsSweep) {
             const armed = (at: number): boolean => reference.sounding(at - RATE / 4, at + 1280);
-            const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, r.mic, own, armed);
-            heard.push({ part, condition: condition.says === 'command' ? 'a command over echo 0 dB' : condition.name, says: condition.says, person: `${voice.synth}:${voice.name}`, threshold, seconds: r.mic.length / RATE, ...(wordS ? { wordS } : {}), currentS: r.currentS ?? 0, candidates });
+            const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, r.mic, own, armed, wakeS);
+            heard.push({ part, condition: condition.says === 'command' ? 'a command over echo 0 dB' : condition.name, says: condition.says, person: `${voice.synth}:${voice.name}`, threshold, seconds: r.mic.length / RATE, ...(wordS ? { wordS } : {}), currentS: r.currentS ?? 0, candidates, wake: wakeS });
           }
         }
       }
@@ -138,7 +170,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
         const delays: number[] = [];
         for (let i = 0, s = 0; s < aloneMin * 60; i++) {
           const text = paragraphs[(i * 7 + esrDb) % paragraphs.length] ?? '';
-          const speech = espeak(text, IRIS_VOICE[part]);
+          const speech = espeak(text, IRIS_VOICE[roomPart]);
           const played = new Int16Array(speech.length + RATE);
           played.set(speech);
           pieces.push(played);
@@ -163,9 +195,10 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
         const reference = new EchoReference(length / RATE + 2);
         reference.write(played, 0);
         const { out, own } = await cancel(mic, reference);
+        const wakeS = await wakeScores(out);
         for (const threshold of kwsSweep) {
-          const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, () => true) : await spot(threshold, out, mic, own, () => true);
-          heard.push({ part, says: 'nothing', condition: `IRIS talking on, ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, person: `espeak:${IRIS_VOICE[part]}`, threshold, seconds: length / RATE, currentS: 0, candidates });
+          const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, () => true) : await spot(threshold, out, mic, own, () => true, wakeS);
+          heard.push({ part, says: 'nothing', condition: `IRIS talking on, ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, person: `espeak:${IRIS_VOICE[roomPart]}`, threshold, seconds: length / RATE, currentS: 0, candidates, wake: wakeS });
         }
         process.stderr.write(`${part} IRIS alone ${esrDb} dB: ${round(length / RATE / 60, 1)} min\n`);
       }
@@ -176,7 +209,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     const set = heard.filter((h) => h.part === part && h.condition === condition && h.threshold === threshold);
     if (set.length === 0) return [];
     const judged = set.map((h) => {
-      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check) && (check === false || c.route !== 'level' || c.fit <= levelMaxFit)).map((c) => c.atS);
+      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check) && (check === false || c.route !== 'level' || (c.fit <= levelMaxFit && !(c.wake > levelMaxWake)))).map((c) => c.atS);
       const [from, to] = h.wordS ?? [Infinity, Infinity];
       const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
       const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
