@@ -42,7 +42,7 @@ export async function ownWake(options: RoomBenchOptions): Promise<void> {
       'Good morning. If the alarm is too loud, say hey jarvis, quieter. Hey jarvis, snooze, works too.',
     ],
   };
-  const mic = await createOpenWakeWord({ model: 'hey_jarvis' });
+  const mic = await createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck });
   const vadOwn = await createSileroVad();
   const noStt: SpeechToText = { name: 'none', transcribe: () => Promise.reject(new Error('not in this benchmark')) };
   const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
