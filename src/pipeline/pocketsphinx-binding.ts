@@ -30,6 +30,19 @@ export interface PocketsphinxLibrary {
 /** The binding per library file: koffi declares each function once per process. */
 const loaded = new Map<string, Promise<PocketsphinxLibrary>>();
 
+/**
+ * `samples` decoded as one utterance under `search` on `decoder`: the words (or phones) placed,
+ * none when the search found no path. `whole` hands pocketsphinx the utterance at once (`-cmn
+ * current` needs it).
+ */
+export function decodeUtterance(lib: PocketsphinxLibrary, decoder: unknown, search: string, samples: Int16Array, whole = false): Segment[] {
+  lib.setSearch(decoder, search);
+  lib.startUtt(decoder);
+  lib.processRaw(decoder, samples, false, whole);
+  lib.endUtt(decoder);
+  return lib.hyp(decoder) === null ? [] : lib.segments(decoder);
+}
+
 export function loadLibrary(file = 'libpocketsphinx.so.3'): Promise<PocketsphinxLibrary> {
   let library = loaded.get(file);
   if (library === undefined) {

@@ -17,7 +17,7 @@ import { meanPower, SPEECH_FORMAT } from './audio.js';
 import { EchoReference } from './echo.js';
 import { db, ResidualEcho } from './residual.js';
 import { SttError } from './stt.js';
-import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
+import { decodeUtterance, loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { measureFit, type Segment } from './pocketsphinx-confidence.js';
 import { DEFAULT_DICTIONARY, DEFAULT_MODEL, checkModel, dictionaryEntries, withDictionary } from './pocketsphinx-model.js';
 import { phraseCheck, type PhraseCheck, type PhraseCmn } from './wake-check.js';
@@ -545,14 +545,7 @@ export class StopWord {
    * frames (pocketsphinx-confidence.ts).
    */
   #decode(spotter: Spotter, window: Int16Array): { fit: number } {
-    const lib = this.#lib;
-    const decode = (search: string): Segment[] => {
-      lib.setSearch(spotter.decoder, search);
-      lib.startUtt(spotter.decoder);
-      lib.processRaw(spotter.decoder, window);
-      lib.endUtt(spotter.decoder);
-      return lib.hyp(spotter.decoder) === null ? [] : lib.segments(spotter.decoder);
-    };
+    const decode = (search: string): Segment[] => decodeUtterance(this.#lib, spotter.decoder, search, window);
     const word = decode('word');
     return { fit: word.length === 0 ? Infinity : measureFit(word, decode('phones')).fit };
   }

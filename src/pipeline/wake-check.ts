@@ -9,7 +9,7 @@
  * What the canceller leaves of IRIS mostly cannot be placed as the phrase at all.
  */
 import { SttError } from './stt.js';
-import { loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
+import { decodeUtterance, loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { measureFit, type Segment } from './pocketsphinx-confidence.js';
 import { DEFAULT_DICTIONARY, DEFAULT_MODEL, checkModel, dictionaryEntries, withDictionary } from './pocketsphinx-model.js';
 
@@ -93,13 +93,9 @@ export class PhraseCheck {
   }
 
   #decode(search: string, window: Int16Array): Segment[] {
-    const { lib, decoder } = this;
-    lib.setSearch(decoder, search);
-    lib.startUtt(decoder);
-    lib.processRaw(decoder, window, false, this.cmn === 'window'); // whole: `-cmn current` needs the utterance at once
-    lib.endUtt(decoder);
-    return lib.hyp(decoder) === null ? [] : lib.segments(decoder);
+    return decodeUtterance(this.lib, this.decoder, search, window, this.cmn === 'window'); // whole: `-cmn current` needs the utterance at once
   }
+
 }
 
 /**
