@@ -11,6 +11,7 @@ import { getPriority, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EchoReference } from '../src/pipeline/echo.js';
+import type { StreamSink } from '../src/pipeline/audio.js';
 import { Speaker } from '../src/pipeline/playback.js';
 import { PlayerStream } from '../src/pipeline/player.js';
 import { encodeWav } from '../src/pipeline/wav.js';
@@ -149,6 +150,17 @@ describe('the speaker path with a real player', () => {
     await speaker.play(encodeWav(new Int16Array(1600).fill(1000)), new AbortController().signal);
     expect(speaker.reference.sounding(1000, 1400)).toBe(false);
     expect(speaker.reference.sounding(1400, 1401)).toBe(true);
+  });
+
+  // A stream frame (22,050 Hz) falls between two reference samples (16 kHz): rounded, each clip
+  // stood up to half a sample off the one before, which cost the canceller 20 dB over a clip's
+  // first 0.4 s (docs/room.md, "Clip starts").
+  it('places a clip on the stream where it falls between two reference samples, not rounded to one', async () => {
+    const ramp = new Int16Array(160).map((_, i) => 100 * i);
+    const stream: StreamSink = { play: () => Promise.resolve(), schedule: () => ({ at: Promise.resolve(1000.25), done: Promise.resolve(1160) }), open: () => undefined, close: () => Promise.resolve() };
+    const speaker = new Speaker(stream, new EchoReference(4));
+    await speaker.play(encodeWav(ramp), new AbortController().signal);
+    expect(Array.from(speaker.reference.read(1000, 4))).toEqual([0, 75, 175, 275]); // the ramp's 0.75th, 1.75th, … sample
   });
 });
 

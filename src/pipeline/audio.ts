@@ -46,7 +46,7 @@ export interface AudioSink {
 
 /** Where a clip sounds on a `StreamSink`'s timeline, in live clock samples (16 kHz, `EchoReference.nowSamples`). */
 export interface PlacedClip {
-  /** Its first sample. */
+  /** Where its first sample sounds on the clock (not rounded: between two of the clock's samples). */
   at: Promise<number>;
   /** Where its sound ended: its end, or where the signal cut it. Settles after `at`; rejects as `play` does. */
   done: Promise<number>;

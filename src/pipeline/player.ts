@@ -123,9 +123,14 @@ class OpenStream {
     }));
   }
 
-  /** Where `frame` sounds on the live clock (16 kHz samples). */
+  /** Where `frame` sounds on the live clock (16 kHz samples, not rounded: a frame of the stream falls between two). */
+  placeOf(frame: number): number {
+    return (((this.#anchorMs ?? 0) + (frame * 1000) / STREAM_RATE) * CLOCK_RATE) / 1000;
+  }
+
+  /** Where `frame` sounds on the live clock, to the nearest sample. */
   clockOf(frame: number): number {
-    return Math.round((((this.#anchorMs ?? 0) + (frame * 1000) / STREAM_RATE) * CLOCK_RATE) / 1000);
+    return Math.round(this.placeOf(frame));
   }
 
   get busy(): boolean {
@@ -145,7 +150,7 @@ class OpenStream {
     const onAbort = (): void => this.#post({ type: 'drop', id });
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
-    const at = this.#ready.then(() => this.clockOf(from));
+    const at = this.#ready.then(() => this.placeOf(from));
     at.catch(() => undefined);
     // A clip whose stream died has no place on its timeline: it ended now.
     const done = ended.finally(() => signal.removeEventListener('abort', onAbort)).then(async (end) => (end < 0 ? nowClock() : (await at, this.clockOf(end))));

@@ -13,9 +13,12 @@ import { wavInfo } from './wav.js';
  * together), interpolated between its two neighbours.
  */
 export class Resampler {
-  #position = 0;
+  #position: number;
   #last = 0;
-  constructor(readonly step: number) {}
+  /** `start`: the input position of output sample 0 (0 ≤ start; a clip placed between two output samples). */
+  constructor(readonly step: number, start = 0) {
+    this.#position = start;
+  }
 
   push(block: ArrayLike<number>): Int16Array {
     const out: number[] = [];
@@ -55,16 +58,21 @@ export function monoSamples(wav: Buffer): { samples: Float32Array; rate: number 
 /**
  * A clip as 16 kHz mono for the echo reference, quickly: it is made while the clip plays. A
  * two-tap low-pass and linear interpolation take a few ms, and the canceller's adaptive filter
- * absorbs the small difference. Undefined for a WAV that is not 16-bit PCM (the player reports it).
+ * absorbs the small difference. `offset` (0–1 of a 16 kHz sample): the clip starts that long
+ * before the first output sample — a speaker stream places clips between the reference's
+ * samples, and a clip rounded to the nearest one stands up to half a sample off its neighbours,
+ * which the filter takes ~0.5 s to learn (docs/room.md, "Clip starts"). Undefined for a WAV that
+ * is not 16-bit PCM (the player reports it).
  */
-export function referenceSamples(wav: Buffer): Int16Array | undefined {
+export function referenceSamples(wav: Buffer, offset = 0): Int16Array | undefined {
   const clip = monoSamples(wav);
   if (!clip) return undefined;
   const { samples: mono, rate } = clip;
-  if (rate === SPEECH_FORMAT.rate) return Int16Array.from(mono, Math.round);
-  // Neighbours averaged first (1-2-1): a gentle low-pass against aliasing when going down in rate.
-  const smooth = mono.map((x, i) => ((mono[i - 1] ?? x) + 2 * x + (mono[i + 1] ?? x)) / 4);
-  return new Resampler(rate / SPEECH_FORMAT.rate).push(smooth);
+  if (rate === SPEECH_FORMAT.rate && offset === 0) return Int16Array.from(mono, Math.round);
+  const step = rate / SPEECH_FORMAT.rate;
+  // Neighbours averaged first (1-2-1) when going down in rate: a gentle low-pass against aliasing.
+  const smooth = rate > SPEECH_FORMAT.rate ? mono.map((x, i) => ((mono[i - 1] ?? x) + 2 * x + (mono[i + 1] ?? x)) / 4) : mono;
+  return new Resampler(step, offset * step).push(smooth);
 }
 
 /** Zero crossings of the band-limited resampler's sinc on each side: ~0.5 ms of audio at 16 kHz. */
