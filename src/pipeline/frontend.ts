@@ -75,7 +75,7 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         const own = armed ? (options.own?.(at, samples.length) ?? new Int16Array(samples.length)) : undefined;
         if (own && stopWord) {
           const wakeScore = await scoreOf(options.wake, samples, chunk, !wasArmed);
-          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, chunk.samples, wakeScore);
+          const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, canceller ? chunk.samples : undefined, wakeScore);
           if (heard !== undefined) options.onStop?.(heard);
         } else if (wasArmed) stopWord?.reset();
         wasArmed = armed;

@@ -31,6 +31,10 @@ export interface ResidualLevels {
   riseDb: number;
   /** The residual echo's power IRIS's own audio predicts there (mean square; 0 when not known). */
   residual: number;
+  /** IRIS's own audio whose echo sounds there, the room's tail included (mean square). */
+  own: number;
+  /** Enough was heard to predict the residual (otherwise `nearDb` is −99). */
+  known: boolean;
 }
 
 /** A power ratio in dB, to 0.1 dB; -99 for none. */
@@ -103,9 +107,12 @@ export class ResidualEcho {
   levels(from: number, to: number): ResidualLevels {
     const power = meanPower(this.#heard.read(from, to - from));
     const before = this.#before(from);
-    const residual = before.gain === undefined ? 0 : before.gain * this.#ownPower(from, to);
+    const own = this.#ownPower(from, to);
+    const residual = before.gain === undefined ? 0 : before.gain * own;
     return {
       residual,
+      own,
+      known: before.gain !== undefined,
       // Too little heard yet to know the residual echo's level (the first second IRIS ever plays): no telling.
       nearDb: before.gain === undefined ? -99 : db(power / Math.max(1, residual)),
       riseDb: before.level === undefined ? -99 : db(power / Math.max(1, before.level)),

@@ -139,6 +139,13 @@ export interface LevelRoute {
   maxFit: number;
 }
 
+/** IRIS's own audio this loud (mean square; RMS 300 of 32,768, −41 dBFS, its room's tail included) is IRIS talking, not a pause between its words. */
+const SOUNDING_POWER = 300 ** 2;
+/** A chunk less than this far above the residual IRIS's audio predicts there is IRIS's echo as the canceller leaves it (the check's `minNearDb`). */
+const SETTLED_NEAR_DB = 5;
+/** …and at least this much taken out by the canceller (dB): before its echo arrives, a quiet chunk is at any residual. */
+const SETTLED_KEPT_DB = -6;
+
 /** The level route's limits (`levelRoute`'s default), chosen on the dev stop rooms and dev commands said over IRIS. */
 export const DEFAULT_LEVEL_ROUTE: LevelRoute = { minNearDb: 5, minRiseDb: 3, minS: 0.15, maxS: 0.64, dropS: 0.16, maxFit: 10, maxWakeScore: 0.05, wakeHoldS: 0.16, releaseS: Infinity };
 
@@ -162,6 +169,14 @@ export interface StopCheck {
    * coming through whole; a person's word over IRIS always loses the echo's share.
    */
   maxKeptDb?: number;
+  /**
+   * The canceller must have shown it cancels IRIS since IRIS began to sound again, before the
+   * word (`StopCandidate.settled`): a chunk with IRIS sounding at its predicted residual. A clip
+   * placed a sample off its last one (a new speaker stream, a per-clip sink) leaves −0…−15 dB of
+   * its echo for ~0.5 s until the filter learns the shift: its first word reads as a person's
+   * (live: "Hey jarvis, your timer is done" heard as "stop", nearDb 13–35, keptDb −11).
+   */
+  settled?: boolean;
 }
 
 /** A spotter's hit and what was measured around it. */
@@ -183,6 +198,8 @@ export interface StopCandidate {
   riseDb: number;
   /** The cancelled word over the raw microphone (dB). */
   keptDb: number;
+  /** Since IRIS began to sound again, a chunk before the word had IRIS sounding at its predicted residual (`StopCheck.settled`). */
+  settled: boolean;
   /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
   wake: number;
   /** The verdict: the person said it. */
@@ -190,7 +207,7 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30 };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30, settled: true };
 
 /** Whether `c` passes `check` (`false`: no check). */
 export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean {
@@ -201,7 +218,8 @@ export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean
 /** Whether `c` passes the level limits of `check`. */
 function passesLevels(c: StopCandidate, check: StopCheck): boolean {
   return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
-    (check.minKeptDb === undefined || c.keptDb >= check.minKeptDb) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb);
+    (check.minKeptDb === undefined || c.keptDb >= check.minKeptDb) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb) &&
+    (check.settled !== true || c.settled);
 }
 
 /** The word's stretch in the spotter's fed samples, [from, to). */
@@ -341,6 +359,8 @@ export class StopWord {
   readonly #raw = new EchoReference(4);
   /** When the spotter on IRIS's own audio last heard the word (stream seconds). */
   #ownAtS = -Infinity;
+  /** Where (fed samples) a chunk first had IRIS sounding at its predicted residual since IRIS began to sound again (`StopCandidate.settled`). */
+  #settledAt: number | undefined;
 
   private constructor(lib: PocketsphinxLibrary, word: string, mic: Spotter, own: Spotter, fresh: PhraseCheck | undefined, options: StopWordOptions) {
     this.word = word;
@@ -398,15 +418,17 @@ export class StopWord {
   /**
    * The echo-cancelled microphone, and what IRIS played `ownLeadS` ahead of its echo (the
    * reference is known before it sounds: `EchoCanceller.played`), for the stretch ending at
-   * `endS` (stream seconds); `raw` is the microphone before the canceller (default: `mic`);
+   * `endS` (stream seconds); `raw` is the microphone before the canceller (none: no canceller, `mic` is the raw microphone);
    * `wakeScore`, the wake word's highest score in `mic` (frontend.ts `wake`; none: no level route).
    * Returns `endS` when the person said the word: heard on the microphone, not by the spotter
    * on IRIS's own audio in the `ownVoiceS` before, and passing the check around it (a level
    * candidate: `LevelRoute.wakeHoldS` later, when the wake word was not being said).
    */
-  push(mic: Int16Array, own: Int16Array, endS: number, raw: Int16Array = mic, wakeScore?: number): number | undefined {
+  push(mic: Int16Array, own: Int16Array, endS: number, raw?: Int16Array, wakeScore?: number): number | undefined {
     const at = this.#residual.track(mic, own); // the same index as the spotter's fed samples
-    this.#raw.write(raw, at);
+    this.#raw.write(raw ?? mic, at);
+    // No canceller (no raw microphone apart): no filter to be placed wrong.
+    if (this.#settledAt === undefined && (raw === undefined || this.#cancelledAtResidual(at, at + mic.length))) this.#settledAt = at;
     if (this.#own.push(own)) {
       this.#ownAtS = endS;
       this.#own.resume();
@@ -458,6 +480,19 @@ export class StopWord {
     return endS;
   }
 
+  /**
+   * Whether the canceller took IRIS's echo in [from, to) down to the residual its audio predicts:
+   * IRIS talking there (not a pause between its words), the canceller taking something out (its
+   * echo had arrived), and what is left no louder than that residual.
+   */
+  #cancelledAtResidual(from: number, to: number): boolean {
+    const { nearDb, own, known } = this.#residual.levels(from, to);
+    const raw = meanPower(this.#raw.read(from, to - from));
+    const keptDb = db(meanPower(this.#residual.heard(from, to - from)) / Math.max(1, raw));
+    // `raw` over a whisper: digital silence before the echo arrives is not something taken out.
+    return known && own >= SOUNDING_POWER && raw >= 100 && nearDb < SETTLED_NEAR_DB && keptDb <= SETTLED_KEPT_DB;
+  }
+
   /** The highest wake-word score of the chunks pushed since `from` (fed samples). */
   #wakePeak(from: number): number {
     return this.#wake.reduce((peak, { to, score }) => (to > from ? Math.max(peak, score) : peak), 0);
@@ -493,6 +528,7 @@ export class StopWord {
     this.#burst = undefined;
     this.#pending = undefined;
     this.#wake.length = 0;
+    this.#settledAt = undefined;
   }
 
   free(): void {
@@ -515,6 +551,7 @@ export class StopWord {
       wake: NaN,
       ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
+      settled: this.#settledAt !== undefined && this.#settledAt < hit.from,
       heard: false,
     };
     const check = this.#check;

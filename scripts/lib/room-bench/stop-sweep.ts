@@ -39,12 +39,24 @@ const REPLIES_2 = [
   'I found three recipes for dinner. The first is a vegetable curry that takes half an hour, and the second is a simple pasta bake.',
 ];
 
+/** IRIS_BENCH_STOP_ALONE_TEXT=announce: what IRIS says over and over, each opening with the wake word (the live test's announcement; a reminder's text is the user's own words). */
+const ANNOUNCEMENTS = [
+  'Hey jarvis, your timer is done. The ten minutes are up, and the cake can come out of the oven now.',
+  'Hey jarvis, your timer for the laundry is done.',
+  'Hey jarvis, a reminder: call the plumber about the kitchen sink.',
+];
+
 export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): Promise<void> {
   const { only, makeCanceller, stopOptions, envParts, kwsDelay } = options;
   const parts = envParts as SweepPart[];
   const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
   const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
+  /** IRIS alone: the pause after each paragraph (seconds), and how far (samples, up to) each paragraph's reference is placed off where it sounded: a clip stamped a sample off its last one (a per-clip sink; a new speaker stream). */
+  const aloneGapS = Number(process.env.IRIS_BENCH_STOP_ALONE_GAP_S ?? 1);
+  const aloneJitter = Number(process.env.IRIS_BENCH_STOP_ALONE_JITTER ?? 0);
+  /** IRIS_BENCH_STOP_ALONE_TEXT=announce: IRIS says a timer's announcement again and again instead of reading ("Hey jarvis, your timer is done. …"). */
+  const announce = process.env.IRIS_BENCH_STOP_ALONE_TEXT === 'announce';
   /** The spotters' utterance restart to try instead of the default (seconds; Infinity = never), e.g. IRIS_BENCH_STOP_RESTART_S=Infinity. */
   const restartS = process.env.IRIS_BENCH_STOP_RESTART_S === undefined ? undefined : Number(process.env.IRIS_BENCH_STOP_RESTART_S);
   /**
@@ -98,7 +110,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -168,13 +180,16 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
         // One stream per level: paragraphs back to back, a second's pause after each.
         const pieces: Int16Array[] = [];
         const delays: number[] = [];
+        const spoken: number[] = [];
         for (let i = 0, s = 0; s < aloneMin * 60; i++) {
-          const text = paragraphs[(i * 7 + esrDb) % paragraphs.length] ?? '';
+          const text = announce ? ANNOUNCEMENTS[i % ANNOUNCEMENTS.length] ?? '' : (paragraphs[(i * 7 + esrDb) % paragraphs.length] ?? '');
           const speech = espeak(text, IRIS_VOICE[roomPart]);
-          const played = new Int16Array(speech.length + RATE);
+          const played = new Int16Array(speech.length + Math.round(aloneGapS * RATE));
           played.set(speech);
           pieces.push(played);
-          delays.push(60 + Math.round(rand() * 120));
+          spoken.push(speech.length);
+          // A new delay per paragraph (the canceller finds it again); one for the whole stream while announcing (a room's own: only the clips' placing moves).
+          delays.push(announce && i > 0 ? (delays[0] ?? 100) : 60 + Math.round(rand() * 120));
           s += played.length / RATE;
         }
         const length = pieces.reduce((n, p) => n + p.length, 0);
@@ -193,12 +208,15 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
         toMicLevel(mix);
         const mic = toInt16(mix).subarray(0, length);
         const reference = new EchoReference(length / RATE + 2);
-        reference.write(played, 0);
+        // Each paragraph's speech as its own clip (the pause after it is nothing played: the front end disarms there, as in the daemon).
+        for (let i = 0, start = 0; i < pieces.length; start += pieces[i]?.length ?? 0, i++) reference.write(pieces[i]?.subarray(0, spoken[i]) ?? new Int16Array(0), start + (i === 0 ? 0 : Math.round((rand() * 2 - 1) * aloneJitter)));
         const { out, own } = await cancel(mic, reference);
         const wakeS = await wakeScores(out);
+        // Armed as in the daemon: while IRIS's audio (and a quarter second of its room) sounds; a pause between paragraphs disarms it.
+        const armed = (at: number): boolean => reference.sounding(at - RATE / 4, at + 1280);
         for (const threshold of kwsSweep) {
-          const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, () => true) : await spot(threshold, out, mic, own, () => true, wakeS);
-          heard.push({ part, says: 'nothing', condition: `IRIS talking on, ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, person: `espeak:${IRIS_VOICE[roomPart]}`, threshold, seconds: length / RATE, currentS: 0, candidates, wake: wakeS });
+          const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, mic, own, armed, wakeS);
+          heard.push({ part, says: 'nothing', condition: `IRIS ${announce ? 'announcing' : 'talking on'}, ${esrDb >= 0 ? '+' : ''}${esrDb} dB${aloneJitter ? `, placed ±${aloneJitter}` : ''}`, person: `espeak:${IRIS_VOICE[roomPart]}`, threshold, seconds: length / RATE, currentS: 0, candidates, wake: wakeS });
         }
         process.stderr.write(`${part} IRIS alone ${esrDb} dB: ${round(length / RATE / 60, 1)} min\n`);
       }
