@@ -62,7 +62,7 @@ export async function listen(config: Config, conversation: Conversation, log: Lo
     if (stages.start === 'stt') loop.trigger(); // the recording is the command
     let source = samplesSource(samples);
     if (played) {
-      room = await createFrontEnd(config, log, { source, played });
+      room = await createFrontEnd(config, log, { source, played, ...(parts.wake ? { wake: await engines.wake(true) } : {}) });
       source = room.source;
     }
     const [run] = await loop.run(source, controller.signal, true).finally(() => room?.stop());

@@ -41,7 +41,7 @@ export interface FrontEndInput {
   speaker?: Speaker;
   /** The person said the stop word. */
   onStop?: (atS: number) => void;
-  /** A wake-word detector of its own for the stop word's level route (frontend.ts `wake`), which is off by default and so not handed one by the daemon or `iris listen` (a wake-word pass over the microphone while IRIS plays, for nothing); none: the spotter alone. */
+  /** A wake-word detector of its own for the stop word's level route (frontend.ts `wake`: one more openWakeWord pass over the microphone while IRIS plays); none: the spotter alone. */
   wake?: WakeWordDetector;
 }
 

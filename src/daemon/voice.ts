@@ -231,6 +231,8 @@ export class VoiceService<R> {
     const ear = await createFrontEnd(config, this.#log, {
       source: microphone,
       speaker: sink,
+      // The stop word's level route is turned down where the wake word is being said: a detector of its own (no second look: its scores alone).
+      ...(parts.wake ? { wake: await this.#engines.wake(true) } : {}),
       onStop: (atS) => {
         // "stop" while IRIS plays: the sound stops at once, a reply ends, a ringing timer is heard.
         this.#overIris.stop_words += 1;

@@ -77,7 +77,8 @@ export class Engines {
   /**
    * The wake stage: a detector of its own for one stream, on the shared model sessions. `own`:
    * one whose scores judge something else, with no second look (wake-check.ts) and at
-   * `OWN_VOICE_THRESHOLD` at most: the own-voice veto's on IRIS's own audio.
+   * `OWN_VOICE_THRESHOLD` at most: the own-voice veto's on IRIS's own audio, and the stop word's
+   * level route's on the cancelled microphone (frontend.ts `wake`).
    */
   wake(own = false): Promise<WakeWordDetector> {
     const { wake_word: model, wake_threshold: threshold, wake_check_from: fromScore } = this.#config().assistant;

@@ -78,10 +78,10 @@ export interface StopWordOptions {
    * candidates take the same check and the own-voice veto, decoded on a decoder of their own with
    * the window's own cepstral mean (`PhraseCheck`, `freshCmn`), held to `LevelRoute.maxFit`, and
    * wait for the wake word's scores (`push`'s `wakeScore`: none, no level route) to turn down the
-   * wake word's first word (`LevelRoute.maxWakeScore`); `{}`: on with `DEFAULT_LEVEL_ROUTE`.
-   * Default off (the spotter alone): in the real-time daemon test it took the "hey" of IRIS's own
-   * announcement "Hey jarvis, your timer is done" for "stop" and acknowledged the timer, in 2 of
-   * 2 runs of one fresh-clone suite (docs/room.md "stop" from the level).
+   * wake word's first word (`LevelRoute.maxWakeScore`). Default on with `DEFAULT_LEVEL_ROUTE`
+   * (`false`: the spotter alone). Off in session 14 after it took the "hey" of IRIS's own
+   * announcement, a clip placed a sample off the one before, for "stop" in the real-time daemon
+   * test; on again since the check waits for the canceller after each pause (`StopCheck.settled`).
    */
   levelRoute?: Partial<LevelRoute> | false;
   /**
@@ -373,7 +373,7 @@ export class StopWord {
     this.#decodeTo = options.decodeTo ?? 'fed';
     this.#decoder = options.decoder ?? 'spotter';
     this.#onCandidate = options.onCandidate;
-    this.#levelRoute = options.levelRoute ? { ...DEFAULT_LEVEL_ROUTE, ...options.levelRoute } : undefined;
+    this.#levelRoute = options.levelRoute === false ? undefined : { ...DEFAULT_LEVEL_ROUTE, ...options.levelRoute };
     this.#fresh = fresh;
   }
 
@@ -393,7 +393,7 @@ export class StopWord {
     if (!entries.some((entry) => entry.word === word)) throw new SttError('stt_invalid', `"${word}" is not in pocketsphinx's dictionary`);
     const lib = await loadLibrary('libpocketsphinx.so.3');
     // One check decoder per word for the process (wake-check.ts), made only when used.
-    const fresh = options.levelRoute || options.decoder === 'fresh' ? await phraseCheck(word, options.freshCmn ?? 'window') : undefined;
+    const fresh = options.levelRoute !== false || options.decoder === 'fresh' ? await phraseCheck(word, options.freshCmn ?? 'window') : undefined;
     if (fresh instanceof Error) throw fresh;
     return () => withDictionary(entries, (dict) => {
       const kwsDelay = options.kwsDelay ?? 5;
