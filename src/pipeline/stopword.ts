@@ -190,6 +190,8 @@ export interface StopCandidate {
   toS: number;
   /** The spotter on IRIS's own audio heard the word within `ownVoiceS` before. */
   own: boolean;
+  /** The word's end (`toS`) less where the spotter on IRIS's own audio last heard the word (seconds; Infinity: never). */
+  ownGapS: number;
   /** See `StopCheck`; NaN when not decoded (turned down by the levels, or no limit on them). */
   fit: number;
   /** How much of the word's stretch the decode placed the word over (0–1; a level candidate's burst); NaN when not decoded on the check decoder. */
@@ -546,6 +548,7 @@ export class StopWord {
     const candidate: StopCandidate = {
       route, atS, fromS: toS(hit.from), toS: toS(hit.to),
       own: atS - this.#ownAtS <= this.#ownVoiceS,
+      ownGapS: toS(hit.to) - this.#ownAtS,
       fit: NaN,
       share: NaN,
       wake: NaN,

@@ -27,8 +27,8 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
-/** bench-room's parts, and "held-out 2": rooms no stop-word choice has looked at (session 14). */
-type SweepPart = Part | 'heldout2';
+/** bench-room's parts, and "held-out 2" and "held-out 3": rooms no stop-word choice had looked at (sessions 14 and 15). */
+type SweepPart = Part | 'heldout2' | 'heldout3';
 /** Held-out 2's commands: the held-out voices saying other commands over IRIS. */
 const COMMANDS_2 = ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'];
 /** Held-out 2's replies for IRIS (its earlier and current one), not said in any other room. */
@@ -44,6 +44,15 @@ const ANNOUNCEMENTS = [
   'Hey jarvis, your timer is done. The ten minutes are up, and the cake can come out of the oven now.',
   'Hey jarvis, your timer for the laundry is done.',
   'Hey jarvis, a reminder: call the plumber about the kitchen sink.',
+];
+
+/** Held-out 3's commands and replies (session 15): said in no other room. */
+const COMMANDS_3 = ['what is fifteen plus six', 'set a timer for three minutes', 'what time is it in madrid', 'how much time is left'];
+const REPLIES_3 = [
+  'The library opens at nine tomorrow and closes at five. Your two books are due back on Friday, and you can renew them once.',
+  'It is raining in the city right now, with some sun expected after lunch. The weekend should be dry and a little warmer.',
+  'Your sister called this morning and left a message. She asked whether you are free for dinner on Sunday evening.',
+  'The bread needs another ten minutes in the oven. After that, let it cool on the rack before you slice it.',
 ];
 
 export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): Promise<void> {
@@ -110,7 +119,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -140,9 +149,10 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return scores;
   };
   for (const part of parts) {
-    // "held-out 2" (IRIS_BENCH_PARTS=heldout2): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
-    const roomPart: Part = part === 'heldout2' ? 'heldout' : part;
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000 }[part];
+    // "held-out 2" and "3" (IRIS_BENCH_PARTS=heldout2, heldout3): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    const roomPart: Part = part === 'heldout2' || part === 'heldout3' ? 'heldout' : part;
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000 }[part];
+    const [newCommands, newReplies] = part === 'heldout2' ? [COMMANDS_2, REPLIES_2] : part === 'heldout3' ? [COMMANDS_3, REPLIES_3] : [undefined, undefined];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
     // one room per voice and command, drawn apart (the stop rooms stay those measured before).
@@ -151,13 +161,13 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
     for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
       for (const voice of condition.says === 'nothing' ? PEOPLE[roomPart].slice(0, 1) : PEOPLE[roomPart]) {
-        for (const [k, command] of (condition.says === 'command' ? (part === 'heldout2' ? COMMANDS_2 : COMMANDS[part]) : Array.from({ length: perVoice }, () => 'stop')).entries()) {
+        for (const [k, command] of (condition.says === 'command' ? (newCommands ?? COMMANDS[roomPart]) : Array.from({ length: perVoice }, () => 'stop')).entries()) {
           let person: Int16Array | undefined;
           if (condition.says === 'stop') person = stopClip(voice);
           if (condition.says === 'command') person = commandClip(command, voice);
           if (k >= perVoice && condition.says !== 'command') break;
           const draws = drawsOf(condition.says === 'command' ? commandRand : rand);
-          const irisSays: [string, string] | undefined = part === 'heldout2' ? [REPLIES_2[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (REPLIES_2[(draws.pick + 1) % REPLIES_2.length] ?? '')] : undefined;
+          const irisSays: [string, string] | undefined = newReplies ? [newReplies[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (newReplies[(draws.pick + 1) % newReplies.length] ?? '')] : undefined;
           const r = room(irisSays ? { ...condition, irisSays } : condition, roomPart, person, draws);
           const reference = referenceOf(r.played);
           const { out, own } = await cancel(r.mic, reference);
