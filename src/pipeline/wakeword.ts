@@ -398,8 +398,9 @@ export class OwnVoiceVeto {
     }
     if (candidate.fit !== undefined && this.#nextAtS !== undefined) {
       if (this.#ownHintAtS >= candidate.atS - OWN_LOOK_S) return { own: candidate };
+      // Not known yet (IRIS's first second of sound): judged by its fit alone, as the take-back does (voice.ts `echoResidual`).
       const nearDb = this.#nearDb(candidate);
-      return nearDb < this.lookNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
+      return nearDb !== -99 && nearDb < this.lookNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
     }
     return { heard: candidate };
   }

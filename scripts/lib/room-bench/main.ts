@@ -18,7 +18,7 @@ import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, HELDOUT2, CONDITIONS, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, HELDOUT2, HELDOUT3, SELF, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 import { throughFrontEnd, type FrontEndResult } from './front-end.js';
 
@@ -136,9 +136,11 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   const started = performance.now();
   for (const part of PARTS) {
     const second = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT2 === '1';
-    const rand = random(part === 'dev' ? 24 : second ? HELDOUT2.seed : 2024);
+    const third = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT3 === '1';
+    if (second && third) throw new Error('IRIS_BENCH_HELDOUT2 and IRIS_BENCH_HELDOUT3: one held-out set a run');
+    const rand = random(part === 'dev' ? 24 : second ? HELDOUT2.seed : third ? HELDOUT3.seed : 2024);
     const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
-    const spoken = second ? HELDOUT2.commands : COMMANDS[part];
+    const spoken = second ? HELDOUT2.commands : third ? HELDOUT3.commands : COMMANDS[part];
     const commands = quick ? spoken.slice(0, 2) : spoken;
     for (const condition of CONDITIONS) {
       // Every room's draws are taken, also those of conditions not run: a room is the same with IRIS_BENCH_ONLY as in a full run.
@@ -155,7 +157,10 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           if (condition.says === 'command') person = commandClip(command, voice);
           if (condition.says === 'stop') person = stopClip(voice);
           const draws = drawsOf(rand);
-          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+          // Held-out 3: IRIS says its own replies (IRIS alone still says SELF, its wake and stop words).
+          const replies = HELDOUT3.replies;
+          const roomOf: Condition = third && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] } : condition;
+          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(second ? ['h2'] : third ? ['h3'] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;
           try {
@@ -164,14 +169,14 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             r = { ...meta.room, mic: decodeWav(readFileSync(`${cached}-mic.wav`)), played: new Int16Array(0) };
             front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)), own: unjoin(decodeWav(readFileSync(`${cached}-own.wav`)), meta.ownLengths) };
           } catch {
-            r = room(condition, part, person, draws);
+            r = room(roomOf, part, person, draws);
             front = await throughFrontEnd(options, r);
             if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
               // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
               // the recording it would make is the same room with IRIS cut there.
               const heard = await runLoop(front.samples, 'wake', false, false, front.own);
               if (heard.wakeAtS !== undefined) {
-                r = room(condition, part, person, draws, heard.wakeAtS + bargeCutS);
+                r = room(roomOf, part, person, draws, heard.wakeAtS + bargeCutS);
                 front = await throughFrontEnd(options, r);
               }
             }
@@ -197,12 +202,14 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
           if (frontOnly) continue;
           if (looksMode) {
-            const looks = await allWakes(front.samples, front.own);
+            const looks = await allWakes(front.samples, condition.esrDb === undefined ? [] : front.own);
             lookRows.push({ part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}), ...looks });
             if (condition.says === 'nothing') break;
             continue;
           }
-          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, front.own) : none;
+          // IRIS's own audio only where it plays (the bench's reference holds silence in the other rooms; the daemon's holds nothing there).
+          const own = condition.esrDb === undefined ? undefined : front.own;
+          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own) : none;
           const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
           const [from, to] = r.personS ?? [Infinity, Infinity];
           const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);

@@ -20,7 +20,8 @@ import type { RoomBenchOptions } from './options.js';
  * Through the canceller, then the voice loop to the wake word, with IRIS's own audio fed to the
  * second detector 0.2 s ahead of its echo as room-ear.ts feeds it; and with no canceller. IRIS_BENCH_PARTS (default
  * dev), IRIS_BENCH_OWN_ROOMS rooms per condition and voice (default 8),
- * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default wakeword.ts `OWN_VOICE_THRESHOLD`).
+ * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default wakeword.ts `OWN_VOICE_THRESHOLD`),
+ * IRIS_BENCH_LOOK_NEAR_DB the veto's level rule for a look's near miss (`LOOK_NEAR_DB`).
  * Writes scripts/results/room-own-wake.json (or IRIS_BENCH_NAME).
  */
 export async function ownWake(options: RoomBenchOptions): Promise<void> {
@@ -52,7 +53,7 @@ export async function ownWake(options: RoomBenchOptions): Promise<void> {
     mic.reset();
     const at: number[] = [];
     const vetoed: number[] = [];
-    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }));
+    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }), 1, 0.16, options.lookNearDb);
     const acted: number[] = []; // where the loop acted on each (the end of the chunk it was in: later when the veto held it)
     let endS = 0;
     const source = samplesSource(heard);
