@@ -305,9 +305,12 @@ export const OWN_VOICE_THRESHOLD = 0.2;
 const OWN_HINT = 0.005;
 /**
  * A near miss heard by its look while IRIS plays must stand this far above the residual echo IRIS's
- * own audio predicts there (dB) to be the person's (docs/room.md "A second look at near misses").
+ * own audio predicts there (dB) to be the person's — at 3 dB the phrase at least doubles the
+ * power there. Every look from 0.1 in bench-room's dev rooms (main and own-wake benches): the
+ * person's 3.5–15.4 dB over it (3.5 and 5.0 with IRIS 12 dB louder), IRIS's residual
+ * −7.0…−0.1 dB (docs/room.md "A second look at near misses").
  */
-export const LOOK_NEAR_DB = -Infinity;
+export const LOOK_NEAR_DB = 3;
 /** How far before a near miss's peak IRIS's own audio is searched for `OWN_HINT` (seconds): the look's window (2 s) and then some. */
 const OWN_LOOK_S = 2.5;
 /** How far ahead of its echo IRIS's own audio is handed to the veto (seconds; room-ear.ts `OWN_LEAD`). */
