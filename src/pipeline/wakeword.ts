@@ -275,8 +275,8 @@ class OpenWakeWord implements WakeWordDetector {
     const phrase = await phraseCheck(wakePhrase(this.word));
     if (phrase instanceof Error) return undefined; // cannot be checked: a miss, as without the check
     const fromS = candidate.atS - check.beforeS;
-    const frames = this.#recent.filter((f) => f.atS + FRAME_S > fromS);
-    const fit = phrase.fit(concatSamples(frames.map((f) => f.samples)));
+    const window = concatSamples(this.#recent.filter((f) => f.atS + FRAME_S > fromS).map((f) => f.samples));
+    const fit = phrase.fit(window);
     return fit <= check.maxFit ? { ...candidate, fit } : undefined;
   }
 
@@ -388,7 +388,8 @@ export class OwnVoiceVeto {
    * A near miss heard by its second look (`fit`) while IRIS plays is IRIS's when IRIS's own audio
    * scored `OWN_HINT` or more from `OWN_LOOK_S` before it on: in a reply the phrase often scores
    * too low on IRIS's clean voice for the own detector (0.005–0.47 mid-sentence) while its echo's
-   * residual reaches the look.
+   * residual reaches the look. Otherwise it is the person's only where it stands `lookNearDb` above
+   * the residual echo IRIS's own audio predicts there (`nearDb` on the detection either way).
    */
   judge(detection: Detection | undefined, endS: number): { heard?: Detection; own?: Detection } {
     const candidate = this.#held ?? detection;
