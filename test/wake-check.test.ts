@@ -97,4 +97,42 @@ describe('the wake word: a second look at near misses', () => {
     const { fit: _fit, ...plain } = looked;
     expect(await judge(saysIt, { ...plain, score: 0.8 })).toHaveProperty('heard');
   });
+
+  // While IRIS plays, what the canceller leaves of its voice reaches a look (scores 0.1–0.2 fit
+  // 9.0 on dev): the person's phrase over it stands well above the residual IRIS's own audio
+  // predicts there, IRIS's residual itself does not.
+  it("a near miss heard by its look while IRIS plays is the person's only where it stands above IRIS's residual echo", async () => {
+    const own: WakeWordDetector = { word: 'hey_jarvis', lastPeak: 0, reset: () => undefined, prime: () => Promise.resolve(), process: () => Promise.resolve(undefined) };
+    let seed = 7;
+    const noise = (amplitude: number) => new Int16Array(1280).map(() => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return Math.round(((seed % 2001) / 1000 - 1) * amplitude);
+    });
+    /** 4.8 s of IRIS talking, its residual 20 dB under its own audio; from 2.4 s to 3.04 s (the phrase) the microphone is `phraseGain` times the residual. */
+    const judge = async (phraseGain: number, lookNearDb?: number) => {
+      const veto = lookNearDb === undefined ? new OwnVoiceVeto(own) : new OwnVoiceVeto(own, 1, 0.16, lookNearDb); // the default: `LOOK_NEAR_DB`
+      let atS = 0;
+      for (let i = 0; i < 60; i++) {
+        const iris = noise(4000);
+        const heard = iris.map((v) => Math.round(v * 0.1 * (i >= 30 && i < 38 ? phraseGain : 1)));
+        await veto.hear({ ...SPEECH_FORMAT, samples: heard, atS }, iris);
+        atS += 0.08;
+      }
+      return veto.judge({ word: 'hey_jarvis', score: 0.15, atS: 3.04, fit: 5 }, atS); // judged over the 0.8 s before its peak
+    };
+    const person = await judge(10); // the person's phrase 20 dB over the residual
+    expect(person.heard?.nearDb).toBeGreaterThan(15);
+    const residual = await judge(1.3); // IRIS's residual, a little louder there (2.3 dB)
+    expect(residual.own?.nearDb).toBeLessThan(5);
+    expect(residual).not.toHaveProperty('heard');
+    // Not judged by its level (-Infinity): the same residual is heard.
+    expect(await judge(1.3, -Infinity)).toHaveProperty('heard');
+    // IRIS's first second of sound: its residual's level not known yet, judged by the fit alone.
+    const first = new OwnVoiceVeto(own);
+    for (let i = 0; i < 10; i++) {
+      const iris = noise(4000);
+      await first.hear({ ...SPEECH_FORMAT, samples: iris.map((v) => Math.round(v * 0.1)), atS: i * 0.08 }, iris);
+    }
+    expect(first.judge({ word: 'hey_jarvis', score: 0.15, atS: 0.56, fit: 5 }, 0.8).heard?.nearDb).toBe(-99);
+  });
 });

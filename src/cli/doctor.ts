@@ -17,6 +17,7 @@ import { Speaker, earcon } from '../pipeline/playback.js';
 import { PlayerStream } from '../pipeline/player.js';
 import { StopWord } from '../pipeline/stopword.js';
 import { phraseCheck, wakePhrase } from '../pipeline/wake-check.js';
+import { LOOK_NEAR_DB } from '../pipeline/wakeword.js';
 import { arecordArgs, arecordSource } from '../pipeline/capture.js';
 import { probeEcho } from '../daemon/room-ear.js';
 import { BlockList, isIP } from 'node:net';
@@ -177,7 +178,7 @@ async function wakeWordCheck(config: Config, engines: Engines): Promise<Check> {
     const wake = await engines.wake();
     const { wake_threshold: threshold, wake_check_from: from } = config.assistant;
     const check = from > 0 && from < threshold ? await phraseCheck(wakePhrase(wake.word)) : undefined;
-    const look = check === undefined ? 'no second look' : check instanceof Error ? `no second look (${check.message})` : `scores from ${from} looked at again`;
+    const look = check === undefined ? 'no second look' : check instanceof Error ? `no second look (${check.message})` : `scores from ${from} looked at again (over IRIS's voice: ${LOOK_NEAR_DB} dB above its residual echo)`;
     return { ok: true, what: 'wake word', detail: `"${wake.word}" (openWakeWord), threshold ${threshold}, ${look}` };
   } catch (error) {
     return { ok: false, what: 'wake word', detail: messageOf(error) };

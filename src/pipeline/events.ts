@@ -101,7 +101,7 @@ export interface VoiceEventData {
   'run-start': { followUp?: boolean; bargeIn?: boolean };
   'run-end': { outcome?: string };
   'wake-end': { word?: string; score?: number; atS?: number };
-  'own-wake': { word?: string; score?: number; atS?: number };
+  'own-wake': { word?: string; score?: number; atS?: number; fit?: number; nearDb?: number };
   'speech-start': { atS?: number };
   'end_of_speech-end': { atS?: number; state?: string };
   'stt-end': { text?: string; raw?: string; confidence?: number };

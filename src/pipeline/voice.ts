@@ -445,7 +445,8 @@ export class VoiceLoop<R> {
     const judged = own.veto.judge(detection, chunk.atS + durationS(chunk.samples.length));
     if (judged.own === undefined) return judged.heard;
     this.#o.wake?.reset();
-    this.#emit(this.#turn?.run ?? this.#runs + 1, 'own-wake', { word: judged.own.word, score: judged.own.score, atS: judged.own.atS });
+    const { word, score, atS, fit, nearDb } = judged.own;
+    this.#emit(this.#turn?.run ?? this.#runs + 1, 'own-wake', { word, score, atS, ...(fit === undefined ? {} : { fit }), ...(nearDb === undefined ? {} : { nearDb }) });
     return undefined;
   }
 

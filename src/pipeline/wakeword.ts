@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { concatSamples, FRAME_SAMPLES, FrameSplitter, SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, ModelError, type OnnxModel } from './onnx.js';
+import { ResidualEcho } from './residual.js';
 import { phraseCheck, WAKE_CHECK, wakePhrase, type WakeCheckOptions } from './wake-check.js';
 
 export interface Detection {
@@ -16,6 +17,8 @@ export interface Detection {
   atS: number;
   /** A score under the threshold that pocketsphinx's second look let through: the phrase's fit (wake-check.ts). */
   fit?: number;
+  /** With `fit`, judged while IRIS played (`OwnVoiceVeto`): how far the phrase stood above the residual echo IRIS's own audio predicts there (dB; -99: not known yet). */
+  nearDb?: number;
 }
 
 export interface WakeWordDetector {
@@ -300,8 +303,26 @@ export const OWN_VOICE_THRESHOLD = 0.2;
  * through is IRIS's when its own audio scored this in the `OWN_LOOK_S` before it.
  */
 const OWN_HINT = 0.005;
+/**
+ * A near miss heard by its look while IRIS plays must stand this far above the residual echo IRIS's
+ * own audio predicts there (dB) to be the person's — at 3 dB the phrase at least doubles the
+ * power there. Every look from 0.1 in bench-room's dev rooms (main and own-wake benches): the
+ * person's 3.5–15.4 dB over it (3.5 and 5.0 with IRIS 12 dB louder), IRIS's residual
+ * −7.0…−0.1 dB (docs/room.md "A second look at near misses").
+ */
+export const LOOK_NEAR_DB = 3;
 /** How far before a near miss's peak IRIS's own audio is searched for `OWN_HINT` (seconds): the look's window (2 s) and then some. */
 const OWN_LOOK_S = 2.5;
+/** How far ahead of its echo IRIS's own audio is handed to the veto (seconds; room-ear.ts `OWN_LEAD`). */
+const OWN_LEAD_S = 0.2;
+/**
+ * The stretch before a near miss's peak judged against the residual echo (seconds): the phrase
+ * (0.6–0.9 s) ends about where openWakeWord's score peaks. pocketsphinx's placement is no help
+ * here: its frames skip the silence its VAD drops, so they do not say where in the window it is.
+ */
+const PHRASE_S = 0.8;
+/** How long the chunks tracked for the residual echo are remembered (seconds): a phrase and the look's wait after it. */
+const TRACKED_S = 4;
 
 /**
  * IRIS saying the wake word itself (a reply or an announcement that says "hey jarvis") must
@@ -322,12 +343,19 @@ export class OwnVoiceVeto {
   #held: Detection | undefined;
   /** Where IRIS's own audio last scored `OWN_HINT` or more (stream seconds). */
   #ownHintAtS = -Infinity;
+  /** The residual echo's level over the chunks IRIS's own audio sounded in (`lookNearDb`). */
+  readonly #residual = new ResidualEcho(Math.round(OWN_LEAD_S * SPEECH_FORMAT.rate), { chunks: true });
+  /** Where the chunks tracked since IRIS last started to sound lie in `#residual` (stream seconds → its samples). */
+  #tracked: { atS: number; at: number }[] = [];
 
   /**
    * `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1.
    * `holdS`: how far past a microphone detection the own detector must hear before it counts (seconds); default 0.16, two chunks.
+   * `lookNearDb`: a near miss heard by its look while IRIS plays is the person's only where the
+   * phrase stands this far above the residual echo IRIS's own audio predicts there (dB, residual.ts);
+   * default `LOOK_NEAR_DB`, -Infinity: not judged so.
    */
-  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16) {}
+  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16, readonly lookNearDb = LOOK_NEAR_DB) {}
 
   /**
    * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
@@ -342,8 +370,12 @@ export class OwnVoiceVeto {
       if (own === undefined) return;
     }
     // A fresh start hears a second of silence first (`prime`).
-    if (this.#nextAtS === undefined) await this.detector.prime?.();
+    const resumed = this.#nextAtS === undefined;
+    if (resumed) await this.detector.prime?.();
     this.#nextAtS = endS;
+    if (resumed) this.#tracked = [];
+    this.#tracked.push({ atS: chunk.atS, at: this.#residual.track(chunk.samples, own, resumed) });
+    while ((this.#tracked[0]?.atS ?? chunk.atS) < chunk.atS - TRACKED_S) this.#tracked.shift();
     // Heard when this microphone chunk was (not reset: the window runs from its last frame over the threshold).
     if (await this.detector.process({ ...chunk, samples: own })) this.#ownAtS = endS;
     if ((this.detector.lastPeak ?? 0) >= OWN_HINT) this.#ownHintAtS = endS;
@@ -356,7 +388,8 @@ export class OwnVoiceVeto {
    * A near miss heard by its second look (`fit`) while IRIS plays is IRIS's when IRIS's own audio
    * scored `OWN_HINT` or more from `OWN_LOOK_S` before it on: in a reply the phrase often scores
    * too low on IRIS's clean voice for the own detector (0.005–0.47 mid-sentence) while its echo's
-   * residual reaches the look.
+   * residual reaches the look. Otherwise it is the person's only where it stands `lookNearDb` above
+   * the residual echo IRIS's own audio predicts there (`nearDb` on the detection either way).
    */
   judge(detection: Detection | undefined, endS: number): { heard?: Detection; own?: Detection } {
     const candidate = this.#held ?? detection;
@@ -367,8 +400,24 @@ export class OwnVoiceVeto {
       this.#held = candidate;
       return {};
     }
-    if (candidate.fit !== undefined && this.#nextAtS !== undefined && this.#ownHintAtS >= candidate.atS - OWN_LOOK_S) return { own: candidate };
+    if (candidate.fit !== undefined && this.#nextAtS !== undefined) {
+      if (this.#ownHintAtS >= candidate.atS - OWN_LOOK_S) return { own: candidate };
+      // Not known yet (IRIS's first second of sound): judged by its fit alone, as the take-back does (voice.ts `echoResidual`).
+      const nearDb = this.#nearDb(candidate);
+      return nearDb !== -99 && nearDb < this.lookNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
+    }
     return { heard: candidate };
+  }
+
+  /** How far a look's phrase stood above the residual echo IRIS's own audio predicts there (dB; -99: not known). */
+  #nearDb(candidate: Detection): number {
+    const first = this.#tracked[0];
+    if (first === undefined) return -99;
+    // The chunks since IRIS started to sound lie one after another in `#residual`.
+    const at = (s: number) => first.at + Math.round((s - first.atS) * SPEECH_FORMAT.rate);
+    const from = Math.max(first.at, at(candidate.atS - PHRASE_S));
+    const to = Math.min(this.#residual.tracked, at(candidate.atS));
+    return to - from < PHRASE_S * SPEECH_FORMAT.rate / 2 ? -99 : this.#residual.levels(from, to).nearDb;
   }
 
 

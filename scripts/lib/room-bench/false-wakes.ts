@@ -5,7 +5,8 @@ import { SPEECH_FORMAT } from '../../../src/pipeline/audio.js';
 import { EchoReference } from '../../../src/pipeline/echo.js';
 import { StopWord, type StopCandidate } from '../../../src/pipeline/stopword.js';
 import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
-import { createOpenWakeWord } from '../../../src/pipeline/wakeword.js';
+import { ownAudio as ownAudioOf } from '../../../src/pipeline/frontend.js';
+import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
 import { synthesize, type Voice } from '../speech-set.js';
 import { RATE, CACHE, PEOPLE, sox, espeak, addInto, toInt16, pink, licenceParagraphs, toMicLevel, benchConfig } from './room.js';
@@ -18,7 +19,8 @@ import type { RoomBenchOptions } from './options.js';
  * back to back), through the front end (IRIS silent: the canceller passes it through, the
  * stop word is not armed) and the wake word. And IRIS's own voice (IRIS_BENCH_OWN_VOICE_MIN,
  * default the same): espeak-ng reading those texts from its speaker, loud at the microphone through a room,
- * one canceller kept throughout as the daemon keeps it: self-wakes and self-stops per hour,
+ * one canceller kept throughout as the daemon keeps it, the wake word judged by the own-voice veto
+ * as the daemon judges it (IRIS's own audio 0.2 s ahead of its echo; IRIS_BENCH_OWN_VETO=0: none): self-wakes and self-stops per hour,
  * and the raw microphone's wakes as the baseline. Writes scripts/results/room-false-wakes.json.
  */
 export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number): Promise<void> {
@@ -71,7 +73,9 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   let clock = 0;
   /** Where each paragraph starts on the stream (samples) and its text, to say what IRIS was reading at a self-stop. */
   const readings: { at: number; text: string; voice: string }[] = [];
-  const own = { wakes: 0, baselineWakes: 0, stops: 0, wakeAt: [] as number[], stopAt: [] as number[] };
+  const own = { wakes: 0, baselineWakes: 0, stops: 0, wakeAt: [] as number[], stopAt: [] as number[], vetoed: [] as { atS: number; score: number; fit?: number; nearDb?: number }[] };
+  const veto = options.ownVeto ? new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: OWN_VOICE_THRESHOLD, check: false }), 1, 0.16, options.lookNearDb) : undefined;
+  const ownForVeto = ownAudioOf((from, length) => reference.read(from, length), () => Math.round(((canceller.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5);
   /** The stream kept (microphone, canceller output, IRIS's own audio as the stop word got it), to dump the audio around a self-stop. */
   const kept = { mic: [] as Int16Array[], out: [] as Int16Array[], own: [] as Int16Array[] };
   const rawWake = await createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }); // the baseline: the raw microphone
@@ -97,9 +101,12 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
     const ownAudio = canceller.played(at, chunk.length, RATE / 5);
     kept.mic.push(chunk); kept.out.push(out); kept.own.push(ownAudio);
     // The wake word first: its score is the stop word's level route's (frontend.ts `wake`; the daemon's is a detector of its own).
-    const woke = await wake.process({ ...SPEECH_FORMAT, samples: out, atS });
+    await veto?.hear({ ...SPEECH_FORMAT, samples: out, atS }, armed ? ownForVeto(at, chunk.length) : undefined);
+    const detection = await wake.process({ ...SPEECH_FORMAT, samples: out, atS });
     const wakeScore = wake.lastPeak ?? 0;
-    if (woke) { own.wakes++; own.wakeAt.push(round(atS, 1)); wake.reset(); }
+    const judged: { heard?: Detection; own?: Detection } = veto ? veto.judge(detection, atS + chunk.length / RATE) : detection ? { heard: detection } : {};
+    if (judged.own) { own.vetoed.push({ atS: round(judged.own.atS, 2), score: round(judged.own.score, 3), ...(judged.own.fit === undefined ? {} : { fit: round(judged.own.fit, 1) }), ...(judged.own.nearDb === undefined ? {} : { nearDb: judged.own.nearDb }) }); wake.reset(); }
+    if (judged.heard) { own.wakes++; own.wakeAt.push(round(atS, 1)); wake.reset(); }
     // The stop word's stream seconds are the chunk's end (as the front end passes them).
     if (armed && stopWord.push(out, ownAudio, atS + chunk.length / RATE, chunk, wakeScore) !== undefined) { own.stops++; own.stopAt.push(round(atS, 1)); }
     if (await rawWake.process({ ...SPEECH_FORMAT, samples: chunk, atS })) { own.baselineWakes++; rawWake.reset(); }
@@ -119,9 +126,10 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   const perHour = (n: number, s: number) => round((n * 3600) / Math.max(1, s), 2);
   const figures = {
     wake_threshold: config.assistant.wake_threshold,
+    wake_check: options.wakeCheck, own_veto: options.ownVeto, look_near_db: options.lookNearDb,
     stop_kws_threshold: stopThreshold ?? 'default',
     person_reading: { minutes: round(personS / 60, 1), wakes: personWakes, per_hour: perHour(personWakes, personS), at_s: personWakeAt },
-    iris_own_voice: { minutes: round(ownS / 60, 1), echo: 'espeak-ng en-us/en-gb, 60-180 ms late, reverb 50 %, microphone peaks at 29,000 of 32,767', self_wakes: own.wakes, self_wakes_per_hour: perHour(own.wakes, ownS), self_stops: own.stops, self_stops_per_hour: perHour(own.stops, ownS), baseline_self_wakes: own.baselineWakes, wake_at_s: own.wakeAt, stop_at_s: own.stopAt, self_stops_examined: selfStops },
+    iris_own_voice: { minutes: round(ownS / 60, 1), echo: 'espeak-ng en-us/en-gb, 60-180 ms late, reverb 50 %, microphone peaks at 29,000 of 32,767', self_wakes: own.wakes, self_wakes_per_hour: perHour(own.wakes, ownS), vetoed: own.vetoed, self_stops: own.stops, self_stops_per_hour: perHour(own.stops, ownS), baseline_self_wakes: own.baselineWakes, wake_at_s: own.wakeAt, stop_at_s: own.stopAt, self_stops_examined: selfStops },
     stop_candidates: candidates,
     readings: readings.map((r) => ({ at_s: round(r.at / RATE, 2), voice: r.voice, text: r.text.slice(0, 80) })),
   };

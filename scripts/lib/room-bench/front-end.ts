@@ -1,12 +1,16 @@
 /** The daemon's front end (echo canceller, stop word) over one of bench-room's recordings, timed. */
 import { samplesSource } from '../../../src/pipeline/capture.js';
 import { EchoCanceller, type EchoCancellerOptions } from '../../../src/pipeline/echo.js';
-import { frontEnd } from '../../../src/pipeline/frontend.js';
+import { frontEnd, ownAudio } from '../../../src/pipeline/frontend.js';
 import { StopWord } from '../../../src/pipeline/stopword.js';
 import { RATE, type Room, referenceOf } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
-export interface FrontEndResult { samples: Int16Array; stops: number[]; cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number }
+export interface FrontEndResult {
+  samples: Int16Array; stops: number[];
+  /** IRIS's own audio for each 80 ms chunk while it sounds, as room-ear.ts hands it to the wake word's own-voice veto (0.2 s ahead of its echo at the canceller's delay); undefined while silent. */
+  own: (Int16Array | undefined)[];
+  cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
 export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch: { options?: EchoCancellerOptions; onChunk?: (at: number, mic: Int16Array, out: Int16Array, canceller: EchoCanceller) => void } = {}): Promise<FrontEndResult> {
@@ -16,11 +20,14 @@ export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch:
   // The canceller's own CPU, apart from the stop word's: its process() timed as the front end calls it.
   let cancellerCpuUs = 0;
   const cancelProcess = canceller.process.bind(canceller);
+  const ownOf = ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5);
+  const own: (Int16Array | undefined)[] = [];
   canceller.process = (samples, at) => {
     const before = process.cpuUsage();
     const out = cancelProcess(samples, at);
     const used = process.cpuUsage(before);
     cancellerCpuUs += used.user + used.system;
+    own.push(reference.sounding(at - RATE / 4, at + samples.length) ? ownOf(at, samples.length) : undefined); // as room-ear.ts: only while armed
     watch.onChunk?.(at, samples, out, canceller);
     return out;
   };
@@ -49,5 +56,5 @@ export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch:
   const { erleDb, delayMs, clipLevel } = canceller.stats;
   canceller.destroy();
   stopWord.free();
-  return { samples, stops, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }) };
+  return { samples, stops, own, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }) };
 }

@@ -15,13 +15,26 @@ import { StopWord } from '../../../src/pipeline/stopword.js';
 import { createSileroVad } from '../../../src/pipeline/vad.js';
 import { VoiceLoop, type VoiceRun } from '../../../src/pipeline/voice.js';
 import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
-import { createOpenWakeWord } from '../../../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, HELDOUT2, CONDITIONS, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, HELDOUT2, HELDOUT3, SELF, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 import { throughFrontEnd, type FrontEndResult } from './front-end.js';
 
+/** A detection as a row keeps it. */
+const wakeOf = (d: Detection) => ({ wakeAtS: d.atS, wakeScore: round(d.score, 3), ...(d.fit === undefined ? {} : { wakeFit: round(d.fit, 1) }), ...(d.nearDb === undefined ? {} : { wakeNearDb: d.nearDb }) });
+/** Chunks as one stream, and back (`lengths`: each chunk's, -1 for none). */
+const join16 = (chunks: (Int16Array | undefined)[]): Int16Array => {
+  const out = new Int16Array(chunks.reduce((n, c) => n + (c?.length ?? 0), 0));
+  let at = 0;
+  for (const c of chunks) if (c) { out.set(c, at); at += c.length; }
+  return out;
+};
+const unjoin = (samples: Int16Array, lengths: number[]): (Int16Array | undefined)[] => {
+  let at = 0;
+  return lengths.map((n) => { if (n < 0) return undefined; at += n; return samples.subarray(at - n, at); });
+};
 const key = (name: string, args: Record<string, unknown>) => `${name} ${JSON.stringify(args)}`;
 async function expectedCall(command: string): Promise<string> {
   const m = await matchIntent(command);
@@ -29,14 +42,17 @@ async function expectedCall(command: string): Promise<string> {
   return key(m.intent.tool, m.args);
 }
 
-interface LoopResult { wake: boolean; wakeAtS?: number; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string }
+interface LoopResult { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string }
+
+/** A detection the own-voice veto took for IRIS's (event `own-wake`): where, its score, and a look's fit and level over the residual. */
+interface OwnWake { atS: number; score: number; fit?: number; nearDb?: number }
 
 interface Row {
   part: Part; condition: string; person: string; says: string; expected: string; over: boolean; delayMs: number;
   measuredDelayMs?: number; erleDb?: number;
   /** Where the person's clip starts and ends (seconds). */
   personS?: [number, number];
-  cancelled: { wake: boolean; wakeAtS?: number; endS?: number; endState?: string; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; cancellerCpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
@@ -45,7 +61,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   const { quick, bargeIn, only, preRollS, overSpeechOn, suppressDb, echoTailS, PARTS, baselineOn, reuseFront, bargeCutS, frontOnly, echoEngine, webrtcSettings, filterMs, clipModel, makeCanceller } = options;
   // The parts, loaded once, as bench-understanding.ts does.
   const config = benchConfig();
-  const [wake, vad] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }), createSileroVad()]);
+  const [wake, vad, ownWake] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }), createSileroVad(), createOpenWakeWord({ model: 'hey_jarvis', threshold: OWN_VOICE_THRESHOLD, check: false })]);
   const stt = createPocketsphinx({ wakePhrases: ['hey jarvis', 'jarvis'], agree: sameMeaning, rivals: RIVALS });
   await stt.start?.();
   await sameMeaning('one', 'two');
@@ -66,7 +82,9 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   probe.stop.free();
 
   /** `distorted`: the canceller found the speaker clipping (the daemon's `echoDistorted`, room-ear.ts `RoomStats.clipping`). */
-  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false): Promise<LoopResult> {
+  /** `own`: IRIS's own audio for each chunk (the front end's), for the own-voice veto as the daemon runs it (none: no veto: the raw microphone's baseline, or IRIS_BENCH_OWN_VETO=0). */
+  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[]): Promise<LoopResult> {
+    const ownWakes: OwnWake[] = [];
     const conversation = new Conversation({
       config, host, log: silentLogger,
       backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
@@ -74,6 +92,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     });
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
+      ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       onEvent: (event) => {
@@ -81,6 +100,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           const { text: _t, raw: _r, ...rest } = event.data;
           details = rest;
         }
+        if (event.type === 'own-wake') ownWakes.push({ atS: round(Number(event.data?.atS), 2), score: round(Number(event.data?.score), 3), ...(event.data?.fit === undefined ? {} : { fit: round(Number(event.data.fit), 1) }), ...(event.data?.nearDb === undefined ? {} : { nearDb: Number(event.data.nearDb) }) });
         if (event.type === 'end_of_speech-end') ended = { endS: round(Number(event.data?.atS), 2), endState: String(event.data?.state) };
       },
     });
@@ -89,18 +109,38 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     wake.reset();
     const [run] = await loop.run(samplesSource(samples), new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
     const call = run?.result?.route === 'local' ? run.result.tool_calls[0] : undefined;
-    return { wake: run?.wake !== undefined, ...(run?.wake ? { wakeAtS: run.wake.atS } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}), ...ended };
+    return { wake: run?.wake !== undefined, ...(run?.wake ? wakeOf(run.wake) : {}), ...(ownWakes.length ? { ownWakes } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}), ...ended };
   }
+
+  /** Every detection in a room, the loop listening on after each (end 'wake'): with IRIS_BENCH_LOOKS=1 and a look that accepts every fit, each near miss the look takes. */
+  async function allWakes(samples: Int16Array, own: (Int16Array | undefined)[]): Promise<{ heard: (ReturnType<typeof wakeOf> & { atS: number })[]; own: OwnWake[] }> {
+    const heard: (ReturnType<typeof wakeOf> & { atS: number })[] = [];
+    const vetoed: OwnWake[] = [];
+    const loop = new VoiceLoop<TurnResult>({
+      wake, vad, stt, tts, sink: new CollectingSink(), end: 'wake',
+      respond: () => { throw new Error('not reached'); },
+      ...(options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
+      onRun: (run) => { if (run.wake) heard.push({ ...wakeOf(run.wake), atS: round(run.wake.atS, 2) }); },
+      onEvent: (event) => { if (event.type === 'own-wake') vetoed.push({ atS: round(Number(event.data?.atS), 2), score: round(Number(event.data?.score), 3), ...(event.data?.fit === undefined ? {} : { fit: round(Number(event.data.fit), 1) }), ...(event.data?.nearDb === undefined ? {} : { nearDb: Number(event.data.nearDb) }) }); },
+    });
+    wake.reset();
+    await loop.run(samplesSource(samples), new AbortController().signal);
+    return { heard, own: vetoed };
+  }
+  const looksMode = process.env.IRIS_BENCH_LOOKS === '1';
 
   const minConfidence = config.stt.min_confidence;
   const overSpeechMinConfidence = config.stt.over_speech_confidence;
   const rows: Row[] = [];
+  const lookRows: Record<string, unknown>[] = [];
   const started = performance.now();
   for (const part of PARTS) {
     const second = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT2 === '1';
-    const rand = random(part === 'dev' ? 24 : second ? HELDOUT2.seed : 2024);
+    const third = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT3 === '1';
+    if (second && third) throw new Error('IRIS_BENCH_HELDOUT2 and IRIS_BENCH_HELDOUT3: one held-out set a run');
+    const rand = random(part === 'dev' ? 24 : second ? HELDOUT2.seed : third ? HELDOUT3.seed : 2024);
     const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
-    const spoken = second ? HELDOUT2.commands : COMMANDS[part];
+    const spoken = second ? HELDOUT2.commands : third ? HELDOUT3.commands : COMMANDS[part];
     const commands = quick ? spoken.slice(0, 2) : spoken;
     for (const condition of CONDITIONS) {
       // Every room's draws are taken, also those of conditions not run: a room is the same with IRIS_BENCH_ONLY as in a full run.
@@ -117,30 +157,34 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           if (condition.says === 'command') person = commandClip(command, voice);
           if (condition.says === 'stop') person = stopClip(voice);
           const draws = drawsOf(rand);
-          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`])].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+          // Held-out 3: IRIS says its own replies (IRIS alone still says SELF, its wake and stop words).
+          const replies = HELDOUT3.replies;
+          const roomOf: Condition = third && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] } : condition;
+          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(second ? ['h2'] : third ? ['h3'] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;
           try {
             if (!reuseFront) throw new Error('not reused');
-            const meta = JSON.parse(readFileSync(`${cached}.json`, 'utf8')) as { room: Omit<Room, 'mic' | 'played'>; front: Omit<FrontEndResult, 'samples'> };
+            const meta = JSON.parse(readFileSync(`${cached}.json`, 'utf8')) as { room: Omit<Room, 'mic' | 'played'>; front: Omit<FrontEndResult, 'samples' | 'own'>; ownLengths: number[] };
             r = { ...meta.room, mic: decodeWav(readFileSync(`${cached}-mic.wav`)), played: new Int16Array(0) };
-            front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)) };
+            front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)), own: unjoin(decodeWav(readFileSync(`${cached}-own.wav`)), meta.ownLengths) };
           } catch {
-            r = room(condition, part, person, draws);
+            r = room(roomOf, part, person, draws);
             front = await throughFrontEnd(options, r);
             if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
               // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
               // the recording it would make is the same room with IRIS cut there.
-              const heard = await runLoop(front.samples, 'wake');
+              const heard = await runLoop(front.samples, 'wake', false, false, front.own);
               if (heard.wakeAtS !== undefined) {
-                r = room(condition, part, person, draws, heard.wakeAtS + bargeCutS);
+                r = room(roomOf, part, person, draws, heard.wakeAtS + bargeCutS);
                 front = await throughFrontEnd(options, r);
               }
             }
             if (reuseFront) {
               const { mic: _m, played: _p, ...roomMeta } = r;
-              const { samples: _s, ...frontMeta } = front;
-              writeFileSync(`${cached}.json`, JSON.stringify({ room: roomMeta, front: frontMeta }));
+              const { samples: _s, own: ownChunks, ...frontMeta } = front;
+              writeFileSync(`${cached}.json`, JSON.stringify({ room: roomMeta, front: frontMeta, ownLengths: ownChunks.map((c) => c?.length ?? -1) }));
+              writeFileSync(`${cached}-own.wav`, encodeWav(join16(ownChunks)));
               writeFileSync(`${cached}-mic.wav`, encodeWav(r.mic));
               writeFileSync(`${cached}-front.wav`, encodeWav(front.samples));
             }
@@ -157,7 +201,15 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           });
           const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
           if (frontOnly) continue;
-          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined) : none;
+          if (looksMode) {
+            const looks = await allWakes(front.samples, condition.esrDb === undefined ? [] : front.own);
+            lookRows.push({ part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}), ...looks });
+            if (condition.says === 'nothing') break;
+            continue;
+          }
+          // IRIS's own audio only where it plays (the bench's reference holds silence in the other rooms; the daemon's holds nothing there).
+          const own = condition.esrDb === undefined ? undefined : front.own;
+          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own) : none;
           const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
           const [from, to] = r.personS ?? [Infinity, Infinity];
           const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);
@@ -168,7 +220,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
             ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
             ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}),
-            cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2) }), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
+            cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2), wakeScore: withFront.wakeScore, wakeFit: withFront.wakeFit, wakeNearDb: withFront.wakeNearDb }), ...(withFront.ownWakes ? { ownWakes: withFront.ownWakes } : {}), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
             baseline: judge(without),
             audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), cancellerCpuS: round(front.cancellerCpuS ?? 0, 4), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
           });
@@ -180,6 +232,10 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     }
   }
 
+  if (looksMode) {
+    writeResults(process.env.IRIS_BENCH_NAME ?? 'room-looks', { wake_check: options.wakeCheck, own_veto: options.ownVeto, look_near_db: options.lookNearDb, rows: lookRows });
+    return;
+  }
   const pct = (n: number, d: number) => (d === 0 ? null : round((100 * n) / d, 0));
   const wokeBeforePerson = (r: Row): boolean => r.cancelled.wake && r.personS !== undefined && (r.cancelled.wakeAtS ?? Infinity) < r.personS[0];
   const table: Record<string, unknown>[] = [];

@@ -5,6 +5,7 @@
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
 import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
 import { WAKE_CHECK, type WakeCheckOptions } from '../../../src/pipeline/wake-check.js';
+import { LOOK_NEAR_DB } from '../../../src/pipeline/wakeword.js';
 import type { Part } from './room.js';
 
 export interface RoomBenchOptions {
@@ -43,6 +44,10 @@ export interface RoomBenchOptions {
   filterMs: number;
   /** The wake word's second look at near misses (wake-check.ts): IRIS_BENCH_WAKE_CHECK=0 turns it off, a JSON object tries other settings; default `WAKE_CHECK`. */
   wakeCheck: WakeCheckOptions | false;
+  /** The wake word's own-voice veto in the main bench's loop, as the daemon runs it (voice.ts `ownVoice`, IRIS's own audio from the front end): IRIS_BENCH_OWN_VETO=0 turns it off. */
+  ownVeto: boolean;
+  /** A look's near miss while IRIS plays must stand this far above the residual echo (wakeword.ts `LOOK_NEAR_DB`; dB, "off": not judged), e.g. IRIS_BENCH_LOOK_NEAR_DB=5. */
+  lookNearDb: number;
   /** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
   clipModel: boolean | undefined;
   /** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
@@ -82,6 +87,8 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     filterMs,
     clipModel,
     wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
+    ownVeto: env.IRIS_BENCH_OWN_VETO !== '0',
+    lookNearDb: env.IRIS_BENCH_LOOK_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_LOOK_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_LOOK_NEAR_DB),
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
     makeCanceller: (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>

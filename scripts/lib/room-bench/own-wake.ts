@@ -20,7 +20,8 @@ import type { RoomBenchOptions } from './options.js';
  * Through the canceller, then the voice loop to the wake word, with IRIS's own audio fed to the
  * second detector 0.2 s ahead of its echo as room-ear.ts feeds it; and with no canceller. IRIS_BENCH_PARTS (default
  * dev), IRIS_BENCH_OWN_ROOMS rooms per condition and voice (default 8),
- * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default wakeword.ts `OWN_VOICE_THRESHOLD`).
+ * IRIS_BENCH_OWN_THRESHOLD the second detector's threshold (default wakeword.ts `OWN_VOICE_THRESHOLD`),
+ * IRIS_BENCH_LOOK_NEAR_DB the veto's level rule for a look's near miss (`LOOK_NEAR_DB`).
  * Writes scripts/results/room-own-wake.json (or IRIS_BENCH_NAME).
  */
 export async function ownWake(options: RoomBenchOptions): Promise<void> {
@@ -46,13 +47,15 @@ export async function ownWake(options: RoomBenchOptions): Promise<void> {
   const vadOwn = await createSileroVad();
   const noStt: SpeechToText = { name: 'none', transcribe: () => Promise.reject(new Error('not in this benchmark')) };
   const tts = createEspeak({ voice: 'en-us', rateWpm: 175 });
-  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[]; rawOn: number[]; rawOff: number[]; onActed: number[]; offActed: number[] }[] = [];
+  const rows: { part: Part; condition: string; voice: string; delayMs: number; currentS: number; personS?: [number, number]; on: number[]; off: number[]; vetoed: number[]; details: { atS: number; score: number; fit?: number; nearDb?: number; own: boolean }[]; rawOn: number[]; rawOff: number[]; onActed: number[]; offActed: number[] }[] = [];
   /** Wake detections (stream seconds) over `heard`, with `own[i]` IRIS's audio for chunk i; with the veto or without. */
   const wakes = async (heard: Int16Array, own: (Int16Array | undefined)[], veto: boolean) => {
     mic.reset();
     const at: number[] = [];
     const vetoed: number[] = [];
-    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }));
+    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }), 1, 0.16, options.lookNearDb);
+    /** Each detection the loop acted on and each the veto took: score, and a look's fit and level over the residual. */
+    const details: { atS: number; score: number; fit?: number; nearDb?: number; own: boolean }[] = [];
     const acted: number[] = []; // where the loop acted on each (the end of the chunk it was in: later when the veto held it)
     let endS = 0;
     const source = samplesSource(heard);
@@ -60,11 +63,20 @@ export async function ownWake(options: RoomBenchOptions): Promise<void> {
       wake: mic, vad: vadOwn, stt: noStt, tts, sink: new CollectingSink(), end: 'wake',
       respond: () => { throw new Error('not reached'); },
       ...(veto ? { ownVoice: { veto: ownVeto, audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
-      onRun: (run) => { if (run.wake) { at.push(round(run.wake.atS, 2)); acted.push(round(endS, 2)); } },
-      onEvent: (event) => { if (event.type === 'own-wake') vetoed.push(round(Number(event.data?.atS ?? 0), 2)); },
+      onRun: (run) => {
+        if (!run.wake) return;
+        at.push(round(run.wake.atS, 2));
+        acted.push(round(endS, 2));
+        details.push({ atS: round(run.wake.atS, 2), score: round(run.wake.score, 3), ...(run.wake.fit === undefined ? {} : { fit: round(run.wake.fit, 1) }), ...(run.wake.nearDb === undefined ? {} : { nearDb: run.wake.nearDb }), own: false });
+      },
+      onEvent: (event) => {
+        if (event.type !== 'own-wake') return;
+        vetoed.push(round(Number(event.data?.atS ?? 0), 2));
+        details.push({ atS: round(Number(event.data?.atS ?? 0), 2), score: round(Number(event.data?.score ?? 0), 3), ...(event.data?.fit === undefined ? {} : { fit: round(Number(event.data.fit), 1) }), ...(event.data?.nearDb === undefined ? {} : { nearDb: Number(event.data.nearDb) }), own: true });
+      },
     });
     await loop.run({ async *frames(signal) { for await (const chunk of source.frames(signal)) { endS = chunk.atS + chunk.samples.length / RATE; yield chunk; } } }, new AbortController().signal);
-    return { at, vetoed, acted };
+    return { at, vetoed, acted, details };
   };
   const conditions: Condition[] = [0, 6, 12].flatMap((esrDb): Condition[] => [
     { name: `IRIS says hey jarvis ${esrDb >= 0 ? '+' : ''}${esrDb} dB`, esrDb, reverb: 50, says: 'nothing' as const },
@@ -100,7 +112,7 @@ export async function ownWake(options: RoomBenchOptions): Promise<void> {
           const rawOwn = own.map((_, i) => (reference.sounding(i * 1280 - RATE / 4, (i + 1) * 1280) ? rawOf(i * 1280, 1280) : undefined));
           const rawOn = await wakes(r.mic, rawOwn, true);
           const rawOff = await wakes(r.mic, rawOwn, false);
-          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed, rawOn: rawOn.at, rawOff: rawOff.at, onActed: on.acted, offActed: off.acted });
+          rows.push({ part, condition: condition.name, voice: `${voice.synth}:${voice.name}`, delayMs: r.delayMs, currentS: round(r.currentS ?? 0, 2), ...(r.personS ? { personS: r.personS.map((x) => round(x, 2)) as [number, number] } : {}), on: on.at, off: off.at, vetoed: on.vetoed, details: on.details, rawOn: rawOn.at, rawOff: rawOff.at, onActed: on.acted, offActed: off.acted });
         }
       }
       process.stderr.write(`${part} ${condition.name}: ${rows.length} rooms\n`);

@@ -33,6 +33,22 @@ export const COMMANDS: Record<Part, string[]> = {
  * been looked at while choosing the wake word's second look; measured once.
  */
 export const HELDOUT2 = { commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'what time is it in sydney'], seed: 4242 };
+/**
+ * A third held-out set (IRIS_BENCH_HELDOUT3=1, the main bench): the held-out voices saying other
+ * commands and phrasings than dev and held-out 2, over other replies of IRIS's, in rooms drawn
+ * from another seed. Made in session 15 after held-out 2 had been seen while choosing the wake
+ * word's look from a lower score; measured once.
+ */
+export const HELDOUT3 = {
+  commands: ['what is seven times nine', 'start a timer for thirty minutes', 'what is the time in rome', 'tell me the time'],
+  replies: [
+    'The train to the airport leaves at ten past six from platform four. It takes about forty minutes, and tickets are cheaper before seven.',
+    'Your shopping list has eggs, milk, bread and two kinds of cheese. I added coffee as you asked, and took the apples off it.',
+    'Tonight the sky should be clear, so you may see the moon rise over the hills. The wind will drop after sunset and stay calm.',
+    'The song you asked about was recorded in nineteen seventy nine. The band toured Europe that summer and played forty concerts.',
+  ],
+  seed: 5353,
+};
 export const IRIS_VOICE: Record<Part, string> = { dev: 'en-us', heldout: 'en-gb' };
 export const REPLIES = [
   'The weather today is sunny with a high of twenty two degrees. Tomorrow brings clouds and a chance of rain in the afternoon.',
