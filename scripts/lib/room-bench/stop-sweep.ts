@@ -29,30 +29,33 @@ import type { RoomBenchOptions } from './options.js';
  */
 /** bench-room's parts, and "held-out 2" and "held-out 3": rooms no stop-word choice had looked at (sessions 14 and 15). */
 type SweepPart = Part | 'heldout2' | 'heldout3';
-/** Held-out 2's commands: the held-out voices saying other commands over IRIS. */
-const COMMANDS_2 = ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'];
-/** Held-out 2's replies for IRIS (its earlier and current one), not said in any other room. */
-const REPLIES_2 = [
-  'Your shopping list has milk, eggs and bread on it. I added coffee as you asked, and the list is shared with the family.',
-  'The train to the airport leaves at ten past six from platform four. It takes about forty minutes, and there is a cafe on board.',
-  'Good morning. It is cold outside, about four degrees, with a light wind from the north. You might want a warm coat today.',
-  'I found three recipes for dinner. The first is a vegetable curry that takes half an hour, and the second is a simple pasta bake.',
-];
+/** Held-out 2's and 3's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
+const NEW_ROOMS: Record<'heldout2' | 'heldout3', { commands: string[]; replies: string[] }> = {
+  heldout2: {
+    commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'],
+    replies: [
+      'Your shopping list has milk, eggs and bread on it. I added coffee as you asked, and the list is shared with the family.',
+      'The train to the airport leaves at ten past six from platform four. It takes about forty minutes, and there is a cafe on board.',
+      'Good morning. It is cold outside, about four degrees, with a light wind from the north. You might want a warm coat today.',
+      'I found three recipes for dinner. The first is a vegetable curry that takes half an hour, and the second is a simple pasta bake.',
+    ],
+  },
+  heldout3: {
+    commands: ['what is fifteen plus six', 'set a timer for three minutes', 'what time is it in madrid', 'how much time is left'],
+    replies: [
+      'The library opens at nine tomorrow and closes at five. Your two books are due back on Friday, and you can renew them once.',
+      'It is raining in the city right now, with some sun expected after lunch. The weekend should be dry and a little warmer.',
+      'Your sister called this morning and left a message. She asked whether you are free for dinner on Sunday evening.',
+      'The bread needs another ten minutes in the oven. After that, let it cool on the rack before you slice it.',
+    ],
+  },
+};
 
 /** IRIS_BENCH_STOP_ALONE_TEXT=announce: what IRIS says over and over, each opening with the wake word (the live test's announcement; a reminder's text is the user's own words). */
 const ANNOUNCEMENTS = [
   'Hey jarvis, your timer is done. The ten minutes are up, and the cake can come out of the oven now.',
   'Hey jarvis, your timer for the laundry is done.',
   'Hey jarvis, a reminder: call the plumber about the kitchen sink.',
-];
-
-/** Held-out 3's commands and replies (session 15): said in no other room. */
-const COMMANDS_3 = ['what is fifteen plus six', 'set a timer for three minutes', 'what time is it in madrid', 'how much time is left'];
-const REPLIES_3 = [
-  'The library opens at nine tomorrow and closes at five. Your two books are due back on Friday, and you can renew them once.',
-  'It is raining in the city right now, with some sun expected after lunch. The weekend should be dry and a little warmer.',
-  'Your sister called this morning and left a message. She asked whether you are free for dinner on Sunday evening.',
-  'The bread needs another ten minutes in the oven. After that, let it cool on the rack before you slice it.',
 ];
 
 export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): Promise<void> {
@@ -152,7 +155,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     // "held-out 2" and "3" (IRIS_BENCH_PARTS=heldout2, heldout3): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
     const roomPart: Part = part === 'heldout2' || part === 'heldout3' ? 'heldout' : part;
     const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000 }[part];
-    const [newCommands, newReplies] = part === 'heldout2' ? [COMMANDS_2, REPLIES_2] : part === 'heldout3' ? [COMMANDS_3, REPLIES_3] : [undefined, undefined];
+    const { commands: newCommands, replies: newReplies } = part === 'heldout2' || part === 'heldout3' ? NEW_ROOMS[part] : { commands: undefined, replies: undefined };
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
     // one room per voice and command, drawn apart (the stop rooms stay those measured before).
