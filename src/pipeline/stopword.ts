@@ -145,6 +145,8 @@ const SOUNDING_POWER = 300 ** 2;
 const SETTLED_NEAR_DB = 5;
 /** …and at least this much taken out by the canceller (dB): before its echo arrives, a quiet chunk is at any residual. */
 const SETTLED_KEPT_DB = -6;
+/** How long before a word the canceller must have been at the residual for its own spotter's veto to be set aside (seconds). */
+const CANCELLING_S = 0.5;
 
 /** The level route's limits (`levelRoute`'s default), chosen on the dev stop rooms and dev commands said over IRIS. */
 export const DEFAULT_LEVEL_ROUTE: LevelRoute = { minNearDb: 5, minRiseDb: 3, minS: 0.15, maxS: 0.64, dropS: 0.16, maxFit: 10, maxWakeScore: 0.05, wakeHoldS: 0.16, releaseS: Infinity };
@@ -177,6 +179,15 @@ export interface StopCheck {
    * (live: "Hey jarvis, your timer is done" heard as "stop", nearDb 13–35, keptDb −11).
    */
   settled?: boolean;
+  /**
+   * IRIS's own spotter's veto (`StopCandidate.own`) is set aside where the canceller was taking
+   * IRIS's echo down to its residual just before the word (`StopCandidate.cancelling`): IRIS's
+   * own word there is at the residual too, and the levels turn it down; the veto is for a
+   * canceller that lets IRIS through (placed off, reset). Dev: every own-vetoed word of IRIS's
+   * stood within 1.3 dB of the residual; held-out 2 lost 4 of 4 misses at 0 dB to the veto (IRIS
+   * said "shopping", "airport" within 1 s of the person's "stop").
+   */
+  trustCanceller?: boolean;
 }
 
 /** A spotter's hit and what was measured around it. */
@@ -202,6 +213,8 @@ export interface StopCandidate {
   keptDb: number;
   /** Since IRIS began to sound again, a chunk before the word had IRIS sounding at its predicted residual (`StopCheck.settled`). */
   settled: boolean;
+  /** Such a chunk ended within `CANCELLING_S` before the word (`StopCheck.trustCanceller`). */
+  cancelling: boolean;
   /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
   wake: number;
   /** The verdict: the person said it. */
@@ -209,7 +222,12 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30, settled: true };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true };
+
+/** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
+export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {
+  return c.own && !(check !== false && check.trustCanceller === true && c.cancelling);
+}
 
 /** Whether `c` passes `check` (`false`: no check). */
 export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean {
@@ -363,6 +381,8 @@ export class StopWord {
   #ownAtS = -Infinity;
   /** Where (fed samples) a chunk first had IRIS sounding at its predicted residual since IRIS began to sound again (`StopCandidate.settled`). */
   #settledAt: number | undefined;
+  /** Where each such chunk of the last 3 s ended (fed samples), oldest first. */
+  readonly #atResidual: number[] = [];
 
   private constructor(lib: PocketsphinxLibrary, word: string, mic: Spotter, own: Spotter, fresh: PhraseCheck | undefined, options: StopWordOptions) {
     this.word = word;
@@ -429,8 +449,13 @@ export class StopWord {
   push(mic: Int16Array, own: Int16Array, endS: number, raw?: Int16Array, wakeScore?: number): number | undefined {
     const at = this.#residual.track(mic, own); // the same index as the spotter's fed samples
     this.#raw.write(raw ?? mic, at);
-    // No canceller (no raw microphone apart): no filter to be placed wrong.
-    if (this.#settledAt === undefined && (raw === undefined || this.#cancelledAtResidual(at, at + mic.length))) this.#settledAt = at;
+    // No canceller (no raw microphone apart): no filter to be placed wrong, and none to trust.
+    if (raw === undefined) this.#settledAt ??= at;
+    else if (this.#cancelledAtResidual(at, at + mic.length)) {
+      this.#settledAt ??= at;
+      this.#atResidual.push(at + mic.length);
+      while ((this.#atResidual[0] ?? Infinity) < at - 3 * RATE) this.#atResidual.shift(); // longer than a word, its report's lag and CANCELLING_S
+    }
     if (this.#own.push(own)) {
       this.#ownAtS = endS;
       this.#own.resume();
@@ -531,6 +556,7 @@ export class StopWord {
     this.#pending = undefined;
     this.#wake.length = 0;
     this.#settledAt = undefined;
+    this.#atResidual.length = 0;
   }
 
   free(): void {
@@ -555,10 +581,11 @@ export class StopWord {
       ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       settled: this.#settledAt !== undefined && this.#settledAt < hit.from,
+      cancelling: this.#atResidual.some((end) => end <= hit.from + FRAME && end >= hit.from - CANCELLING_S * RATE),
       heard: false,
     };
     const check = this.#check;
-    if (check !== false && (candidate.own || !passesLevels(candidate, check))) return candidate;
+    if (check !== false && (ownWord(candidate, check) || !passesLevels(candidate, check))) return candidate;
     if (check === false || check.maxFit !== undefined) {
       // The window scored: the word with 0.3 s before it (its onset, and some of what it stood out from) and what came after it.
       const from = hit.from - Math.round(0.3 * RATE);
@@ -568,7 +595,7 @@ export class StopWord {
       else this.#mic.aside(() => Object.assign(candidate, this.#decode(this.#mic, window)));
     }
     const levelFit = route === 'level' && check !== false ? this.#levelRoute?.maxFit : undefined;
-    candidate.heard = !candidate.own && passesCheck(candidate, check) && (levelFit === undefined || candidate.fit <= levelFit);
+    candidate.heard = !ownWord(candidate, check) && passesCheck(candidate, check) && (levelFit === undefined || candidate.fit <= levelFit);
     return candidate;
   }
 

@@ -1,6 +1,6 @@
 /** bench-room's stop-word sweep (IRIS_BENCH_KWS): one mode of scripts/bench-room.ts. */
 import { EchoReference } from '../../../src/pipeline/echo.js';
-import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
+import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, ownWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
 import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
@@ -27,10 +27,10 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
-/** bench-room's parts, and "held-out 2" and "held-out 3": rooms no stop-word choice had looked at (sessions 14 and 15). */
-type SweepPart = Part | 'heldout2' | 'heldout3';
-/** Held-out 2's and 3's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
-const NEW_ROOMS: Record<'heldout2' | 'heldout3', { commands: string[]; replies: string[] }> = {
+/** bench-room's parts, and "held-out 2", "3" and "4": rooms no stop-word choice had looked at (sessions 14, 15, 15). */
+type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4';
+/** Held-out 2's, 3's and 4's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
+const NEW_ROOMS: Record<'heldout2' | 'heldout3' | 'heldout4', { commands: string[]; replies: string[] }> = {
   heldout2: {
     commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'],
     replies: [
@@ -47,6 +47,15 @@ const NEW_ROOMS: Record<'heldout2' | 'heldout3', { commands: string[]; replies: 
       'It is raining in the city right now, with some sun expected after lunch. The weekend should be dry and a little warmer.',
       'Your sister called this morning and left a message. She asked whether you are free for dinner on Sunday evening.',
       'The bread needs another ten minutes in the oven. After that, let it cool on the rack before you slice it.',
+    ],
+  },
+  heldout4: {
+    commands: ['what is nine plus thirteen', 'set a timer for eight minutes', 'what time is it in vienna', 'cancel the timer'],
+    replies: [
+      'The parcel was delivered at noon and left with your neighbour at number twelve. She will be home again after four.',
+      'Your dentist appointment is on Tuesday at half past two. Please bring your insurance card and arrive ten minutes early.',
+      'The garden lights switch on at sunset and off at midnight. You can change that in the settings whenever you like.',
+      'There is heavy traffic on the ring road this evening. The quickest way home today is through the old town.',
     ],
   },
 };
@@ -122,7 +131,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, cancelling: false, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -152,10 +161,10 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return scores;
   };
   for (const part of parts) {
-    // "held-out 2" and "3" (IRIS_BENCH_PARTS=heldout2, heldout3): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
-    const roomPart: Part = part === 'heldout2' || part === 'heldout3' ? 'heldout' : part;
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000 }[part];
-    const { commands: newCommands, replies: newReplies } = part === 'heldout2' || part === 'heldout3' ? NEW_ROOMS[part] : { commands: undefined, replies: undefined };
+    // "held-out 2", "3", "4" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    const roomPart: Part = part === 'dev' ? 'dev' : 'heldout';
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000 }[part];
+    const { commands: newCommands, replies: newReplies } = part === 'dev' || part === 'heldout' ? { commands: undefined, replies: undefined } : NEW_ROOMS[part];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
     // one room per voice and command, drawn apart (the stop rooms stay those measured before).
@@ -240,7 +249,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     const set = heard.filter((h) => h.part === part && h.condition === condition && h.threshold === threshold);
     if (set.length === 0) return [];
     const judged = set.map((h) => {
-      const passed = h.candidates.filter((c) => !c.own && passesCheck(c, check) && (check === false || c.route !== 'level' || (c.fit <= levelMaxFit && !(c.wake > levelMaxWake)))).map((c) => c.atS);
+      const passed = h.candidates.filter((c) => !ownWord(c, check) && passesCheck(c, check) && (check === false || c.route !== 'level' || (c.fit <= levelMaxFit && !(c.wake > levelMaxWake)))).map((c) => c.atS);
       const [from, to] = h.wordS ?? [Infinity, Infinity];
       const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
       const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
