@@ -63,6 +63,21 @@ function raise(child: ChildProcess): void {
  */
 const near = (injectedMs: number) => (ms: number): boolean => ms >= injectedMs && ms <= injectedMs + 50;
 
+/** The daemon on this test's devices, raised, listening for its wake word; the lines it logs. */
+async function daemonOn(vars: Record<string, string>): Promise<{ daemon: ChildProcess; lines: string[] }> {
+  const daemon = startIris(['daemon', '--log-level', 'info'], vars);
+  raise(daemon);
+  const lines: string[] = [];
+  daemon.stderr?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+  try {
+    await waitForLine(daemon, /listening for "hey_jarvis"/);
+  } catch (error) {
+    daemon.kill('SIGTERM');
+    throw error;
+  }
+  return { daemon, lines };
+}
+
 const until = async (check: () => boolean, timeoutMs: number): Promise<boolean> => {
   const end = performance.now() + timeoutMs;
   while (!check() && performance.now() < end) await new Promise((r) => setTimeout(r, 50));
@@ -74,12 +89,8 @@ describe.skipIf(!tools)(`the daemon on ALSA devices${tools ? '' : ' (skipped: ar
   // +40 allowed once in 13 runs (a load of 12), so it is tried twice; a broken path fails both.
   it('hears a person say the wake word over its own voice, not its own "hey jarvis", and measures the room\'s delay', { timeout: 30_000, retry: 1 }, async () => {
     const { vars, room } = await onDevices(120);
-    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
-    raise(daemon);
-    const lines: string[] = [];
-    daemon.stderr?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const { daemon, lines } = await daemonOn(vars);
     try {
-      await waitForLine(daemon, /listening for "hey_jarvis"/);
       const text = 'check the oven. The cake needs ten more minutes. Hey jarvis, the cake, the cake is almost done, so take it out soon, then let it cool on the rack by the window before you cut it';
       // Synthesized before IRIS talks: flite and sox run synchronously and hold this thread, which
       // serves the room, for up to seconds (the room then lost the echo while IRIS's reference ran on).
@@ -113,12 +124,8 @@ describe.skipIf(!tools)(`"stop" on ALSA devices${tools ? '' : ' (skipped: arecor
   // dev rooms, so it is tried twice (a loaded machine); a broken path fails both.
   it('"stop" said over a reminder being read stops the sound within 300 ms and acknowledges it', { timeout: 40_000, retry: 1 }, async () => {
     const { vars, room } = await onDevices(120);
-    const daemon = startIris(['daemon', '--log-level', 'info'], vars);
-    raise(daemon);
-    const lines: string[] = [];
-    daemon.stderr?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const { daemon, lines } = await daemonOn(vars);
     try {
-      await waitForLine(daemon, /listening for "hey_jarvis"/);
       const stop = commandSamples('stop', { padS: [0, 0] }); // made before IRIS talks: flite holds this thread, which serves the room
       const text = 'the plumber comes at ten tomorrow morning. Please leave the kitchen door open for him, and move the boxes away from the sink before he arrives, so that he can reach the pipes';
       expect((await iris(['tools', 'call', 'set_reminder', JSON.stringify({ at: 'in 1 second', text })], vars)).code).toBe(0);
