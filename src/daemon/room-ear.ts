@@ -16,9 +16,10 @@ import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
 import { StopWord } from '../pipeline/stopword.js';
 import { StopWordWhilePlaying } from '../pipeline/stopword-lifecycle.js';
+import { OWN_LEAD_S } from '../pipeline/residual.js';
 import type { WakeWordDetector } from '../pipeline/wakeword.js';
 
-const OWN_LEAD = SPEECH_FORMAT.rate / 5;
+const OWN_LEAD = Math.round(OWN_LEAD_S * SPEECH_FORMAT.rate);
 
 export interface RoomStats {
   /** The canceller in use ("speexdsp", "webrtc"), or why there is none. */

@@ -13,6 +13,8 @@ import { meanPower, SPEECH_FORMAT } from './audio.js';
 import { EchoReference } from './echo.js';
 
 const RATE = SPEECH_FORMAT.rate;
+/** How far ahead of its echo IRIS's own audio is handed to the stop word and the wake word's own-voice veto (seconds; room-ear.ts): the reference is known before it sounds. */
+export const OWN_LEAD_S = 0.2;
 /** IRIS's audio this long before a stretch still sounds in the room during it (its reverberation; RT60 up to ~0.6 s). */
 const ROOM_TAIL = RATE / 4;
 /** Chunks of history (80 ms each: 1 s) before the residual echo's level is known. */

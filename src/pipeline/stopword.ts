@@ -15,7 +15,7 @@
  */
 import { meanPower, SPEECH_FORMAT } from './audio.js';
 import { EchoReference } from './echo.js';
-import { db, ResidualEcho } from './residual.js';
+import { db, OWN_LEAD_S, ResidualEcho, type ResidualLevels } from './residual.js';
 import { SttError } from './stt.js';
 import { decodeUtterance, loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
 import { measureFit, type Segment } from './pocketsphinx-confidence.js';
@@ -390,7 +390,7 @@ export class StopWord {
     this.#mic = mic;
     this.#own = own;
     this.#ownVoiceS = options.ownVoiceS ?? 1;
-    this.#residual = new ResidualEcho(Math.round((options.ownLeadS ?? 0.2) * RATE));
+    this.#residual = new ResidualEcho(Math.round((options.ownLeadS ?? OWN_LEAD_S) * RATE));
     this.#check = options.check ?? DEFAULT_STOP_CHECK;
     this.#decodeTo = options.decodeTo ?? 'fed';
     this.#decoder = options.decoder ?? 'spotter';
@@ -449,9 +449,10 @@ export class StopWord {
   push(mic: Int16Array, own: Int16Array, endS: number, raw?: Int16Array, wakeScore?: number): number | undefined {
     const at = this.#residual.track(mic, own); // the same index as the spotter's fed samples
     this.#raw.write(raw ?? mic, at);
+    const levels = this.#residual.levels(at, at + mic.length); // this chunk's: the settled check's and the level route's
     // No canceller (no raw microphone apart): no filter to be placed wrong, and none to trust.
     if (raw === undefined) this.#settledAt ??= at;
-    else if (this.#cancelledAtResidual(at, at + mic.length)) {
+    else if (this.#cancelledAtResidual(levels, at, at + mic.length)) {
       this.#settledAt ??= at;
       this.#atResidual.push(at + mic.length);
       while ((this.#atResidual[0] ?? Infinity) < at - 3 * RATE) this.#atResidual.shift(); // longer than a word, its report's lag and CANCELLING_S
@@ -483,7 +484,7 @@ export class StopWord {
     const to = at + mic.length;
     this.#wake.push({ to, score: wakeScore });
     while ((this.#wake[0]?.to ?? Infinity) < to - 2 * RATE) this.#wake.shift(); // longer than a burst and its hold
-    const burst = this.#follow(route, at, to);
+    const burst = this.#follow(route, levels, at, to);
     if (burst) {
       const candidate = this.#measure(burst, endS, 'level');
       if (candidate.heard) {
@@ -508,12 +509,11 @@ export class StopWord {
   }
 
   /**
-   * Whether the canceller took IRIS's echo in [from, to) down to the residual its audio predicts:
+   * Whether the canceller took IRIS's echo in [from, to) (its `levels`) down to the residual its audio predicts:
    * IRIS talking there (not a pause between its words), the canceller taking something out (its
    * echo had arrived), and what is left no louder than that residual.
    */
-  #cancelledAtResidual(from: number, to: number): boolean {
-    const { nearDb, own, known } = this.#residual.levels(from, to);
+  #cancelledAtResidual({ nearDb, own, known }: ResidualLevels, from: number, to: number): boolean {
     const raw = meanPower(this.#raw.read(from, to - from));
     const keptDb = db(meanPower(this.#residual.heard(from, to - from)) / Math.max(1, raw));
     // `raw` over a whisper: digital silence before the echo arrives is not something taken out.
@@ -526,12 +526,11 @@ export class StopWord {
   }
 
   /**
-   * The level route, one chunk [from, to) on: the burst to check when this chunk completes
+   * The level route, one chunk [from, to) (its `levels`) on: the burst to check when this chunk completes
    * `dropS` of quiet after a word-long burst of loud chunks. A loud chunk before that (the gap
    * was a plosive's closure) makes the burst go on.
    */
-  #follow(route: LevelRoute, from: number, to: number): Hit | undefined {
-    const { nearDb, riseDb } = this.#residual.levels(from, to);
+  #follow(route: LevelRoute, { nearDb, riseDb }: ResidualLevels, from: number, to: number): Hit | undefined {
     const loud = nearDb >= route.minNearDb && riseDb >= route.minRiseDb;
     this.#loud = loud;
     const burst = this.#burst;

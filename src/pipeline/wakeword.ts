@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { concatSamples, FRAME_SAMPLES, FrameSplitter, SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { bundledModel, loadOnnx, ModelError, type OnnxModel } from './onnx.js';
-import { ResidualEcho } from './residual.js';
+import { OWN_LEAD_S, ResidualEcho } from './residual.js';
 import { phraseCheck, WAKE_CHECK, wakePhrase, type WakeCheckOptions } from './wake-check.js';
 
 export interface Detection {
@@ -313,8 +313,6 @@ const OWN_HINT = 0.005;
 export const LOOK_NEAR_DB = 3;
 /** How far before a near miss's peak IRIS's own audio is searched for `OWN_HINT` (seconds): the look's window (2 s) and then some. */
 const OWN_LOOK_S = 2.5;
-/** How far ahead of its echo IRIS's own audio is handed to the veto (seconds; room-ear.ts `OWN_LEAD`). */
-const OWN_LEAD_S = 0.2;
 /**
  * The stretch before a near miss's peak judged against the residual echo (seconds): the phrase
  * (0.6–0.9 s) ends about where openWakeWord's score peaks. pocketsphinx's placement is no help
