@@ -355,6 +355,45 @@ describe('warming the model, and confirmations by voice', () => {
     expect((await ask(s, 'cancel all timers')).result.reply).toBe('Cancelled the 2 timers and reminders.');
   });
 
+  it('asks about words heard unsurely ("Did you say …?"): a sure yes acts on them, a no or anything else does not', async () => {
+    const s = await start();
+    const conversation = s.iris.conversation();
+    const unsure = (text: string) => conversation.turn(text, undefined, { confidence: 0.4, unsure: true }).result;
+    const spoken = (text: string, confidence = 0.95) => conversation.turn(text, undefined, { confidence }).result;
+    const timers = async () => (await ask(s, 'what timers do I have')).result.reply;
+    expect(await unsure('set a timer for ten minutes')).toMatchObject({ reply: 'Did you say: set a timer for ten minutes?', route: 'local', tool_calls: [] });
+    expect(await timers()).toMatch(/^You have no/);
+    expect(await unsure('set a timer for ten minutes')).toMatchObject({ reply: 'Did you say: set a timer for ten minutes?' });
+    // A yes that might be noise is asked again; a sure one acts on the words.
+    expect(await spoken('yes', 0.7)).toMatchObject({ reply: 'Sorry, was that a yes? Please say yes or no.', tool_calls: [] });
+    expect(await spoken('yes')).toMatchObject({ route: 'local', tool_calls: [expect.objectContaining({ name: 'set_timer' })] });
+    expect(await timers()).toMatch(/^You have one/);
+    // No: nothing, and the question is gone (a later yes acts on nothing).
+    expect(await unsure('cancel the timer')).toMatchObject({ reply: 'Did you say: cancel the timer?' });
+    expect(await spoken('no')).toMatchObject({ reply: 'OK. Please say it again.', tool_calls: [] });
+    expect((await spoken('yes')).tool_calls).toEqual([]);
+    // Anything else is a request of its own and drops the question.
+    expect(await unsure('cancel the timer')).toMatchObject({ reply: 'Did you say: cancel the timer?' });
+    expect(await spoken('what is 2 plus 2')).toMatchObject({ reply: "That's 4." });
+    expect((await spoken('yes')).tool_calls).toEqual([]);
+    expect(await timers()).toMatch(/^You have one/);
+    // An unsure yes or no is never asked about, and an open question is not asked over.
+    expect(await unsure('yes')).toMatchObject({ reply: "Sorry, I didn't catch that." });
+    await ask(s, 'set a tea timer for 3 minutes');
+    expect(await spoken('cancel all timers', 0.9)).toMatchObject({ reply: 'Cancel all 2 timers and reminders? Say yes or no.' });
+    expect(await unsure('what time is it')).toMatchObject({ reply: "Sorry, I didn't catch that.", tool_calls: [] });
+    expect(await spoken('yes')).toMatchObject({ reply: 'Cancelled the 2 timers and reminders.' });
+  });
+
+  it('a question about unsure words expires after confirm_timeout_s', async () => {
+    let now = 1_000_000;
+    const s = await start({ assistant: { confirm_timeout_s: 30 } }, { now: () => now });
+    const conversation = s.iris.conversation();
+    expect((await conversation.turn('set a timer for ten minutes', undefined, { confidence: 0.4, unsure: true }).result).reply).toBe('Did you say: set a timer for ten minutes?');
+    now += 31_000;
+    expect(await conversation.turn('yes', undefined, { confidence: 0.95 }).result).toMatchObject({ reply: 'I asked too long ago. Please say it again.', tool_calls: [] });
+  });
+
   it('takes the answer to "which timer?": a named choice cancels that one, anything else is a request of its own', async () => {
     const s = await start();
     const conversation = s.iris.conversation();

@@ -7,11 +7,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { concatSamples, FRAME_SAMPLES, SPEECH_FORMAT, type AudioChunk, type AudioSink, type AudioSource } from '../src/pipeline/audio.js';
 import { createEspeak } from '../src/pipeline/espeak.js';
 import type { VoiceEvent } from '../src/pipeline/events.js';
-import type { TurnResult } from '../src/conversation/engine.js';
+import { Conversation, type TurnResult } from '../src/conversation/engine.js';
 import { aplaySink, CollectingSink, earcon } from '../src/pipeline/playback.js';
 import { createPocketsphinx } from '../src/pipeline/pocketsphinx.js';
 import { createSileroVad, type VoiceActivity } from '../src/pipeline/vad.js';
-import { stripWakeWord, VoiceLoop, type ReplyStream, type VoiceLoopOptions } from '../src/pipeline/voice.js';
+import { stripWakeWord, VoiceLoop, type ReplyStream, type VoiceLoopOptions, type VoiceRun } from '../src/pipeline/voice.js';
+import { silentLogger } from '../src/log.js';
+import { nativeHost } from './helpers/tools.js';
+import { tempDir } from './helpers/tmp.js';
 import { createOpenWakeWord, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { virtualAudio } from './helpers/alsa.js';
 import { withDouble } from './helpers/conversation.js';
@@ -388,6 +391,49 @@ describe('the voice loop', () => {
     expect(runs.slice(0, 2)).toEqual(['not_understood', 'answered follow-up']);
     expect(asked).toEqual(['what time is it']);
   });
+
+  it('asks about a command heard unsurely, and acts on the yes said in the follow-up window', async () => {
+    // The words are pocketsphinx's; their confidences scripted: the command's under min_confidence, the yes's sure.
+    const scripted = (confidences: number[]): typeof stt => ({
+      name: 'scripted',
+      transcribe: async (samples) => ({ ...(await stt.transcribe(samples)), confidence: confidences.shift() ?? 0 }),
+      stream: async (prime, options) => {
+        const inner = await stt.stream!(prime, options);
+        return { push: (x) => inner.push(x), partial: () => inner.partial(), cancel: () => inner.cancel(), end: async () => ({ ...(await inner.end()), confidence: confidences.shift() ?? 0 }) };
+      },
+    });
+    const turn = async (clarifyFrom?: number) => {
+      const config = parseConfig('[assistant]\ntimezone = "Europe/Berlin"\n', 'test');
+      const { host } = nativeHost(tempDir());
+      const conversation = new Conversation({ config, host, log: silentLogger, backend: { chat: () => Promise.reject(new Error('no model')) } as never, tokenizer: () => Promise.reject(new Error('no model')) });
+      const runs: VoiceRun<TurnResult>[] = [];
+      const [first, second] = [waitFor('run-end'), waitFor('run-end', 2)];
+      const controller = new AbortController();
+      const loop = new VoiceLoop<TurnResult>({
+        ...base(new CollectingSink(), (text, signal, heard) => conversation.turn(text, signal, heard)), stt: scripted([0.4, 0.95]), followUpS: 3,
+        ...(clarifyFrom === undefined ? {} : { clarifyFrom }),
+        onEvent: (e) => (first.check(e), second.check(e)), onRun: (run) => runs.push(run),
+      });
+      await loop.run(scriptedSource([
+        commandSamples('hey jarvis, set a timer for ten minutes', { padS: [0.5, 1.5] }),
+        () => first.promise.then(() => undefined),
+        speechSamples('yes', { padS: [0.3, 1.5] }),
+        () => second.promise.then(() => controller.abort()),
+      ]), controller.signal);
+      runs.splice(2); // the follow-up after the second, ended by the abort
+      const said = runs.map((r) => r.result?.reply ?? r.said ?? '');
+      return { outcomes: runs.map((r) => r.outcome), said, heard: runs[0]?.transcript, timers: JSON.stringify((await host.call('list_timers', {})).content) };
+    };
+    const asked = await turn(0.2);
+    expect(asked.heard).toMatch(/^set a timer for \w+ minutes$/);
+    expect(asked.said).toEqual([`Did you say: ${asked.heard}?`, expect.stringMatching(/^Timer set for \d+ minutes\.$/)]);
+    expect(asked.outcomes).toEqual(['answered', 'answered']);
+    expect(asked.timers).toMatch(/You have one/);
+    const without = await turn(undefined);
+    expect(without.outcomes[0]).toBe('not_understood');
+    expect(without.said[0]).toBe("Sorry, I didn't catch that.");
+    expect(without.timers).toMatch(/You have no/);
+  }, 60_000);
 
   /** `first` is asked; while its reply plays on an aplay blocked mid-write, "hey jarvis, cancel
    * all timers". Returns the events, with the barge-in and the stopped playback. */

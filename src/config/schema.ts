@@ -375,6 +375,13 @@ export const configSchema = {
           default: 0.6,
           description: 'Below this confidence a spoken command is not acted on: IRIS says it did not catch it and listens again.',
         },
+        clarify_confidence: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          default: 0.2,
+          description: 'A spoken command under min_confidence (or over_speech_confidence) but at this confidence or above is asked about ("Did you say …?") and acted on after a yes; under it, IRIS says it did not catch it. 1 turns the question off.',
+        },
         over_speech_confidence: {
           type: 'number',
           minimum: 0,

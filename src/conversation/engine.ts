@@ -5,7 +5,9 @@
  * or no; anything else drops it and is a request of its own, and it expires. A running call
  * whose server asked the person something (asking.ts) waits here too: the next turn is the
  * answer. A tool's "which one?" ("The tea or the pasta timer?") waits for the next turn: naming
- * one of its choices answers it; anything else is a request of its own. History and the token
+ * one of its choices answers it; anything else is a request of its own. Words heard unsurely
+ * (`TurnInput.unsure`) are asked about ("Did you say …?"): a yes acts on them, a no asks for them
+ * again, anything else is a request of its own. History and the token
  * calibration live here. The reply streams out as complete
  * sentences.
  */
@@ -18,6 +20,7 @@ import { matchIntent } from '../intents/match.js';
 import { answerChoice, answerLocally, answersReadOnly, choose, toolCallRecord, type Choice, type LocalAnswer, type ToolCallRecord } from './local.js';
 import { ModelTurn } from './model-turn.js';
 import { speakable } from './speech.js';
+import { NOT_UNDERSTOOD } from '../pipeline/pipeline.js';
 import { elapsed, ZERO_TOKENS, type Asked, type ConversationMemory, type ConversationOptions, type Pending, type Turn, type TurnInput, type TurnResult } from './types.js';
 
 export type { ConversationOptions, Route, Turn, TurnInput, TurnResult } from './types.js';
@@ -44,6 +47,8 @@ export class Conversation {
   #asked: Asked | undefined;
   /** A tool asked which one ("The tea or the pasta timer?"): the next turn may name it. */
   #choice: Choice | undefined;
+  /** Words heard unsurely, asked about ("Did you say …?"): a yes before `expiresAt` acts on them. */
+  #unsure: { text: string; expiresAt: number } | undefined;
   #warming = false;
   /** User messages of turns taken back: their rounds are never remembered. */
   readonly #takenBack = new WeakSet<ChatMessage>();
@@ -84,6 +89,7 @@ export class Conversation {
     this.#history = [];
     this.#pending = undefined;
     this.#choice = undefined;
+    this.#unsure = undefined;
     this.#asked?.call.abandon();
     this.#asked = undefined;
   }
@@ -95,7 +101,7 @@ export class Conversation {
    * close.
    */
   async answersEarly(text: string): Promise<boolean> {
-    if (this.#pending !== undefined || this.#asked !== undefined) return false;
+    if (this.#pending !== undefined || this.#asked !== undefined || this.#unsure !== undefined) return false;
     return answersReadOnly(await matchIntent(text), this.#options.host);
   }
 
@@ -125,6 +131,9 @@ export class Conversation {
     const { config, host } = this.#options;
     if (now() - this.#lastTurnAt > config.assistant.forget_after_s * 1000) this.reset();
     this.#lastTurnAt = now();
+    if (input.unsure === true) return this.#askUnsure(user, out, started);
+    const unsure = this.#unsure;
+    this.#unsure = undefined;
     const asked = this.#asked;
     this.#asked = undefined;
     if (asked?.call.waiting === true) {
@@ -142,6 +151,16 @@ export class Conversation {
     // One match for the whole turn: a yes or no must be the whole utterance (intents/sentences.ts).
     const match = await matchIntent(text);
     const said = match?.intent.name;
+    if (unsure !== undefined && (said === 'yes' || said === 'no')) {
+      if (now() > unsure.expiresAt) return this.#localReply(user, 'I asked too long ago. Please say it again.', [], out, started);
+      if (said === 'no') return this.#localReply(user, 'OK. Please say it again.', [], out, started, false);
+      if (input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
+        this.#unsure = unsure; // a yes that might be noise: ask again, the question stays open
+        return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started, false);
+      }
+      // The words as if heard surely: still spoken (a tool that asks before it runs still asks).
+      return this.#run({ role: 'user', content: unsure.text }, signal, out, { heard: true });
+    }
     const answer = pending !== undefined && (said === 'yes' || said === 'no') ? said : undefined;
     if (pending !== undefined && answer !== undefined) {
       if (now() > pending.call.expiresAt) {
@@ -169,6 +188,21 @@ export class Conversation {
     if (local !== undefined) return this.#localReply(user, local.reply, local.tool_calls, out, started);
 
     return this.#model((turn) => turn.run([user], this.#memory), signal, out, started);
+  }
+
+  /**
+   * Words heard under the gate that acts: ask whether they were said, and act on a yes (next
+   * turn). An open question (a held call's yes, a tool's question or choice) stays open and is
+   * not asked over: then these words are not understood, as they were before asking existed.
+   */
+  async #askUnsure(user: ChatMessage, out: Channel<string>, started: number): Promise<TurnResult> {
+    const said = (await matchIntent(user.content))?.intent.name;
+    // An unsure yes or no is never asked about ("Did you say yes?"): a question open for it stays open.
+    if (said === 'yes' && this.#unsure !== undefined) return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started, false);
+    if (said === 'yes' || said === 'no' || this.#pending !== undefined || this.#asked !== undefined || this.#choice !== undefined) return this.#localReply(user, NOT_UNDERSTOOD, [], out, started, false);
+    const now = this.#options.now ?? Date.now;
+    this.#unsure = { text: user.content, expiresAt: now() + this.#options.config.assistant.confirm_timeout_s * 1000 };
+    return this.#localReply(user, `Did you say: ${user.content}?`, [], out, started, false);
   }
 
   /** A reply made here, not by the model; `remember` it unless it is part of a round still open. */

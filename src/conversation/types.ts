@@ -81,6 +81,11 @@ export interface TurnInput {
   /** The words were heard, not typed; default: when they come with a confidence. Another
    * recogniser's words (Home Assistant's) are heard, though with no confidence. */
   heard?: boolean;
+  /**
+   * Heard, but not surely enough to act on (under `[stt] min_confidence`, at `clarify_confidence`
+   * or above): the reply asks whether these were the words, and a yes acts on them.
+   */
+  unsure?: boolean;
 }
 
 /** A model round cut short by a question: it goes on when the call's result is there. */

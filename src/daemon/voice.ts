@@ -56,6 +56,7 @@ export function loopOptions<R>(config: Config, parts: VoiceParts, sink: AudioSin
     endpoint: { silenceS: config.audio.silence_s, maxS: config.audio.max_command_s, noSpeechS: config.audio.no_speech_s },
     followUpS: config.assistant.follow_up_s,
     minConfidence: config.stt.min_confidence,
+    clarifyFrom: config.stt.clarify_confidence,
     overSpeechMinConfidence: config.stt.over_speech_confidence,
     commandState: prefixState,
     completePauseS: config.audio.complete_pause_s,

@@ -24,6 +24,8 @@ export type PipelineStage = (typeof STAGES)[number];
 export interface Heard {
   confidence?: number;
   heard?: boolean;
+  /** Heard under the gate that acts (`minConfidence`) but at `clarifyFrom` or above: the conversation asks whether these were the words. */
+  unsure?: boolean;
 }
 
 /** What the pipeline needs of a conversation turn (conversation/engine.ts's `Turn` fits). */
@@ -61,6 +63,13 @@ export interface RunOptions<R> {
   heard?: Heard;
   /** Below this transcript confidence nothing is acted on (default 0). */
   minConfidence?: number;
+  /**
+   * Words under `minConfidence` but at this confidence or above go to the conversation marked
+   * `unsure`: it asks whether they were said ("Did you say …?") and acts on a yes. Only a run
+   * that reaches the conversation and can hear the answer (a loop with follow-ups). Default:
+   * none (such words are not understood).
+   */
+  clarifyFrom?: number;
   /** Said (when the run ends at tts) when the words were not understood. */
   notUnderstood?: string;
   /** The wake word that opened the audio, taken off the transcript. */
@@ -127,7 +136,8 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     const { confidence } = words;
     emit('stt-end', { text: transcript, raw: words.text, confidence, ...words.details });
     done = { ...done, transcript, confidence };
-    if (transcript === '' || confidence < (o.minConfidence ?? 0)) {
+    const unsure = transcript !== '' && confidence < (o.minConfidence ?? 0) && o.clarifyFrom !== undefined && confidence >= o.clarifyFrom && passes('conversation');
+    if (!unsure && (transcript === '' || confidence < (o.minConfidence ?? 0))) {
       if (o.end !== 'tts') return { outcome: 'not_understood', ...done };
       const said = o.notUnderstood ?? NOT_UNDERSTOOD;
       await say([said]);
@@ -135,7 +145,7 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     }
     if (o.end === 'stt') return { outcome: 'answered', ...done };
     text = transcript;
-    heard = { confidence };
+    heard = { confidence, ...(unsure ? { unsure } : {}) };
   } else {
     if (!('text' in input)) throw new PipelineError('pipeline_input', `a run from ${o.start} starts from text`);
     text = input.text;

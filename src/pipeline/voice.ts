@@ -67,6 +67,8 @@ export interface VoiceLoopOptions<R> {
   /** Below this transcript confidence nothing is acted on: IRIS says it did not catch that
    * and listens again for the follow-up window; default 0 (everything is acted on). */
   minConfidence?: number;
+  /** Words under the gate that acts but at this confidence or above are asked about, not dropped (pipeline.ts `RunOptions.clarifyFrom`), where a follow-up can answer (`followUpS` > 0); default: none. */
+  clarifyFrom?: number;
   /** Where the words heard so far stand (intents/prefix.ts): with it, and a recogniser that
    * decodes as the audio arrives, a whole command ends the turn at a short pause instead of
    * the endpointer's full silence. */
@@ -560,6 +562,8 @@ export class VoiceLoop<R> {
     return runPipeline(input, {
       start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
       ...(minConfidence === undefined ? {} : { minConfidence }),
+      // Asked only where the answer can be heard: the follow-up window, without the wake word.
+      ...(this.#o.clarifyFrom === undefined || (this.#o.followUpS ?? 0) <= 0 ? {} : { clarifyFrom: this.#o.clarifyFrom }),
       ...(notUnderstood === undefined ? {} : { notUnderstood }),
       ...(command.wake ? { wakeWord: command.wake.word } : {}),
       emit,
