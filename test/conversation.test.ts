@@ -379,6 +379,7 @@ describe('warming the model, and confirmations by voice', () => {
     expect(await timers()).toMatch(/^You have one/);
     // An unsure yes or no is never asked about, and an open question is not asked over.
     expect(await unsure('yes')).toMatchObject({ reply: "Sorry, I didn't catch that." });
+    expect(await unsure('and then the quick brown fox jumped over the lazy dog again and again and again and again')).toMatchObject({ reply: "Sorry, I didn't catch that." });
     await ask(s, 'set a tea timer for 3 minutes');
     expect(await spoken('cancel all timers', 0.9)).toMatchObject({ reply: 'Cancel all 2 timers and reminders? Say yes or no.' });
     expect(await unsure('what time is it')).toMatchObject({ reply: "Sorry, I didn't catch that.", tool_calls: [] });

@@ -30,6 +30,9 @@ const WARM_TIMEOUT_MS = 120_000;
 /** `iris status` must answer even with Ollama down. */
 const STATUS_TIMEOUT_MS = 1_500;
 
+/** Unsure words longer than this are not read back in a question ("Did you say …?"). */
+const MAX_ASKED_WORDS = 16;
+
 /** Keep at most this many past rounds in memory; the budget decides how many are sent. */
 const MAX_KEPT_ROUNDS = 50;
 /** Calibration factor bounds: a wild prompt_eval_count must not wreck the budget. */
@@ -199,7 +202,9 @@ export class Conversation {
     const said = (await matchIntent(user.content))?.intent.name;
     // An unsure yes or no is never asked about ("Did you say yes?"): a question open for it stays open.
     if (said === 'yes' && this.#unsure !== undefined) return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started, false);
-    if (said === 'yes' || said === 'no' || this.#pending !== undefined || this.#asked !== undefined || this.#choice !== undefined) return this.#localReply(user, NOT_UNDERSTOOD, [], out, started, false);
+    // A long transcript (a free recogniser's run-on words) is not read back: not understood, as before.
+    const long = user.content.split(/\s+/).length > MAX_ASKED_WORDS;
+    if (long || said === 'yes' || said === 'no' || this.#pending !== undefined || this.#asked !== undefined || this.#choice !== undefined) return this.#localReply(user, NOT_UNDERSTOOD, [], out, started, false);
     const now = this.#options.now ?? Date.now;
     this.#unsure = { text: user.content, expiresAt: now() + this.#options.config.assistant.confirm_timeout_s * 1000 };
     return this.#localReply(user, `Did you say: ${user.content}?`, [], out, started, false);
