@@ -392,6 +392,20 @@ describe('the voice loop', () => {
     expect(asked).toEqual(['what time is it']);
   });
 
+  it('a source that ends before its reply does leaves no follow-up open: the recogniser is free for the next run', async () => {
+    // The reply finishes only once the source has ended (a file read to its end, a bench's room).
+    let sourceEnded = (): void => undefined;
+    const ended = new Promise<void>((resolve) => (sourceEnded = resolve));
+    const respond = (): ReplyStream<{ reply: string }> => ({ sentences: (async function* () { await ended; yield 'Done.'; })(), result: ended.then(() => ({ reply: 'Done.' })) });
+    const first = await new VoiceLoop({ ...base(new CollectingSink(), respond), followUpS: 3 }).run(scriptedSource([commandSamples('hey jarvis, what time is it', { padS: [0.5, 1.2] }), () => Promise.resolve(sourceEnded())]), new AbortController().signal);
+    expect(first.map((r) => r.outcome)).toEqual(['answered']);
+    // Before, the follow-up opened after run() returned and held pocketsphinx's decoder: this run never ended.
+    const { asked, respond: again } = replies('Done.');
+    const [next] = await new VoiceLoop(base(new CollectingSink(), again)).run(scriptedSource([commandSamples('hey jarvis, what time is it')]), new AbortController().signal, true);
+    expect(next?.outcome).toBe('answered');
+    expect(asked).toEqual(['what time is it']);
+  }, 30_000);
+
   it('asks about a command heard unsurely, and acts on the yes said in the follow-up window', async () => {
     // The words are pocketsphinx's; their confidences scripted: the command's under min_confidence, the yes's sure.
     const scripted = (confidences: number[]): typeof stt => ({

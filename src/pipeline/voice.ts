@@ -289,6 +289,15 @@ export class VoiceLoop<R> {
     };
     /** Counts command starts: a start overtaken by a later one while it awaited (a trigger or the wake word while the follow-up window opens) gives way. */
     let starts = 0;
+    /**
+     * The source has ended (or the run stopped): no follow-up opens, and one opening gives way.
+     * Before, a reply that ended after its source opened the follow-up window once `run` had
+     * returned, and the recogniser's stream it took was never closed: pocketsphinx's next
+     * utterance waited for it for ever (found by bench-room, which runs one loop per room).
+     */
+    let ended = false;
+    /** The last turn with what follows it (`onTurnEnd`): awaited at the source's end. */
+    let lastTurn: Promise<void> | undefined;
     const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = [], overSpeech = false) => {
       const start = ++starts;
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
@@ -305,7 +314,7 @@ export class VoiceLoop<R> {
       // Decode while the person speaks, so the words are ready when they stop; the kept audio
       // (the wake phrase, in the same voice and room) first adapts the recogniser to both.
       const stream = await this.#o.stt.stream?.(concatSamples(before.map((c) => c.samples)), echoS > 0 ? { echoS, ...(this.#o.echoDistorted?.() ? { echoDistorted: true } : {}) } : undefined);
-      if (start !== starts) {
+      if (start !== starts || ended) {
         report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
       }
@@ -320,7 +329,7 @@ export class VoiceLoop<R> {
       if (this.#turn?.run !== run.run) return; // barged in: a new command already runs
       this.#turn = undefined;
       const listenAgain = (this.#o.end ?? 'tts') === 'tts' && (run.outcome === 'answered' || (run.outcome === 'not_understood' && run.transcript !== undefined));
-      if (listenAgain && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once) {
+      if (listenAgain && (this.#o.followUpS ?? 0) > 0 && !signal.aborted && !once && !ended) {
         const next = ++this.#runs;
         this.#emit(next, 'run-start', { followUp: true });
         try {
@@ -412,6 +421,7 @@ export class VoiceLoop<R> {
         }
         this.#emit(done.run, 'end_of_speech-end', { atS: chunk.atS + durationS(chunk.samples.length), state });
         const turn = this.#startTurn(done, signal).then(onTurnEnd);
+        lastTurn = turn;
         if (once) {
           await turn;
           return finished;
@@ -419,6 +429,7 @@ export class VoiceLoop<R> {
       }
       // The source ended (a file): a command still being spoken ends here. Stopped instead (a
       // room removed, the daemon stopping): half a command is never acted on.
+      ended = true;
       if (command) {
         const done = command;
         if (signal.aborted) report(this.#finish(done, 'cancelled'));
@@ -430,8 +441,10 @@ export class VoiceLoop<R> {
         report(this.#finish(noCommand(this.#runs + 1, false), 'no_wake'));
       }
       await this.#turn?.done;
+      await lastTurn;
       return finished;
     } finally {
+      ended = true;
       if (command) this.#early.get(command)?.controller.abort(new DOMException('stopped', 'AbortError'));
       command?.stream?.cancel();
       this.#turn?.controller.abort(new DOMException('stopped', 'AbortError'));
