@@ -13,12 +13,12 @@ import { CollectingSink } from '../../../src/pipeline/playback.js';
 import { createPocketsphinx } from '../../../src/pipeline/pocketsphinx.js';
 import { StopWord } from '../../../src/pipeline/stopword.js';
 import { createSileroVad } from '../../../src/pipeline/vad.js';
-import { VoiceLoop, type VoiceRun } from '../../../src/pipeline/voice.js';
+import { VoiceLoop } from '../../../src/pipeline/voice.js';
 import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, HELDOUT2, HELDOUT3, SELF, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 import { throughFrontEnd, type FrontEndResult } from './front-end.js';
 
@@ -42,7 +42,7 @@ async function expectedCall(command: string): Promise<string> {
   return key(m.intent.tool, m.args);
 }
 
-interface LoopResult { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string }
+interface LoopResult { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string; asked?: boolean }
 
 /** A detection the own-voice veto took for IRIS's (event `own-wake`): where, its score, and a look's fit and level over the residual. */
 interface OwnWake { atS: number; score: number; fit?: number; nearDb?: number }
@@ -52,13 +52,13 @@ interface Row {
   measuredDelayMs?: number; erleDb?: number;
   /** Where the person's clip starts and ends (seconds). */
   personS?: [number, number];
-  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; askedRight?: boolean; askedWrong?: boolean; asked?: boolean; afterNo?: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; cancellerCpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
 
 export async function roomBench(options: RoomBenchOptions): Promise<void> {
-  const { quick, bargeIn, only, preRollS, overSpeechOn, suppressDb, echoTailS, PARTS, baselineOn, reuseFront, bargeCutS, frontOnly, echoEngine, webrtcSettings, filterMs, clipModel, makeCanceller } = options;
+  const { quick, bargeIn, only, preRollS, overSpeechOn, suppressDb, echoTailS, PARTS, baselineOn, reuseFront, bargeCutS, frontOnly, echoEngine, webrtcSettings, filterMs, clipModel, makeCanceller, answer } = options;
   // The parts, loaded once, as bench-understanding.ts does.
   const config = benchConfig();
   const [wake, vad, ownWake] = await Promise.all([createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }), createSileroVad(), createOpenWakeWord({ model: 'hey_jarvis', threshold: OWN_VOICE_THRESHOLD, check: false })]);
@@ -90,8 +90,10 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
       backend: { chat: () => Promise.reject(new Error('no model in this benchmark')) } as never,
       tokenizer: () => Promise.reject(new Error('no model')),
     });
+    // With an answer, the daemon's own gates and follow-up window: unsure words are asked about, and the yes (or no) heard after.
+    const gates = answer === undefined || end === 'wake' ? undefined : { followUpS: config.assistant.follow_up_s, minConfidence: config.stt.min_confidence, overSpeechMinConfidence: config.stt.over_speech_confidence, clarifyFrom: config.stt.clarify_confidence };
     const loop = new VoiceLoop<TurnResult>({
-      wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
+      wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, ...gates, end: gates ? 'tts' : end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
       ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
@@ -107,9 +109,13 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     let details: Record<string, unknown> | undefined;
     let ended: { endS: number; endState: string } | undefined;
     wake.reset();
-    const [run] = await loop.run(samplesSource(samples), new AbortController().signal, true) as [VoiceRun<TurnResult> | undefined];
-    const call = run?.result?.route === 'local' ? run.result.tool_calls[0] : undefined;
-    return { wake: run?.wake !== undefined, ...(run?.wake ? wakeOf(run.wake) : {}), ...(ownWakes.length ? { ownWakes } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}), ...ended };
+    const runs = await loop.run(samplesSource(samples), new AbortController().signal, gates === undefined);
+    const run = runs[0];
+    // The first tool call of any run: the command's, or its words' after the yes.
+    const call = runs.flatMap((r) => (r.result?.route === 'local' ? r.result.tool_calls : []))[0];
+    // Asked about the command's words (its first run): what was made came after the answer.
+    const asked = gates ? { asked: run?.result?.reply.startsWith('Did you say') === true } : {};
+    return { wake: run?.wake !== undefined, ...(run?.wake ? wakeOf(run.wake) : {}), ...(ownWakes.length ? { ownWakes } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}), ...ended, ...asked };
   }
 
   /** Every detection in a room, the loop listening on after each (end 'wake'): with IRIS_BENCH_LOOKS=1 and a look that accepts every fit, each near miss the look takes. */
@@ -135,12 +141,13 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   const lookRows: Record<string, unknown>[] = [];
   const started = performance.now();
   for (const part of PARTS) {
-    const second = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT2 === '1';
-    const third = part === 'heldout' && process.env.IRIS_BENCH_HELDOUT3 === '1';
-    if (second && third) throw new Error('IRIS_BENCH_HELDOUT2 and IRIS_BENCH_HELDOUT3: one held-out set a run');
-    const rand = random(part === 'dev' ? 24 : second ? HELDOUT2.seed : third ? HELDOUT3.seed : 2024);
-    const people = quick ? PEOPLE[part].slice(0, 2) : PEOPLE[part];
-    const spoken = second ? HELDOUT2.commands : third ? HELDOUT3.commands : COMMANDS[part];
+    // A later held-out set (IRIS_BENCH_HELDOUT2/3/4=1): its own seed, commands, and maybe replies and people.
+    const sets = Object.entries(NEW_HELDOUT).filter(([n]) => part === 'heldout' && process.env[`IRIS_BENCH_HELDOUT${n}`] === '1');
+    if (sets.length > 1) throw new Error(`IRIS_BENCH_HELDOUT${sets.map(([n]) => n).join(', ')}: one held-out set a run`);
+    const [setName, set] = sets[0] ?? [];
+    const rand = random(set?.seed ?? (part === 'dev' ? 24 : 2024));
+    const people = quick ? (set?.people ?? PEOPLE[part]).slice(0, 2) : (set?.people ?? PEOPLE[part]);
+    const spoken = set?.commands ?? COMMANDS[part];
     const commands = quick ? spoken.slice(0, 2) : spoken;
     for (const condition of CONDITIONS) {
       // Every room's draws are taken, also those of conditions not run: a room is the same with IRIS_BENCH_ONLY as in a full run.
@@ -154,13 +161,13 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             continue;
           }
           let person: Int16Array | undefined;
-          if (condition.says === 'command') person = commandClip(command, voice);
+          if (condition.says === 'command') person = answer ? answeredClip(commandClip(command, voice), answer, voice) : commandClip(command, voice);
           if (condition.says === 'stop') person = stopClip(voice);
           const draws = drawsOf(rand);
-          // Held-out 3: IRIS says its own replies (IRIS alone still says SELF, its wake and stop words).
-          const replies = HELDOUT3.replies;
-          const roomOf: Condition = third && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] } : condition;
-          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(second ? ['h2'] : third ? ['h3'] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+          // Held-out 3 and 4: IRIS says their own replies (IRIS alone still says SELF, its wake and stop words).
+          const replies = set?.replies ?? [];
+          const roomOf: Condition = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] } : condition;
+          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;
           try {
@@ -192,13 +199,21 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           const expected = condition.says === 'command' ? await expectedCall(command) : '';
           // IRIS was talking when the person began: the loop's `overSpeech`, as the daemon sets it.
           const over = overSpeechOn && condition.esrDb !== undefined;
-          // The loop's own gate (it runs with 0 here, so what it would have done is kept).
-          const gate = over ? Math.max(minConfidence, overSpeechMinConfidence) : minConfidence;
-          const judge = (result: { wake: boolean; made: string; confidence: number }) => ({
+          // The loop's own gate (it runs with 0 here, so what it would have done is kept; with an answer it gates itself).
+          const gate = answer ? 0 : over ? Math.max(minConfidence, overSpeechMinConfidence) : minConfidence;
+          /** Words under the gate but at `clarify_confidence`: the daemon asks "Did you say …?" about them. */
+          const unsure = (result: { confidence: number }) => answer === undefined && result.confidence < gate && result.confidence >= config.stt.clarify_confidence;
+          // With an answer, a wrong call after a question is the person's yes to words they did not
+          // say (the bench's person always gives `answer`): counted apart (`askedWrong`); the "no"
+          // run says what a no does. Any call after a no is `afterNo`.
+          const judge = (result: LoopResult) => ({
             wake: result.wake,
             right: expected !== '' && result.made === expected && result.confidence >= gate,
-            wrong: result.made !== '' && result.made !== expected && result.confidence >= gate,
+            wrong: result.made !== '' && result.made !== expected && result.confidence >= gate && result.asked !== true,
           });
+          const askedOf = (result: LoopResult) => (answer
+            ? { asked: result.asked === true, askedWrong: result.asked === true && result.made !== '' && result.made !== expected, ...(answer === 'no' ? { afterNo: result.asked === true && result.made !== '' } : {}) }
+            : { askedRight: unsure(result) && expected !== '' && result.made === expected, askedWrong: unsure(result) && result.made !== '' && result.made !== expected });
           const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
           if (frontOnly) continue;
           if (looksMode) {
@@ -220,7 +235,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
             ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
             ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}),
-            cancelled: { ...judge(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2), wakeScore: withFront.wakeScore, wakeFit: withFront.wakeFit, wakeNearDb: withFront.wakeNearDb }), ...(withFront.ownWakes ? { ownWakes: withFront.ownWakes } : {}), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
+            cancelled: { ...judge(withFront), ...askedOf(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2), wakeScore: withFront.wakeScore, wakeFit: withFront.wakeFit, wakeNearDb: withFront.wakeNearDb }), ...(withFront.ownWakes ? { ownWakes: withFront.ownWakes } : {}), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
             baseline: judge(without),
             audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), cancellerCpuS: round(front.cancellerCpuS ?? 0, 4), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
           });
@@ -254,6 +269,8 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           wake_before_person: set.filter(wokeBeforePerson).length,
           understood_pct: pct(set.filter((r) => r.cancelled.right).length, set.length),
           wrong: set.filter((r) => r.cancelled.wrong).length,
+          // Without an answer: the right words the daemon would ask about (a yes acts on them), and the wrong ones (a no: nothing).
+          ...(answer ? { asked_pct: pct(set.filter((r) => r.cancelled.asked).length, set.length), asked_wrong: set.filter((r) => r.cancelled.askedWrong).length, ...(answer === 'no' ? { after_no: set.filter((r) => r.cancelled.afterNo).length } : {}) } : { asked_right_pct: pct(set.filter((r) => r.cancelled.askedRight).length, set.length), asked_wrong: set.filter((r) => r.cancelled.askedWrong).length }),
           baseline_wake_pct: pct(set.filter((r) => r.baseline.wake).length, set.length),
           baseline_understood_pct: pct(set.filter((r) => r.baseline.right).length, set.length),
           baseline_wrong: set.filter((r) => r.baseline.wrong).length,
@@ -290,6 +307,6 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   };
   console.table(table);
   console.log(summary);
-  writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, barge_in_cut_s: bargeCutS, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, summary, table, rows });
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room', { quick, echo_canceller: echoEngine, barge_in: bargeIn, barge_in_cut_s: bargeCutS, only: only ?? 'all', residual_echo_suppress_db: suppressDb ?? 'default', pre_roll_s: preRollS ?? 'default', echo_tail_s: echoTailS ?? 'default', over_speech: overSpeechOn, min_confidence: minConfidence, over_speech_confidence: overSpeechMinConfidence, clarify_confidence: config.stt.clarify_confidence, answer: answer ?? 'none', summary, table, rows });
 
 }

@@ -54,6 +54,14 @@ export interface RoomBenchOptions {
   stopOptions: StopWordOptions;
   /** The stop spotters' `-kws_delay` to try instead of the default (frames), e.g. IRIS_BENCH_KWS_DELAY=5. */
   kwsDelay: number | undefined;
+  /**
+   * IRIS_BENCH_ANSWER=yes|no: the person answers IRIS's "Did you say …?" `answer` 3 s after the
+   * command, and the loop runs with the daemon's own gates and follow-up window (`[stt]
+   * clarify_confidence`: unsure words asked about), so a command counts as understood when it was
+   * acted on at once or after the yes; "no": what a no does (nothing must act). Default: none (the
+   * loop acts on everything and the gates are applied to what it did, as before).
+   */
+  answer: 'yes' | 'no' | undefined;
   /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
   makeCanceller: (reference: EchoReference, options?: EchoCancellerOptions) => Promise<EchoCanceller>;
 }
@@ -74,6 +82,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     only: env.IRIS_BENCH_ONLY?.split(env.IRIS_BENCH_ONLY.includes(';') ? ';' : ','),
     preRollS: numberOr(env.IRIS_BENCH_PREROLL_S),
     overSpeechOn: env.IRIS_BENCH_OVER_SPEECH !== '0',
+    answer: env.IRIS_BENCH_ANSWER === 'yes' || env.IRIS_BENCH_ANSWER === 'no' ? env.IRIS_BENCH_ANSWER : undefined,
     suppressDb: numberOr(env.IRIS_BENCH_SUPPRESS_DB),
     echoTailS: numberOr(env.IRIS_BENCH_ECHO_TAIL_S),
     PARTS: argv.includes('--part') ? [partArg === 'heldout' ? 'heldout' : 'dev'] : ['dev', 'heldout'],
