@@ -20,11 +20,15 @@ const options = roomBenchOptions(process.argv, process.env);
 const part = (process.env.STUDY_PART ?? 'dev') as Part;
 const negMin = Number(process.env.STUDY_NEG_MIN ?? 20);
 const wake = await createOpenWakeWord({ model: 'hey_jarvis', threshold: 0, check: false });
-const checks = { stream: await PhraseCheck.create('hey jarvis', 'stream'), window: await PhraseCheck.create('hey jarvis', 'window') };
+const checks: Record<string, PhraseCheck> = process.env.STUDY_CMN === 'window' ? { window: await PhraseCheck.create('hey jarvis', 'window') } : { stream: await PhraseCheck.create('hey jarvis', 'stream'), window: await PhraseCheck.create('hey jarvis', 'window') };
+/** The windows tried: name, seconds before the peak, seconds after (STUDY_WINDOWS="2,0.3;1.2,0.3"). */
+const WINDOWS = (process.env.STUDY_WINDOWS ?? '2,0.3;1.6,0.2').split(';').map((w) => { const [b = 2, a = 0.3] = w.split(',').map(Number); return [`w${Math.round(b * 10)}_${Math.round(a * 10)}`, b, a] as const; });
+const negFloor = Number(process.env.STUDY_NEG_FLOOR ?? 0.05);
+const only = process.env.STUDY_ONLY?.split(',');
 /** The look's fit with each cepstral mean, for windows from `before` s before a peak at `atS` to `after` s past it. */
 function verify(samples: Int16Array, atS: number) {
   const out: Record<string, number> = {};
-  for (const [name, before, after] of [['w20', 2.0, 0.3], ['w16', 1.6, 0.2]] as const) {
+  for (const [name, before, after] of WINDOWS) {
     const window = samples.subarray(Math.max(0, Math.round((atS - before) * RATE)), Math.min(samples.length, Math.round((atS + after) * RATE)));
     for (const [cmn, check] of Object.entries(checks)) out[`${name}_${cmn}`] = check.fit(window);
   }
@@ -49,7 +53,7 @@ for (const condition of CONDITIONS) {
     const spoken = condition.says === 'command' ? COMMANDS[part] : condition.says === 'stop' ? ['stop'] : [''];
     for (const command of spoken) {
       const draws = drawsOf(rand);
-      if (condition.says !== 'command') continue;
+      if (condition.says !== 'command' || (only && !only.includes(condition.name))) continue;
       const r = room(condition, part, commandClip(command, voice), draws);
       let heard = r.mic;
       if (condition.esrDb !== undefined) {
@@ -63,7 +67,7 @@ for (const condition of CONDITIONS) {
       const mine = all.filter((p) => p.atS > fromS && p.atS < toS + 0.5).sort((a, b) => b.score - a.score)[0];
       if (mine) positives.push({ condition: condition.name, voice: voice.name, command, score: round(mine.score, 3), ...verify(heard, mine.atS) });
       else positives.push({ condition: condition.name, voice: voice.name, command, score: 0 });
-      for (const p of all.filter((p) => p.atS < fromS && p.score >= 0.05)) negatives.push({ source: `room ${condition.name}`, score: round(p.score, 3), ...verify(heard, p.atS) });
+      for (const p of all.filter((p) => p.atS < fromS && p.score >= negFloor)) negatives.push({ source: `room ${condition.name}`, score: round(p.score, 3), ...verify(heard, p.atS) });
       process.stderr.write(`${condition.name} ${voice.name} ${command}: ${mine ? round(mine.score, 2) : 0}\n`);
     }
   }
@@ -86,7 +90,7 @@ for (const source of sources) {
   if (total >= negMin * 60) break;
   const samples = source.make();
   total += samples.length / RATE;
-  for (const p of await peaks(samples, 0.05)) negatives.push({ source: source.name, score: round(p.score, 3), ...verify(samples, p.atS) });
+  for (const p of await peaks(samples, negFloor)) negatives.push({ source: source.name, score: round(p.score, 3), ...verify(samples, p.atS) });
   process.stderr.write(`${source.name}: ${round(total / 60, 1)} min, ${negatives.length} negatives\n`);
 }
 writeFileSync(process.env.STUDY_OUT ?? '/tmp/wake-verify-study.json', JSON.stringify({ part, minutes: round(total / 60, 1), positives, negatives }, null, 1));
