@@ -52,7 +52,7 @@ interface Row {
   measuredDelayMs?: number; erleDb?: number;
   /** Where the person's clip starts and ends (seconds). */
   personS?: [number, number];
-  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; askedRight?: boolean; askedWrong?: boolean; asked?: boolean; afterNo?: boolean; stop: boolean; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; askedRight?: boolean; askedWrong?: boolean; asked?: boolean; afterNo?: boolean; stop: boolean; stopsS?: number[]; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; cancellerCpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
@@ -235,7 +235,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
             ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
             ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}),
-            cancelled: { ...judge(withFront), ...askedOf(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2), wakeScore: withFront.wakeScore, wakeFit: withFront.wakeFit, wakeNearDb: withFront.wakeNearDb }), ...(withFront.ownWakes ? { ownWakes: withFront.ownWakes } : {}), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
+            cancelled: { ...judge(withFront), ...askedOf(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2), wakeScore: withFront.wakeScore, wakeFit: withFront.wakeFit, wakeNearDb: withFront.wakeNearDb }), ...(withFront.ownWakes ? { ownWakes: withFront.ownWakes } : {}), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, ...(front.stops.length ? { stopsS: front.stops.map((s) => round(s, 2)) } : {}), transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
             baseline: judge(without),
             audioS: round(r.mic.length / RATE, 2), cpuS: round(front.cpuS, 3), cancellerCpuS: round(front.cancellerCpuS ?? 0, 4), chunkMsP95: round(sorted[Math.floor(sorted.length * 0.95)] ?? 0, 2), chunkMsMax: round(sorted.at(-1) ?? 0, 2),
           });
