@@ -155,7 +155,7 @@ export class Conversation {
     const match = await matchIntent(text);
     const said = match?.intent.name;
     if (unsure !== undefined && (said === 'yes' || said === 'no')) {
-      if (now() > unsure.expiresAt) return this.#localReply(user, 'I asked too long ago. Please say it again.', [], out, started);
+      if (now() > unsure.expiresAt) return this.#localReply(user, 'I asked too long ago. Please say it again.', [], out, started, false);
       if (said === 'no') return this.#localReply(user, 'OK. Please say it again.', [], out, started, false);
       if (input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
         this.#unsure = unsure; // a yes that might be noise: ask again, the question stays open

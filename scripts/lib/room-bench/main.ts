@@ -42,7 +42,7 @@ async function expectedCall(command: string): Promise<string> {
   return key(m.intent.tool, m.args);
 }
 
-interface LoopResult { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string; asked?: boolean }
+interface LoopResult { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; made: string; confidence: number; transcript: string; details?: Record<string, unknown>; endS?: number; endState?: string; asked?: boolean; answerHeard?: string }
 
 /** A detection the own-voice veto took for IRIS's (event `own-wake`): where, its score, and a look's fit and level over the residual. */
 interface OwnWake { atS: number; score: number; fit?: number; nearDb?: number }
@@ -52,7 +52,7 @@ interface Row {
   measuredDelayMs?: number; erleDb?: number;
   /** Where the person's clip starts and ends (seconds). */
   personS?: [number, number];
-  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; askedRight?: boolean; askedWrong?: boolean; asked?: boolean; afterNo?: boolean; stop: boolean; stopsS?: number[]; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
+  cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; askedRight?: boolean; askedWrong?: boolean; asked?: boolean; afterNo?: boolean; answerHeard?: string; stop: boolean; stopsS?: number[]; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
   baseline: { wake: boolean; right: boolean; wrong: boolean };
   audioS: number; cpuS: number; cancellerCpuS: number; chunkMsP95: number; chunkMsMax: number;
 }
@@ -114,7 +114,8 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     // The first tool call of any run: the command's, or its words' after the yes.
     const call = runs.flatMap((r) => (r.result?.route === 'local' ? r.result.tool_calls : []))[0];
     // Asked about the command's words (its first run): what was made came after the answer.
-    const asked = gates ? { asked: run?.result?.reply.startsWith('Did you say') === true } : {};
+    const answerRun = runs[1];
+    const asked = gates ? { asked: run?.result?.reply.startsWith('Did you say') === true, ...(answerRun?.transcript === undefined ? {} : { answerHeard: `${answerRun.transcript} ${round(answerRun.confidence ?? 0, 3)}` }) } : {};
     return { wake: run?.wake !== undefined, ...(run?.wake ? wakeOf(run.wake) : {}), ...(ownWakes.length ? { ownWakes } : {}), made: call ? key(call.name, call.arguments) : '', confidence: run?.confidence ?? 0, transcript: run?.transcript ?? '', ...(details ? { details } : {}), ...ended, ...asked };
   }
 
@@ -212,7 +213,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             wrong: result.made !== '' && result.made !== expected && result.confidence >= gate && result.asked !== true,
           });
           const askedOf = (result: LoopResult) => (answer
-            ? { asked: result.asked === true, askedWrong: result.asked === true && result.made !== '' && result.made !== expected, ...(answer === 'no' ? { afterNo: result.asked === true && result.made !== '' } : {}) }
+            ? { asked: result.asked === true, ...(result.answerHeard === undefined ? {} : { answerHeard: result.answerHeard }), askedWrong: result.asked === true && result.made !== '' && result.made !== expected, ...(answer === 'no' ? { afterNo: result.asked === true && result.made !== '' } : {}) }
             : { askedRight: unsure(result) && expected !== '' && result.made === expected, askedWrong: unsure(result) && result.made !== '' && result.made !== expected });
           const none: LoopResult = { wake: false, made: '', confidence: 0, transcript: '' };
           if (frontOnly) continue;
