@@ -59,6 +59,18 @@ export const NEW_HELDOUT: Record<string, HeldOutSet> = {
     people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
     seed: 6464,
   },
+  /** Session 16, made before the wake word's look from 0.03 was measured on anything but dev and held-out 1: other commands and replies, another seed. */
+  5: {
+    commands: ['what is fifty minus eight', 'set a timer for twelve minutes', 'what time is it in dublin', 'what is the time in chicago'],
+    replies: [
+      'The garden center has tulip bulbs on sale this week. Plant them before the first frost, about a hand deep, with the pointed end up.',
+      'Your dentist appointment is on the eleventh at half past nine. Bring your insurance card, and arrive ten minutes early to fill in the form.',
+      'The river path is closed between the two bridges while they repair the wall. Take the road by the school instead, it adds five minutes.',
+      'The concert starts at eight, and the doors open an hour before. Your seats are in row twelve, near the middle, so you will see the stage well.',
+    ],
+    people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
+    seed: 7575,
+  },
 };
 export const IRIS_VOICE: Record<Part, string> = { dev: 'en-us', heldout: 'en-gb' };
 export const REPLIES = [
