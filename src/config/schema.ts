@@ -129,7 +129,7 @@ export const configSchema = {
           type: 'number',
           minimum: 0,
           maximum: 1,
-          default: 0.1,
+          default: 0.03,
           description: 'A wake-word score from this up to wake_threshold is looked at again: pocketsphinx decodes the audio as the wake phrase, and it counts as heard when the phrase fits and, while IRIS talks, stands above what is left of its echo (a reverberant room, IRIS talking, a TV). 0, or at least wake_threshold: no second look.',
         },
         timezone: {

@@ -213,6 +213,8 @@ class OpenWakeWord implements WakeWordDetector {
   /** With a check: the frames scored lately (what it decodes), and the best near miss waiting for its look. */
   #recent: { samples: Int16Array; atS: number }[] = [];
   #candidate: Detection | undefined;
+  /** Where the last detection peaked (stream seconds): no look at a candidate whose window still holds it. */
+  #heardAtS = -Infinity;
   lastPeak = 0;
 
   constructor(
@@ -229,6 +231,7 @@ class OpenWakeWord implements WakeWordDetector {
     this.#scored = 0;
     this.#recent = [];
     this.#candidate = undefined;
+    this.#heardAtS = -Infinity;
   }
 
   async prime(): Promise<void> {
@@ -237,6 +240,7 @@ class OpenWakeWord implements WakeWordDetector {
     this.#scored = SILENCE_FRAMES; // past the warm-up: the buffers hold real (silent) audio
     this.#recent = [];
     this.#candidate = undefined;
+    this.#heardAtS = -Infinity;
   }
 
   /**
@@ -253,10 +257,14 @@ class OpenWakeWord implements WakeWordDetector {
       const atS = frame.atS + FRAME_SAMPLES / chunk.rate;
       if (this.check) this.#keep(frame, this.check);
       if (!detection && score >= this.threshold) detection = { word: this.word, score, atS };
-      else if (this.check && score >= this.check.fromScore && score > (this.#candidate?.score ?? 0)) this.#candidate = { word: this.word, score, atS };
+      // Not a candidate while the last detection's phrase is still in a look's window: its tail (0.03–0.1) fit again.
+      else if (this.check && score >= this.check.fromScore && score > (this.#candidate?.score ?? 0) && atS > this.#heardAtS + this.check.beforeS) this.#candidate = { word: this.word, score, atS };
       if (!detection && this.#candidate && atS >= this.#candidate.atS + (this.check?.afterS ?? 0) - 1e-6) detection = await this.#look();
     }
-    if (detection) this.#candidate = undefined;
+    if (detection) {
+      this.#candidate = undefined;
+      this.#heardAtS = detection.atS;
+    }
     return detection;
   }
 
