@@ -18,7 +18,7 @@ import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, delaySteps, estimateDelay,
 import { frontEnd, ownAudio } from '../src/pipeline/frontend.js';
 import { Speaker } from '../src/pipeline/playback.js';
 import { referenceSamples } from '../src/pipeline/resample.js';
-import { DEFAULT_STOP_CHECK, StopWord, type StopCheck, type StopWordOptions } from '../src/pipeline/stopword.js';
+import { DEFAULT_STOP_CHECK, ownWord, passesCheck, StopWord, type StopCandidate, type StopCheck, type StopWordOptions } from '../src/pipeline/stopword.js';
 import type { SpeechToText } from '../src/pipeline/stt.js';
 import { createSileroVad } from '../src/pipeline/vad.js';
 import { VoiceLoop } from '../src/pipeline/voice.js';
@@ -424,6 +424,17 @@ describe('the stop word', () => {
     expect(heard[0]).toBeGreaterThan(saidS);
     expect(await stops(echo, played)).toEqual([]); // IRIS alone: its "shopping" is at the residual
   }, 60_000);
+
+  // IRIS reading for an hour was stopped once by its own word 0.56 s after its own spotter heard it
+  // (session 16): the canceller had been at the residual just before, but took 12 dB from that word.
+  it('keeps IRIS\'s own spotter\'s veto where the canceller took more than 10 dB from the word', () => {
+    const candidate: StopCandidate = { route: 'level', atS: 481.84, fromS: 481.36, toS: 481.52, own: true, ownGapS: 0.56, fit: 9, share: 1, nearDb: 9.2, riseDb: 9.4, keptDb: -12, settled: true, cancelling: true, wake: 0, heard: true };
+    expect(passesCheck(candidate, DEFAULT_STOP_CHECK)).toBe(true); // the levels alone let it through
+    expect(ownWord(candidate, DEFAULT_STOP_CHECK)).toBe(true);
+    expect(ownWord(candidate, { ...DEFAULT_STOP_CHECK, trustMinKeptDb: -Infinity })).toBe(false); // before
+    expect(ownWord({ ...candidate, keptDb: -4 }, DEFAULT_STOP_CHECK)).toBe(false); // a person's word keeps most of itself
+    expect(ownWord({ ...candidate, cancelling: false, keptDb: -4 }, DEFAULT_STOP_CHECK)).toBe(true);
+  });
 
   // A person talking over IRIS mostly says the wake word, and its "hey" can be a "stop"-long
   // burst above the residual echo that decodes as "stop" (held-out, session 14: festival slt's

@@ -188,6 +188,15 @@ export interface StopCheck {
    * said "shopping", "airport" within 1 s of the person's "stop").
    */
   trustCanceller?: boolean;
+  /**
+   * …and only where the canceller took no more than this from the word (dB, negative; `keptDb`):
+   * a word it took more from was mostly echo, and IRIS's own word there is likely. IRIS reading for
+   * 60 minutes (session 16) was stopped once by its own word 0.56 s after its own spotter heard it,
+   * just after the canceller had been at the residual: keptDb −12.0, nearDb 9.2, fit 9 (level
+   * route). The person's words the veto had cost kept −1.3…−6.1 dB at 0 / +6 dB (held-out 2 and
+   * 4 of the stop bench), −8.9…−11.2 at +12 dB. Default: no limit.
+   */
+  trustMinKeptDb?: number;
 }
 
 /** A spotter's hit and what was measured around it. */
@@ -222,11 +231,12 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10 };
 
 /** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
 export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {
-  return c.own && !(check !== false && check.trustCanceller === true && c.cancelling);
+  const trusted = check !== false && check.trustCanceller === true && c.cancelling && c.keptDb >= (check.trustMinKeptDb ?? -Infinity);
+  return c.own && !trusted;
 }
 
 /** Whether `c` passes `check` (`false`: no check). */
