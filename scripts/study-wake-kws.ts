@@ -5,18 +5,16 @@
  * inside the person's phrase (+0.5 s) a positive, any other a negative; then continuous reading.
  * Writes STUDY_OUT (default /tmp/wake-kws.json).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { loadLibrary } from '../src/pipeline/pocketsphinx-binding.js';
 import { DEFAULT_DICTIONARY, DEFAULT_MODEL, dictionaryEntries, withDictionary } from '../src/pipeline/pocketsphinx-model.js';
 import { PhraseCheck } from '../src/pipeline/wake-check.js';
 import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
-import { decodeWav } from '../src/pipeline/wav.js';
-import { random, round } from './lib/bench.js';
+import { round } from './lib/bench.js';
 import { roomBenchOptions } from './lib/room-bench/options.js';
-import { RATE, PEOPLE, COMMANDS, CONDITIONS, drawsOf, room, commandClip, referenceOf, sox, licenceParagraphs, CACHE, type Part } from './lib/room-bench/room.js';
-import { synthesize, type Voice } from './lib/speech-set.js';
-import { join } from 'node:path';
+import { cancelledCommandRooms, readingSources } from './lib/room-bench/study.js';
+import { RATE, type Part } from './lib/room-bench/room.js';
 
 const options = roomBenchOptions(process.argv, process.env);
 const part = (process.env.STUDY_PART ?? 'dev') as Part;
@@ -67,52 +65,23 @@ async function bestScore(samples: Int16Array, fromS: number, toS: number): Promi
 
 const positives: object[] = [];
 const negatives: object[] = [];
-const rand = random(part === 'dev' ? 24 : 2024);
-for (const condition of CONDITIONS) {
-  for (const voice of PEOPLE[part]) {
-    const spoken = condition.says === 'command' ? COMMANDS[part] : condition.says === 'stop' ? ['stop'] : [''];
-    for (const command of spoken) {
-      const draws = drawsOf(rand);
-      if (condition.says !== 'command') continue;
-      const r = room(condition, part, commandClip(command, voice), draws);
-      let heard = r.mic;
-      if (condition.esrDb !== undefined) {
-        const canceller = await options.makeCanceller(referenceOf(r.played));
-        heard = new Int16Array(r.mic.length);
-        for (let at = 0; at + 1280 <= r.mic.length; at += 1280) heard.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
-        canceller.destroy();
-      }
-      const [fromS, toS] = r.personS ?? [0, 0];
-      const score = round(await bestScore(heard, fromS, toS), 3);
-      const found = hits(heard);
-      const row: Record<string, unknown> = { condition: condition.name, voice: voice.name, command, score, iris: condition.esrDb !== undefined };
-      thresholds.forEach((t, k) => {
-        const mine = (found[k] ?? []).filter((h) => h > fromS && h < toS + 0.5);
-        row[`k${t}`] = mine.length ? fitAt(heard, mine[0]!) : null;
-        for (const h of (found[k] ?? []).filter((h) => !(h > fromS && h < toS + 0.5))) negatives.push({ source: `room ${condition.name}`, iris: condition.esrDb !== undefined, threshold: t, fit: fitAt(heard, h) });
-      });
-      positives.push(row);
-      process.stderr.write(`${JSON.stringify(row)}\n`);
-    }
-  }
-}
-// Continuous reading (flite and festival reading licences; LibriVox), as study-wake-verify.ts.
-const paragraphs = licenceParagraphs();
-const readers: Voice[] = [{ synth: 'flite', name: 'kal16' }, { synth: 'flite', name: 'rms' }, { synth: 'festival', name: 'kal_diphone' }, { synth: 'flite', name: 'awb' }];
-const librivox = ['0870', '0880', '0890', '0920', '0930'].map((n) => `/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-${n}.wav`);
-let total = 0;
-const sources: (() => Int16Array)[] = [];
-for (const tempo of ['0.9', '1.1']) for (const f of librivox) sources.push(() => sox(decodeWav(readFileSync(f)), ['tempo', tempo]));
-paragraphs.forEach((text, k) => {
-  const voice = readers[k % readers.length] ?? readers[0]!;
-  sources.push(() => {
-    const file = join(CACHE, `read-${voice.synth}-${voice.name}-${text.replace(/[^a-z]+/gi, '_').slice(0, 60)}-${text.length}.wav`);
-    try { return decodeWav(readFileSync(file)); } catch { synthesize(text, voice, file); return decodeWav(readFileSync(file)); }
+for await (const { condition, voice, command, heard, personS: [fromS, toS] } of cancelledCommandRooms(options, part)) {
+  const score = round(await bestScore(heard, fromS, toS), 3);
+  const found = hits(heard);
+  const row: Record<string, unknown> = { condition: condition.name, voice: voice.name, command, score, iris: condition.esrDb !== undefined };
+  thresholds.forEach((t, k) => {
+    const mine = (found[k] ?? []).filter((h) => h > fromS && h < toS + 0.5);
+    row[`k${t}`] = mine.length ? fitAt(heard, mine[0]!) : null;
+    for (const h of (found[k] ?? []).filter((h) => !(h > fromS && h < toS + 0.5))) negatives.push({ source: `room ${condition.name}`, iris: condition.esrDb !== undefined, threshold: t, fit: fitAt(heard, h) });
   });
-});
-for (const make of sources) {
+  positives.push(row);
+  process.stderr.write(`${JSON.stringify(row)}\n`);
+}
+// Continuous reading (LibriVox at two tempos; flite and festival reading licences).
+let total = 0;
+for (const source of readingSources(['0.9', '1.1'], ['0'])) {
   if (total >= negMin * 60) break;
-  const samples = make();
+  const samples = source.make();
   total += samples.length / RATE;
   hits(samples).forEach((found, k) => { for (const h of found) negatives.push({ source: 'reading', threshold: thresholds[k], fit: fitAt(samples, h) }); });
 }

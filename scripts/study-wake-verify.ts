@@ -5,16 +5,14 @@
  * (through the canceller where IRIS talks). Negatives: every peak ≥ 0.05 over continuous speech.
  * Writes /tmp/wake-verify-study.json.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { PhraseCheck } from '../src/pipeline/wake-check.js';
 import { createOpenWakeWord } from '../src/pipeline/wakeword.js';
-import { decodeWav } from '../src/pipeline/wav.js';
-import { random, round } from './lib/bench.js';
-import { synthesize, type Voice } from './lib/speech-set.js';
+import { round } from './lib/bench.js';
 import { roomBenchOptions } from './lib/room-bench/options.js';
-import { RATE, CACHE, PEOPLE, COMMANDS, CONDITIONS, drawsOf, room, commandClip, referenceOf, sox, licenceParagraphs, type Part } from './lib/room-bench/room.js';
+import { cancelledCommandRooms, readingSources } from './lib/room-bench/study.js';
+import { RATE, type Part } from './lib/room-bench/room.js';
 
 const options = roomBenchOptions(process.argv, process.env);
 const part = (process.env.STUDY_PART ?? 'dev') as Part;
@@ -47,46 +45,17 @@ async function peaks(samples: Int16Array, min: number): Promise<{ score: number;
 
 const positives: object[] = [];
 const negatives: object[] = [];
-const rand = random(part === 'dev' ? 24 : 2024);
-for (const condition of CONDITIONS) {
-  for (const voice of PEOPLE[part]) {
-    const spoken = condition.says === 'command' ? COMMANDS[part] : condition.says === 'stop' ? ['stop'] : [''];
-    for (const command of spoken) {
-      const draws = drawsOf(rand);
-      if (condition.says !== 'command' || (only && !only.includes(condition.name))) continue;
-      const r = room(condition, part, commandClip(command, voice), draws);
-      let heard = r.mic;
-      if (condition.esrDb !== undefined) {
-        const canceller = await options.makeCanceller(referenceOf(r.played));
-        heard = new Int16Array(r.mic.length);
-        for (let at = 0; at + 1280 <= r.mic.length; at += 1280) heard.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
-        canceller.destroy();
-      }
-      const [fromS, toS] = r.personS ?? [0, 0];
-      const all = await peaks(heard, 0.02);
-      const mine = all.filter((p) => p.atS > fromS && p.atS < toS + 0.5).sort((a, b) => b.score - a.score)[0];
-      if (mine) positives.push({ condition: condition.name, voice: voice.name, command, score: round(mine.score, 3), ...verify(heard, mine.atS) });
-      else positives.push({ condition: condition.name, voice: voice.name, command, score: 0 });
-      for (const p of all.filter((p) => p.atS < fromS && p.score >= negFloor)) negatives.push({ source: `room ${condition.name}`, score: round(p.score, 3), ...verify(heard, p.atS) });
-      process.stderr.write(`${condition.name} ${voice.name} ${command}: ${mine ? round(mine.score, 2) : 0}\n`);
-    }
-  }
+for await (const { condition, voice, command, heard, personS: [fromS, toS] } of cancelledCommandRooms(options, part, only)) {
+  const all = await peaks(heard, 0.02);
+  const mine = all.filter((p) => p.atS > fromS && p.atS < toS + 0.5).sort((a, b) => b.score - a.score)[0];
+  if (mine) positives.push({ condition: condition.name, voice: voice.name, command, score: round(mine.score, 3), ...verify(heard, mine.atS) });
+  else positives.push({ condition: condition.name, voice: voice.name, command, score: 0 });
+  for (const p of all.filter((p) => p.atS < fromS && p.score >= negFloor)) negatives.push({ source: `room ${condition.name}`, score: round(p.score, 3), ...verify(heard, p.atS) });
+  process.stderr.write(`${condition.name} ${voice.name} ${command}: ${mine ? round(mine.score, 2) : 0}\n`);
 }
 // Continuous speech: LibriVox at three tempos and pitches, then flite and festival reading licences.
-const librivox = ['0870', '0880', '0890', '0920', '0930'].map((n) => `/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-${n}.wav`);
-const paragraphs = licenceParagraphs();
-const readers: Voice[] = [{ synth: 'flite', name: 'kal16' }, { synth: 'flite', name: 'rms' }, { synth: 'festival', name: 'kal_diphone' }, { synth: 'flite', name: 'awb' }];
 let total = 0;
-const sources: { name: string; make: () => Int16Array }[] = [];
-for (const tempo of ['0.9', '1', '1.1']) for (const cents of ['-200', '0', '200']) for (const f of librivox) sources.push({ name: `librivox ${tempo} ${cents}`, make: () => sox(decodeWav(readFileSync(f)), ['tempo', tempo, 'pitch', cents]) });
-paragraphs.forEach((text, k) => {
-  const voice = readers[k % readers.length] ?? readers[0]!;
-  sources.push({ name: `${voice.name} reading`, make: () => {
-    const file = join(CACHE, `read-${voice.synth}-${voice.name}-${text.replace(/[^a-z]+/gi, '_').slice(0, 60)}-${text.length}.wav`);
-    try { return decodeWav(readFileSync(file)); } catch { synthesize(text, voice, file); return decodeWav(readFileSync(file)); }
-  } });
-});
-for (const source of sources) {
+for (const source of readingSources(['0.9', '1', '1.1'], ['-200', '0', '200'])) {
   if (total >= negMin * 60) break;
   const samples = source.make();
   total += samples.length / RATE;
