@@ -71,6 +71,18 @@ export const NEW_HELDOUT: Record<string, HeldOutSet> = {
     people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
     seed: 7575,
   },
+  /** Session 16, made before the own-voice veto's level sign on plain detections was measured on it: other commands and replies, another seed. */
+  6: {
+    commands: ['what is sixty divided by five', 'set a timer for eight minutes', 'what time is it in oslo', 'what is the time in toronto'],
+    replies: [
+      'The library has the book you reserved. It will keep it for you until Friday, and you can pick it up at the front desk after ten.',
+      'Tomorrow the trains run on the holiday timetable. The first one leaves at seven, and then every half hour until late evening.',
+      'Your phone bill came in a little higher this month. Most of it was calls abroad in the second week, when you were travelling.',
+      'The soup needs another twenty minutes on a low heat. Stir it now and then, and add the herbs only at the very end.',
+    ],
+    people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
+    seed: 8686,
+  },
 };
 export const IRIS_VOICE: Record<Part, string> = { dev: 'en-us', heldout: 'en-gb' };
 export const REPLIES = [
