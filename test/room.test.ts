@@ -927,7 +927,7 @@ describe('IRIS\'s own wake word', () => {
       await veto.hear(chunk(atS - 0.08), new Int16Array(1280));
       later.push(veto.judge(atS === 8.08 ? { ...mic, atS } : undefined, atS));
     }
-    expect(later).toEqual([{}, {}, { heard: { ...mic, atS: 8.08 } }]);
+    expect(later).toEqual([{}, {}, { heard: expect.objectContaining({ ...mic, atS: 8.08 }) as unknown }]);
   });
 
   it('IRIS saying "hey jarvis" does not wake it; the person saying it over IRIS still does', async () => {

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { PhraseCheck, WAKE_CHECK } from '../src/pipeline/wake-check.js';
 import { decodeWav } from '../src/pipeline/wav.js';
-import { createOpenWakeWord, OwnVoiceVeto, type Detection, type WakeWordDetector } from '../src/pipeline/wakeword.js';
+import { LOOK_NEAR_DB, createOpenWakeWord, OwnVoiceVeto, type Detection, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { commandWav } from './helpers/speech.js';
 
 /** Every detection in `samples`, fed in 80 ms chunks, and the stream time each was returned at. */
@@ -127,6 +127,21 @@ describe('the wake word: a second look at near misses', () => {
     expect(residual).not.toHaveProperty('heard');
     // Not judged by its level (-Infinity): the same residual is heard.
     expect(await judge(1.3, -Infinity)).toHaveProperty('heard');
+    // A plain detection (over the threshold, no look) of IRIS's residual: the same sign (session 16:
+    // the reverberant tail of a reply's last words woke IRIS before the person on held-out 5).
+    const plainOver = async (phraseGain: number, plainNearDb?: number) => {
+      const veto = plainNearDb === undefined ? new OwnVoiceVeto(own) : new OwnVoiceVeto(own, 1, 0.16, LOOK_NEAR_DB, plainNearDb);
+      let at = 0;
+      for (let i = 0; i < 60; i++) {
+        const iris = noise(4000);
+        await veto.hear({ ...SPEECH_FORMAT, samples: iris.map((v) => Math.round(v * 0.1 * (i >= 30 && i < 38 ? phraseGain : 1))), atS: at }, iris);
+        at += 0.08;
+      }
+      return veto.judge({ word: 'hey_jarvis', score: 0.7, atS: 3.04 }, at);
+    };
+    expect(await plainOver(1.3)).toHaveProperty('own');
+    expect(await plainOver(1.3, -Infinity)).toHaveProperty('heard'); // before
+    expect((await plainOver(10)).heard?.nearDb).toBeGreaterThan(15); // the person
     // IRIS's first second of sound: its residual's level not known yet, judged by the fit alone.
     const first = new OwnVoiceVeto(own);
     for (let i = 0; i < 10; i++) {

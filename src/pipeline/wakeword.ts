@@ -360,8 +360,13 @@ export class OwnVoiceVeto {
    * `lookNearDb`: a near miss heard by its look while IRIS plays is the person's only where the
    * phrase stands this far above the residual echo IRIS's own audio predicts there (dB, residual.ts);
    * default `LOOK_NEAR_DB`, -Infinity: not judged so.
+   * `plainNearDb`: the same for a plain detection (over the threshold, no look) while IRIS plays;
+   * default `LOOK_NEAR_DB` (session 16: the reverberant tail of a reply's last words scored
+   * 0.50–0.77 −1.3…1.4 dB over the residual, after the reference had gone silent, and woke IRIS
+   * before the person in 3 held-out-5 rooms and 1 own-wake dev room; the person's plain detections
+   * stood ≥ 2.2 dB over it; docs/room.md "From 0.03"). -Infinity: not judged so.
    */
-  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16, readonly lookNearDb = LOOK_NEAR_DB) {}
+  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16, readonly lookNearDb = LOOK_NEAR_DB, readonly plainNearDb = LOOK_NEAR_DB) {}
 
   /**
    * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
@@ -411,6 +416,11 @@ export class OwnVoiceVeto {
       // Not known yet (IRIS's first second of sound): judged by its fit alone, as the take-back does (voice.ts `echoResidual`).
       const nearDb = this.#nearDb(candidate);
       return nearDb !== -99 && nearDb < this.lookNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
+    }
+    // A plain detection while IRIS plays: the same sign (IRIS's echo tail past the filter scored over the threshold).
+    if (this.plainNearDb > -Infinity && this.#nextAtS !== undefined) {
+      const nearDb = this.#nearDb(candidate);
+      return nearDb !== -99 && nearDb < this.plainNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
     }
     return { heard: candidate };
   }

@@ -48,6 +48,8 @@ export interface RoomBenchOptions {
   ownVeto: boolean;
   /** A look's near miss while IRIS plays must stand this far above the residual echo (wakeword.ts `LOOK_NEAR_DB`; dB, "off": not judged), e.g. IRIS_BENCH_LOOK_NEAR_DB=5. */
   lookNearDb: number;
+  /** A plain detection (no look) while IRIS plays must stand this far above the residual echo too (OwnVoiceVeto `plainNearDb`; dB; "off": not judged), e.g. IRIS_BENCH_PLAIN_NEAR_DB=off; default `LOOK_NEAR_DB`. */
+  plainNearDb: number;
   /** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
   clipModel: boolean | undefined;
   /** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
@@ -97,6 +99,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     clipModel,
     wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
     ownVeto: env.IRIS_BENCH_OWN_VETO !== '0',
+    plainNearDb: env.IRIS_BENCH_PLAIN_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_PLAIN_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_PLAIN_NEAR_DB),
     lookNearDb: env.IRIS_BENCH_LOOK_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_LOOK_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_LOOK_NEAR_DB),
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
