@@ -30,6 +30,9 @@ const WARM_TIMEOUT_MS = 120_000;
 /** `iris status` must answer even with Ollama down. */
 const STATUS_TIMEOUT_MS = 1_500;
 
+/** A spoken yes that might be noise (under `confirm_confidence`), to a held call's question or "Did you say …?". */
+const ASK_YES_AGAIN = 'Sorry, was that a yes? Please say yes or no.';
+
 /** Unsure words longer than this are not read back in a question ("Did you say …?"). */
 const MAX_ASKED_WORDS = 16;
 
@@ -159,7 +162,7 @@ export class Conversation {
       if (said === 'no') return this.#localReply(user, 'OK. Please say it again.', [], out, started, false);
       if (input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
         this.#unsure = unsure; // a yes that might be noise: ask again, the question stays open
-        return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started, false);
+        return this.#localReply(user, ASK_YES_AGAIN, [], out, started, false);
       }
       // The words as if heard surely: still spoken (a tool that asks before it runs still asks).
       return this.#run({ role: 'user', content: unsure.text }, signal, out, { heard: true });
@@ -172,7 +175,7 @@ export class Conversation {
       if (answer === 'yes' && input.confidence !== undefined && input.confidence < config.stt.confirm_confidence) {
         // A spoken yes that might be noise: ask again, keep the question open.
         this.#pending = pending;
-        return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started);
+        return this.#localReply(user, ASK_YES_AGAIN, [], out, started);
       }
       return this.#answer(pending, answer === 'yes', user, signal, out, started);
     }
@@ -201,7 +204,7 @@ export class Conversation {
   async #askUnsure(user: ChatMessage, out: Channel<string>, started: number): Promise<TurnResult> {
     const said = (await matchIntent(user.content))?.intent.name;
     // An unsure yes or no is never asked about ("Did you say yes?"): a question open for it stays open.
-    if (said === 'yes' && this.#unsure !== undefined) return this.#localReply(user, 'Sorry, was that a yes? Please say yes or no.', [], out, started, false);
+    if (said === 'yes' && this.#unsure !== undefined) return this.#localReply(user, ASK_YES_AGAIN, [], out, started, false);
     // A long transcript (a free recogniser's run-on words) is not read back: not understood, as before.
     const long = user.content.split(/\s+/).length > MAX_ASKED_WORDS;
     if (long || said === 'yes' || said === 'no' || this.#pending !== undefined || this.#asked !== undefined || this.#choice !== undefined) return this.#localReply(user, NOT_UNDERSTOOD, [], out, started, false);

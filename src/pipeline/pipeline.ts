@@ -136,8 +136,9 @@ export async function runPipeline<R>(input: RunInput, o: RunOptions<R>): Promise
     const { confidence } = words;
     emit('stt-end', { text: transcript, raw: words.text, confidence, ...words.details });
     done = { ...done, transcript, confidence };
-    const unsure = transcript !== '' && confidence < (o.minConfidence ?? 0) && o.clarifyFrom !== undefined && confidence >= o.clarifyFrom && passes('conversation');
-    if (!unsure && (transcript === '' || confidence < (o.minConfidence ?? 0))) {
+    const gated = transcript === '' || confidence < (o.minConfidence ?? 0);
+    const unsure = gated && transcript !== '' && o.clarifyFrom !== undefined && confidence >= o.clarifyFrom && passes('conversation');
+    if (gated && !unsure) {
       if (o.end !== 'tts') return { outcome: 'not_understood', ...done };
       const said = o.notUnderstood ?? NOT_UNDERSTOOD;
       await say([said]);

@@ -411,16 +411,15 @@ export class OwnVoiceVeto {
       this.#held = candidate;
       return {};
     }
-    if (candidate.fit !== undefined && this.#nextAtS !== undefined) {
-      if (this.#ownHintAtS >= candidate.atS - OWN_LOOK_S) return { own: candidate };
-      // Not known yet (IRIS's first second of sound): judged by its fit alone, as the take-back does (voice.ts `echoResidual`).
+    const look = candidate.fit !== undefined;
+    if (look && this.#nextAtS !== undefined && this.#ownHintAtS >= candidate.atS - OWN_LOOK_S) return { own: candidate };
+    // While IRIS plays, a look — and a plain detection (IRIS's echo tail past the filter scored over
+    // the threshold) — is the person's only where it stands above the residual. Not known yet (IRIS's
+    // first second of sound): judged as without the sign, as the take-back does (voice.ts `echoResidual`).
+    const minNearDb = look ? this.lookNearDb : this.plainNearDb;
+    if (this.#nextAtS !== undefined && (look || minNearDb > -Infinity)) {
       const nearDb = this.#nearDb(candidate);
-      return nearDb !== -99 && nearDb < this.lookNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
-    }
-    // A plain detection while IRIS plays: the same sign (IRIS's echo tail past the filter scored over the threshold).
-    if (this.plainNearDb > -Infinity && this.#nextAtS !== undefined) {
-      const nearDb = this.#nearDb(candidate);
-      return nearDb !== -99 && nearDb < this.plainNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
+      return nearDb !== -99 && nearDb < minNearDb ? { own: { ...candidate, nearDb } } : { heard: { ...candidate, nearDb } };
     }
     return { heard: candidate };
   }
