@@ -29,6 +29,8 @@ export const COMMANDS: Record<Part, string[]> = {
 };
 /** A held-out set made after the ones before had been seen (IRIS_BENCH_HELDOUT<N>=1, the main bench, `--part heldout`): measured once. */
 export interface HeldOutSet { commands: string[]; seed: number; replies?: string[]; people?: Voice[] }
+/** Held-out 4, 5 and 6's people: festival's ked_diphone (`apt install festvox-kdlpc16k`), a voice no earlier bench used, beside flite slt and awb. */
+const NEW_VOICES: Voice[] = [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }];
 export const NEW_HELDOUT: Record<string, HeldOutSet> = {
   /** Session 14, after held-out 1 was seen while choosing the wake word's second look: the held-out voices saying other commands, rooms from another seed. */
   2: { commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'what time is it in sydney'], seed: 4242 },
@@ -56,7 +58,7 @@ export const NEW_HELDOUT: Record<string, HeldOutSet> = {
       'The museum has a new exhibition about old maps of the coast. Entry is free on the first Monday of every month, and guided tours run at three.',
       'The recipe needs two cups of flour, one egg and a pinch of salt. Let the dough rest for half an hour before you roll it out thin.',
     ],
-    people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
+    people: NEW_VOICES,
     seed: 6464,
   },
   /** Session 16, made before the wake word's look from 0.03 was measured on anything but dev and held-out 1: other commands and replies, another seed. */
@@ -68,7 +70,7 @@ export const NEW_HELDOUT: Record<string, HeldOutSet> = {
       'The river path is closed between the two bridges while they repair the wall. Take the road by the school instead, it adds five minutes.',
       'The concert starts at eight, and the doors open an hour before. Your seats are in row twelve, near the middle, so you will see the stage well.',
     ],
-    people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
+    people: NEW_VOICES,
     seed: 7575,
   },
   /** Session 16, made before the own-voice veto's level sign on plain detections was measured on it: other commands and replies, another seed. */
@@ -80,7 +82,7 @@ export const NEW_HELDOUT: Record<string, HeldOutSet> = {
       'Your phone bill came in a little higher this month. Most of it was calls abroad in the second week, when you were travelling.',
       'The soup needs another twenty minutes on a low heat. Stir it now and then, and add the herbs only at the very end.',
     ],
-    people: [{ synth: 'festival', name: 'ked_diphone' }, { synth: 'flite', name: 'slt' }, { synth: 'flite', name: 'awb' }],
+    people: NEW_VOICES,
     seed: 8686,
   },
 };
