@@ -375,8 +375,10 @@ export class OwnVoiceVeto {
    * 0.50–0.77 −1.3…1.4 dB over the residual, after the reference had gone silent, and woke IRIS
    * before the person in 3 held-out-5 rooms and 1 own-wake dev room; the person's plain detections
    * stood ≥ 2.2 dB over it; docs/room.md "From 0.03"). -Infinity: not judged so.
+   * `lookKnownBelow`: a look under this score is the person's only where that level is known
+   * (default `LOOK_KNOWN_BELOW`; 0: an unknown level leaves every look to its fit).
    */
-  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16, readonly lookNearDb = LOOK_NEAR_DB, readonly plainNearDb = LOOK_NEAR_DB) {}
+  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16, readonly lookNearDb = LOOK_NEAR_DB, readonly plainNearDb = LOOK_NEAR_DB, readonly lookKnownBelow = LOOK_KNOWN_BELOW) {}
 
   /**
    * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
@@ -430,7 +432,7 @@ export class OwnVoiceVeto {
     const minNearDb = look ? this.lookNearDb : this.plainNearDb;
     if (this.#nextAtS !== undefined && (look || minNearDb > -Infinity)) {
       const nearDb = this.#nearDb(candidate);
-      const unknown = nearDb === -99 && !(look && minNearDb > -Infinity && candidate.score < LOOK_KNOWN_BELOW);
+      const unknown = nearDb === -99 && !(look && minNearDb > -Infinity && candidate.score < this.lookKnownBelow);
       return unknown || nearDb >= minNearDb ? { heard: { ...candidate, nearDb } } : { own: { ...candidate, nearDb } };
     }
     return { heard: candidate };

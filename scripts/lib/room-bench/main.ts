@@ -94,7 +94,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const gates = answer === undefined || end === 'wake' ? undefined : { followUpS: config.assistant.follow_up_s, minConfidence: config.stt.min_confidence, overSpeechMinConfidence: config.stt.over_speech_confidence, clarifyFrom: config.stt.clarify_confidence };
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, ...gates, end: gates ? 'tts' : end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
-      ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb, options.plainNearDb), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
+      ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb, options.plainNearDb, options.lookKnownBelow), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       onEvent: (event) => {
@@ -126,7 +126,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), end: 'wake',
       respond: () => { throw new Error('not reached'); },
-      ...(options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb, options.plainNearDb), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
+      ...(options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb, options.plainNearDb, options.lookKnownBelow), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       onRun: (run) => { if (run.wake) heard.push({ ...wakeOf(run.wake), atS: round(run.wake.atS, 2) }); },
       onEvent: (event) => { if (event.type === 'own-wake') vetoed.push({ atS: round(Number(event.data?.atS), 2), score: round(Number(event.data?.score), 3), ...(event.data?.fit === undefined ? {} : { fit: round(Number(event.data.fit), 1) }), ...(event.data?.nearDb === undefined ? {} : { nearDb: Number(event.data.nearDb) }) }); },
     });

@@ -5,7 +5,7 @@
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
 import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
 import { WAKE_CHECK, type WakeCheckOptions } from '../../../src/pipeline/wake-check.js';
-import { LOOK_NEAR_DB } from '../../../src/pipeline/wakeword.js';
+import { LOOK_KNOWN_BELOW, LOOK_NEAR_DB } from '../../../src/pipeline/wakeword.js';
 import type { Part } from './room.js';
 
 export interface RoomBenchOptions {
@@ -50,6 +50,8 @@ export interface RoomBenchOptions {
   lookNearDb: number;
   /** A plain detection (no look) while IRIS plays must stand this far above the residual echo too (OwnVoiceVeto `plainNearDb`; dB; "off": not judged), e.g. IRIS_BENCH_PLAIN_NEAR_DB=off; default `LOOK_NEAR_DB`. */
   plainNearDb: number;
+  /** A look under this score while IRIS plays needs the residual's level known (OwnVoiceVeto `lookKnownBelow`), e.g. IRIS_BENCH_LOOK_KNOWN_BELOW=0 (not needed); default `LOOK_KNOWN_BELOW`. */
+  lookKnownBelow: number;
   /** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
   clipModel: boolean | undefined;
   /** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
@@ -100,6 +102,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
     ownVeto: env.IRIS_BENCH_OWN_VETO !== '0',
     plainNearDb: env.IRIS_BENCH_PLAIN_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_PLAIN_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_PLAIN_NEAR_DB),
+    lookKnownBelow: env.IRIS_BENCH_LOOK_KNOWN_BELOW === undefined ? LOOK_KNOWN_BELOW : Number(env.IRIS_BENCH_LOOK_KNOWN_BELOW),
     lookNearDb: env.IRIS_BENCH_LOOK_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_LOOK_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_LOOK_NEAR_DB),
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
