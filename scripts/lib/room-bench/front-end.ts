@@ -6,6 +6,9 @@ import { StopWord } from '../../../src/pipeline/stopword.js';
 import { RATE, type Room, referenceOf } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
+/** The front end's chunk (samples): 80 ms. */
+const CHUNK = 1280;
+
 export interface FrontEndResult {
   samples: Int16Array; stops: number[];
   /** IRIS's own audio for each 80 ms chunk while it sounds, as room-ear.ts hands it to the wake word's own-voice veto (0.2 s ahead of its echo at the canceller's delay); undefined while silent. */
@@ -57,4 +60,21 @@ export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch:
   canceller.destroy();
   stopWord.free();
   return { samples, stops, own, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }) };
+}
+
+/**
+ * `r` through the front end, both from where its recording starts (`Room.fromS`): what IRIS
+ * said before it only taught the canceller (IRIS_BENCH_STEADY). The room keeps `fromS`.
+ */
+export async function recorded(r: Room, options: RoomBenchOptions): Promise<[Room, FrontEndResult]> {
+  const front = await throughFrontEnd(options, r);
+  const fromS = r.fromS;
+  if (!fromS) return [r, front];
+  const from = Math.round(fromS * RATE);
+  const chunks = from / CHUNK;
+  const shift = (s: number) => s - fromS;
+  return [
+    { ...r, mic: r.mic.subarray(from), played: r.played.subarray(from), ...(r.currentS === undefined ? {} : { currentS: shift(r.currentS) }), ...(r.personS ? { personS: [shift(r.personS[0]), shift(r.personS[1])] } : {}) },
+    { ...front, samples: front.samples.subarray(from), own: front.own.slice(chunks), chunkMs: front.chunkMs.slice(chunks), stops: front.stops.map(shift).filter((s) => s >= 0) },
+  ];
 }

@@ -18,9 +18,9 @@ import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, REPLIES, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
-import { throughFrontEnd, type FrontEndResult } from './front-end.js';
+import { recorded, type FrontEndResult } from './front-end.js';
 
 /** A detection as a row keeps it. */
 const wakeOf = (d: Detection) => ({ wakeAtS: d.atS, wakeScore: round(d.score, 3), ...(d.fit === undefined ? {} : { wakeFit: round(d.fit, 1) }), ...(d.nearDb === undefined ? {} : { wakeNearDb: d.nearDb }) });
@@ -167,8 +167,11 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           const draws = drawsOf(rand);
           // Held-out 3 and 4: IRIS says their own replies (IRIS alone still says SELF, its wake and stop words).
           const replies = set?.replies ?? [];
-          const roomOf: Condition = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] } : condition;
-          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+          const said = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] as [string, string] } : condition;
+          // IRIS_BENCH_STEADY: what IRIS said in this room before, its replies in turn.
+          const before = (replies.length > 0 ? replies : REPLIES);
+          const roomOf: Condition = options.steadyReplies > 0 && condition.esrDb !== undefined ? { ...said, irisBefore: Array.from({ length: options.steadyReplies }, (_, i) => before[(draws.pick + 2 + i) % before.length]).join(' ') } : said;
+          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), ...(options.steadyReplies ? [`steady${options.steadyReplies}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;
           try {
@@ -177,16 +180,12 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             r = { ...meta.room, mic: decodeWav(readFileSync(`${cached}-mic.wav`)), played: new Int16Array(0) };
             front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)), own: unjoin(decodeWav(readFileSync(`${cached}-own.wav`)), meta.ownLengths) };
           } catch {
-            r = room(roomOf, part, person, draws);
-            front = await throughFrontEnd(options, r);
+            [r, front] = await recorded(room(roomOf, part, person, draws), options);
             if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
               // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
               // the recording it would make is the same room with IRIS cut there.
               const heard = await runLoop(front.samples, 'wake', false, false, front.own);
-              if (heard.wakeAtS !== undefined) {
-                r = room(roomOf, part, person, draws, heard.wakeAtS + bargeCutS);
-                front = await throughFrontEnd(options, r);
-              }
+              if (heard.wakeAtS !== undefined) [r, front] = await recorded(room(roomOf, part, person, draws, (r.fromS ?? 0) + heard.wakeAtS + bargeCutS), options);
             }
             if (reuseFront) {
               const { mic: _m, played: _p, ...roomMeta } = r;

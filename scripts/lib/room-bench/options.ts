@@ -66,6 +66,12 @@ export interface RoomBenchOptions {
    * loop acts on everything and the gates are applied to what it did, as before).
    */
   answer: 'yes' | 'no' | undefined;
+  /**
+   * IRIS_BENCH_STEADY=N: IRIS said N replies in each echo room before its earlier one (the room's
+   * replies in turn), heard only by the canceller — a daemon that has talked for a while, not one
+   * in its second reply (main bench). Default 0.
+   */
+  steadyReplies: number;
   /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
   makeCanceller: (reference: EchoReference, options?: EchoCancellerOptions) => Promise<EchoCanceller>;
 }
@@ -86,6 +92,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     only: env.IRIS_BENCH_ONLY?.split(env.IRIS_BENCH_ONLY.includes(';') ? ';' : ','),
     preRollS: numberOr(env.IRIS_BENCH_PREROLL_S),
     overSpeechOn: env.IRIS_BENCH_OVER_SPEECH !== '0',
+    steadyReplies: Number(env.IRIS_BENCH_STEADY ?? 0),
     answer: env.IRIS_BENCH_ANSWER === 'yes' || env.IRIS_BENCH_ANSWER === 'no' ? env.IRIS_BENCH_ANSWER : undefined,
     suppressDb: numberOr(env.IRIS_BENCH_SUPPRESS_DB),
     echoTailS: numberOr(env.IRIS_BENCH_ECHO_TAIL_S),

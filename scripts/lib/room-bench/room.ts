@@ -5,11 +5,13 @@
  * the clips the person says.
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../../src/config/load.js';
 import { EchoReference } from '../../../src/pipeline/echo.js';
+import { concatSamples } from '../../../src/pipeline/audio.js';
 import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { makeClip, synthesize, type Voice } from '../speech-set.js';
 
@@ -121,6 +123,8 @@ export interface Condition {
   says: 'command' | 'stop' | 'nothing';
   /** What IRIS says instead: its earlier and its current reply. */
   irisSays?: [string, string];
+  /** What IRIS said in this room before its earlier reply (a running daemon's canceller has heard it); the recording starts after it (`Room.fromS`). */
+  irisBefore?: string;
 }
 
 export const CONDITIONS: Condition[] = [
@@ -151,7 +155,8 @@ export function sox(samples: Int16Array, effects: string[]): Int16Array {
 }
 
 export const espeak = (text: string, voice: string): Int16Array => {
-  const file = join(CACHE, `iris-${voice}-${text.replace(/[^a-z]+/gi, '_').slice(0, 80)}.wav`);
+  // The text's hash too: two texts that begin alike (a reply, and replies in a row that open with it) are other clips.
+  const file = join(CACHE, `iris-${voice}-${text.replace(/[^a-z]+/gi, '_').slice(0, 80)}-${createHash('sha1').update(text).digest('hex').slice(0, 10)}.wav`);
   try {
     return decodeWav(readFileSync(file));
   } catch {
@@ -232,6 +237,8 @@ export interface Room {
    * the person's speech power, the microphone's gain, the room.
    */
   echo?: { gain?: number; personPower: number; scale: number; reverb: string[]; clipping: boolean };
+  /** Where the recording starts in what `room()` made (seconds, a whole number of 80 ms chunks): before it, what IRIS said before (`Condition.irisBefore`), heard only by the canceller; front-end.ts `recorded` cuts `mic` there (the other times here then count from the cut). */
+  fromS?: number;
   /** With `withParts`: the microphone's parts at its gain, the person (with the room's noise) and everything but the person. */
   parts?: { person: Int16Array; rest: Int16Array };
 }
@@ -260,9 +267,12 @@ export function room(condition: Condition, part: Part, person: Int16Array | unde
   const voice = IRIS_VOICE[part];
   const { pick } = draws;
   const [earlierText, currentText] = condition.irisSays ?? [REPLIES[pick] ?? '', condition.says === 'nothing' ? SELF : (REPLIES[(pick + 1) % REPLIES.length] ?? '')];
-  const earlier = espeak(earlierText, voice);
-  const current = espeak(currentText, voice);
   const gap = Math.round(0.4 * RATE);
+  const said = condition.irisBefore ? espeak(condition.irisBefore, voice) : new Int16Array(0);
+  const before = new Int16Array(said.length && Math.ceil((said.length + gap) / 1280) * 1280);
+  before.set(said);
+  const earlier = concatSamples([before, espeak(earlierText, voice)]);
+  const current = espeak(currentText, voice);
   const personAt = earlier.length + gap + Math.round(draws.personOffsetS * RATE);
   const length = Math.max(earlier.length + gap + current.length, personAt + (person?.length ?? 0)) + Math.round(1.5 * RATE);
   const played = new Int16Array(length);
@@ -306,7 +316,7 @@ export function room(condition: Condition, part: Part, person: Int16Array | unde
     ...(parts ? { parts } : {}),
     mic: toInt16(mix), played,
     ...(person ? { personS: [personAt / RATE, (personAt + person.length) / RATE] as [number, number] } : {}),
-    delayMs, currentS: (earlier.length + gap) / RATE,
+    delayMs, currentS: (earlier.length + gap) / RATE, ...(before.length ? { fromS: before.length / RATE } : {}),
     echo: { ...(echoGain === undefined ? {} : { gain: echoGain * scale }), personPower, scale, reverb, clipping: condition.clipping === true },
   };
 }
