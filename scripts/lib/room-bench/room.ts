@@ -219,7 +219,11 @@ export const pink = (() => {
       execFileSync('sox', ['-R', '-D', '-n', '-r', '16000', '-c', '1', '-b', '16', file, 'synth', '60', 'pinknoise', 'vol', '0.05']);
       return decodeWav(readFileSync(file));
     })();
-    return cached.subarray(0, length);
+    if (length <= cached.length) return cached.subarray(0, length);
+    // Longer rooms (IRIS_BENCH_STEADY) repeat it: a room past its end had no floor at all, and digital silence read as no speech.
+    const out = new Int16Array(length);
+    for (let at = 0; at < length; at += cached.length) out.set(cached.subarray(0, Math.min(cached.length, length - at)), at);
+    return out;
   };
 })();
 
