@@ -18,7 +18,7 @@ import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, REPLIES, CONDITIONS, type Condition, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, CONDITIONS, irisBefore, type Condition, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 import { recorded, type FrontEndResult } from './front-end.js';
 
@@ -168,9 +168,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           // Held-out 3 and 4: IRIS says their own replies (IRIS alone still says SELF, its wake and stop words).
           const replies = set?.replies ?? [];
           const said = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] as [string, string] } : condition;
-          // IRIS_BENCH_STEADY: what IRIS said in this room before, its replies in turn.
-          const before = (replies.length > 0 ? replies : REPLIES);
-          const roomOf: Condition = options.steadyReplies > 0 && condition.esrDb !== undefined ? { ...said, irisBefore: Array.from({ length: options.steadyReplies }, (_, i) => before[(draws.pick + 2 + i) % before.length]).join(' ') } : said;
+          const roomOf: Condition = options.steadyReplies > 0 && condition.esrDb !== undefined ? { ...said, irisBefore: irisBefore(options.steadyReplies, draws.pick, replies.length > 0 ? replies : undefined) } : said;
           const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), ...(options.steadyReplies ? [`steady${options.steadyReplies}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;

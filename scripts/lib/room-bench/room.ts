@@ -259,6 +259,10 @@ export function echoOf(r: Room, played: Int16Array): Float64Array {
   return out;
 }
 
+/** What IRIS said in a room before its earlier reply (IRIS_BENCH_STEADY): `count` of `replies` in turn, after the room's own two. */
+export const irisBefore = (count: number, pick: number, replies: string[] = REPLIES): string =>
+  Array.from({ length: count }, (_, i) => replies[(pick + 2 + i) % replies.length]).join(' ');
+
 export interface Draws { pick: number; personOffsetS: number; delayMs: number; babbleOffset: number }
 
 export const drawsOf = (rand: () => number): Draws => ({ pick: Math.floor(rand() * REPLIES.length), personOffsetS: 0.8 + rand(), delayMs: Math.round(40 + rand() * 160), babbleOffset: Math.floor(rand() * 200_000) });
