@@ -3,7 +3,7 @@ import { EchoReference } from '../../../src/pipeline/echo.js';
 import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, ownWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
+import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, irisBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
 /**
@@ -180,7 +180,9 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
           if (k >= perVoice && condition.says !== 'command') break;
           const draws = drawsOf(condition.says === 'command' ? commandRand : rand);
           const irisSays: [string, string] | undefined = newReplies ? [newReplies[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (newReplies[(draws.pick + 1) % newReplies.length] ?? '')] : undefined;
-          const r = room(irisSays ? { ...condition, irisSays } : condition, roomPart, person, draws);
+          const said: Condition = irisSays ? { ...condition, irisSays } : condition;
+          // IRIS_BENCH_STEADY: IRIS talked in this room before (its times count in the room: self-stops there too).
+          const r = room(options.steadyReplies > 0 && condition.esrDb !== undefined ? { ...said, irisBefore: irisBefore(options.steadyReplies, draws.pick, newReplies) } : said, roomPart, person, draws);
           const reference = referenceOf(r.played);
           const { out, own } = await cancel(r.mic, reference);
           // The word itself, without the synthesiser's silence around it.
