@@ -166,6 +166,13 @@ export interface StopCheck {
    */
   minKeptDb?: number;
   /**
+   * A word standing `nearDb` or more over the residual echo may have lost down to `minKeptDb` in
+   * the canceller instead: with IRIS 12 dB louder than the person, the person's whole word keeps
+   * only about −12 dB of the raw microphone (the echo was most of it), while it stands 12–20 dB over
+   * what a converged canceller leaves of IRIS. Default: none.
+   */
+  farOver?: { nearDb: number; minKeptDb: number };
+  /**
    * The most the word may have gained in the canceller (dB): more than it had means the filter
    * subtracts a misplaced echo (the delay moved, or speex reset itself), and IRIS's echo is
    * coming through whole; a person's word over IRIS always loses the echo's share.
@@ -248,7 +255,7 @@ export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean
 /** Whether `c` passes the level limits of `check`. */
 function passesLevels(c: StopCandidate, check: StopCheck): boolean {
   return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
-    (check.minKeptDb === undefined || c.keptDb >= check.minKeptDb) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb) &&
+    (check.minKeptDb === undefined || c.keptDb >= (check.farOver && c.nearDb >= check.farOver.nearDb ? check.farOver.minKeptDb : check.minKeptDb)) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb) &&
     (check.settled !== true || c.settled);
 }
 
