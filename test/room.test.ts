@@ -436,6 +436,20 @@ describe('the stop word', () => {
     expect(ownWord({ ...candidate, cancelling: false, keptDb: -4 }, DEFAULT_STOP_CHECK)).toBe(true);
   });
 
+  // IRIS 12 dB louder than the person, after a minute of its speech (session 17): the canceller takes
+  // ~30 dB from IRIS, so the person's "stop" stands far over the residual but keeps only about −14 dB
+  // of the raw microphone, which the echo was most of; IRIS's own candidates there stood ≤ 10.3 dB
+  // over the residual and kept about −23 dB.
+  it('hears a word far over the residual echo that lost more than 12 dB in the canceller (IRIS much louder)', () => {
+    const person: StopCandidate = { route: 'level', atS: 64.08, fromS: 63.66, toS: 64.03, own: false, ownGapS: 24.4, fit: 6, share: 1, nearDb: 17.3, riseDb: 21.6, keptDb: -14, settled: true, cancelling: true, wake: 0, heard: true };
+    expect(passesCheck(person, DEFAULT_STOP_CHECK)).toBe(true);
+    const { farOver: _far, ...before } = DEFAULT_STOP_CHECK;
+    expect(passesCheck(person, before)).toBe(false); // the fixed −12 dB limit alone
+    expect(passesCheck({ ...person, nearDb: 10.3, keptDb: -23.3 }, DEFAULT_STOP_CHECK)).toBe(false); // IRIS's own, steady
+    expect(passesCheck({ ...person, nearDb: 11.9 }, DEFAULT_STOP_CHECK)).toBe(false); // not far enough over
+    expect(passesCheck({ ...person, keptDb: -18.5 }, DEFAULT_STOP_CHECK)).toBe(false);
+  });
+
   // A person talking over IRIS mostly says the wake word, and its "hey" can be a "stop"-long
   // burst above the residual echo that decodes as "stop" (held-out, session 14: festival slt's
   // "hey jarvis", fit 6.9). This one (flite slt, under an echo 1.4 times its level) fits 24.1, so

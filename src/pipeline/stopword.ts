@@ -169,7 +169,10 @@ export interface StopCheck {
    * A word standing `nearDb` or more over the residual echo may have lost down to `minKeptDb` in
    * the canceller instead: with IRIS 12 dB louder than the person, the person's whole word keeps
    * only about −12 dB of the raw microphone (the echo was most of it), while it stands 12–20 dB over
-   * what a converged canceller leaves of IRIS. Default: none.
+   * what a converged canceller leaves of IRIS. Chosen on the stop bench's dev rooms after a minute of
+   * IRIS's speech (session 17): the person's words at +6 / +12 dB stood 12.5–19.5 dB over and kept
+   * −12.1…−16.4 dB; IRIS's own candidates that passed the other levels stood at most 10.3 dB over
+   * (keptDb about −23). Default (`DEFAULT_STOP_CHECK`): 12 dB, −18 dB.
    */
   farOver?: { nearDb: number; minKeptDb: number };
   /**
@@ -238,7 +241,7 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10 };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10 };
 
 /** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
 export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {
