@@ -68,8 +68,9 @@ export interface RoomBenchOptions {
   answer: 'yes' | 'no' | undefined;
   /**
    * IRIS_BENCH_STEADY=N: IRIS said N replies in each echo room before its earlier one (the room's
-   * replies in turn), heard only by the canceller — a daemon that has talked for a while, not one
-   * in its second reply (main bench). Default 0.
+   * replies in turn) — a daemon that has talked for a while, not one in its second reply. The main
+   * bench cuts the recording after it (only the canceller hears it: front-end.ts `recorded`); the
+   * stop and early-answer benches keep it in the room (self-stops over it count). Default 0.
    */
   steadyReplies: number;
   /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */

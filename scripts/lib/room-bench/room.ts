@@ -123,7 +123,7 @@ export interface Condition {
   says: 'command' | 'stop' | 'nothing';
   /** What IRIS says instead: its earlier and its current reply. */
   irisSays?: [string, string];
-  /** What IRIS said in this room before its earlier reply (a running daemon's canceller has heard it); the recording starts after it (`Room.fromS`). */
+  /** What IRIS said in this room before its earlier reply (a running daemon's canceller has heard it; IRIS_BENCH_STEADY): it starts the room, which marks where the rest begins (`Room.fromS`). */
   irisBefore?: string;
 }
 
