@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SPEECH_FORMAT } from '../src/pipeline/audio.js';
 import { PhraseCheck, WAKE_CHECK } from '../src/pipeline/wake-check.js';
 import { decodeWav } from '../src/pipeline/wav.js';
-import { LOOK_NEAR_DB, createOpenWakeWord, OwnVoiceVeto, type Detection, type WakeWordDetector } from '../src/pipeline/wakeword.js';
+import { createOpenWakeWord, OwnVoiceVeto, type Detection, type WakeWordDetector } from '../src/pipeline/wakeword.js';
 import { commandWav } from './helpers/speech.js';
 
 /** Every detection in `samples`, fed in 80 ms chunks, and the stream time each was returned at. */
@@ -108,17 +108,18 @@ describe('the wake word: a second look at near misses', () => {
       seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
       return Math.round(((seed % 2001) / 1000 - 1) * amplitude);
     });
-    /** 4.8 s of IRIS talking, its residual 20 dB under its own audio; from 2.4 s to 3.04 s (the phrase) the microphone is `phraseGain` times the residual. */
-    const judge = async (phraseGain: number, lookNearDb?: number) => {
-      const veto = lookNearDb === undefined ? new OwnVoiceVeto(own) : new OwnVoiceVeto(own, 1, 0.16, lookNearDb); // the default: `LOOK_NEAR_DB`
-      let atS = 0;
-      for (let i = 0; i < 60; i++) {
+    /** `veto` fed `chunks` of IRIS talking (80 ms each), its residual 20 dB under its own audio; from 2.4 s to 3.04 s (the phrase) the microphone is `phraseGain` times the residual. Returns where it ends (s). */
+    const talk = async (veto: OwnVoiceVeto, chunks: number, phraseGain = 1) => {
+      for (let i = 0; i < chunks; i++) {
         const iris = noise(4000);
-        const heard = iris.map((v) => Math.round(v * 0.1 * (i >= 30 && i < 38 ? phraseGain : 1)));
-        await veto.hear({ ...SPEECH_FORMAT, samples: heard, atS }, iris);
-        atS += 0.08;
+        await veto.hear({ ...SPEECH_FORMAT, samples: iris.map((v) => Math.round(v * 0.1 * (i >= 30 && i < 38 ? phraseGain : 1))), atS: i * 0.08 }, iris);
       }
-      return veto.judge({ word: 'hey_jarvis', score: 0.15, atS: 3.04, fit: 5 }, atS); // judged over the 0.8 s before its peak
+      return chunks * 0.08;
+    };
+    /** 4.8 s of IRIS talking, a look's near miss at 3.04 s, judged over the 0.8 s before its peak. */
+    const judge = async (phraseGain: number, lookNearDb?: number) => {
+      const veto = new OwnVoiceVeto(own, lookNearDb === undefined ? {} : { lookNearDb }); // the default: `LOOK_NEAR_DB`
+      return veto.judge({ word: 'hey_jarvis', score: 0.15, atS: 3.04, fit: 5 }, await talk(veto, 60, phraseGain));
     };
     const person = await judge(10); // the person's phrase 20 dB over the residual
     expect(person.heard?.nearDb).toBeGreaterThan(15);
@@ -130,33 +131,21 @@ describe('the wake word: a second look at near misses', () => {
     // A plain detection (over the threshold, no look) of IRIS's residual: the same sign (session 16:
     // the reverberant tail of a reply's last words woke IRIS before the person on held-out 5).
     const plainOver = async (phraseGain: number, plainNearDb?: number) => {
-      const veto = plainNearDb === undefined ? new OwnVoiceVeto(own) : new OwnVoiceVeto(own, 1, 0.16, LOOK_NEAR_DB, plainNearDb);
-      let at = 0;
-      for (let i = 0; i < 60; i++) {
-        const iris = noise(4000);
-        await veto.hear({ ...SPEECH_FORMAT, samples: iris.map((v) => Math.round(v * 0.1 * (i >= 30 && i < 38 ? phraseGain : 1))), atS: at }, iris);
-        at += 0.08;
-      }
-      return veto.judge({ word: 'hey_jarvis', score: 0.7, atS: 3.04 }, at);
+      const veto = new OwnVoiceVeto(own, plainNearDb === undefined ? {} : { plainNearDb });
+      return veto.judge({ word: 'hey_jarvis', score: 0.7, atS: 3.04 }, await talk(veto, 60, phraseGain));
     };
     expect(await plainOver(1.3)).toHaveProperty('own');
     expect(await plainOver(1.3, -Infinity)).toHaveProperty('heard'); // before
     expect((await plainOver(10)).heard?.nearDb).toBeGreaterThan(15); // the person
     // IRIS's first second of sound: its residual's level not known yet, judged by the fit alone.
     const first = new OwnVoiceVeto(own);
-    for (let i = 0; i < 10; i++) {
-      const iris = noise(4000);
-      await first.hear({ ...SPEECH_FORMAT, samples: iris.map((v) => Math.round(v * 0.1)), atS: i * 0.08 }, iris);
-    }
+    await talk(first, 10);
     expect(first.judge({ word: 'hey_jarvis', score: 0.15, atS: 0.56, fit: 5 }, 0.8).heard?.nearDb).toBe(-99);
     // A look under `LOOK_KNOWN_BELOW` there is not taken on its fit (held-out 6: IRIS's residual at
     // 0.067, fit 7.3, woke IRIS in its first reply); not judged by level (-Infinity): heard, as before.
     expect(first.judge({ word: 'hey_jarvis', score: 0.067, atS: 0.56, fit: 5 }, 0.8).own?.nearDb).toBe(-99);
-    const unjudged = new OwnVoiceVeto(own, 1, 0.16, -Infinity);
-    for (let i = 0; i < 10; i++) {
-      const iris = noise(4000);
-      await unjudged.hear({ ...SPEECH_FORMAT, samples: iris.map((v) => Math.round(v * 0.1)), atS: i * 0.08 }, iris);
-    }
+    const unjudged = new OwnVoiceVeto(own, { lookNearDb: -Infinity });
+    await talk(unjudged, 10);
     expect(unjudged.judge({ word: 'hey_jarvis', score: 0.067, atS: 0.56, fit: 5 }, 0.8)).toHaveProperty('heard');
   });
 });

@@ -340,6 +340,30 @@ const PHRASE_S = 0.8;
 /** How long the chunks tracked for the residual echo are remembered (seconds): a phrase and the look's wait after it. */
 const TRACKED_S = 4;
 
+/** How `OwnVoiceVeto` judges (each has a default). */
+export interface OwnVoiceVetoOptions {
+  /** A microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1. */
+  windowS?: number;
+  /** How far past a microphone detection the own detector must hear before it counts (seconds); default 0.16, two chunks. */
+  holdS?: number;
+  /**
+   * A near miss heard by its look while IRIS plays is the person's only where the phrase stands
+   * this far above the residual echo IRIS's own audio predicts there (dB, residual.ts); default
+   * `LOOK_NEAR_DB`, -Infinity: not judged so.
+   */
+  lookNearDb?: number;
+  /**
+   * The same for a plain detection (over the threshold, no look) while IRIS plays; default
+   * `LOOK_NEAR_DB` (session 16: the reverberant tail of a reply's last words scored 0.50–0.77
+   * −1.3…1.4 dB over the residual, after the reference had gone silent, and woke IRIS before the
+   * person in 3 held-out-5 rooms and 1 own-wake dev room; the person's plain detections stood
+   * ≥ 2.2 dB over it; docs/room.md "From 0.03"). -Infinity: not judged so.
+   */
+  plainNearDb?: number;
+  /** A look under this score is the person's only where that level is known (default `LOOK_KNOWN_BELOW`; 0: an unknown level leaves every look to its fit). */
+  lookKnownBelow?: number;
+}
+
 /**
  * IRIS saying the wake word itself (a reply or an announcement that says "hey jarvis") must
  * not wake it. A second detector — its own state on the same model sessions
@@ -364,21 +388,19 @@ export class OwnVoiceVeto {
   /** Where the chunks tracked since IRIS last started to sound lie in `#residual` (stream seconds → its samples). */
   #tracked: { atS: number; at: number }[] = [];
 
-  /**
-   * `windowS`: a microphone detection this soon after one on IRIS's audio is IRIS's (seconds); default 1.
-   * `holdS`: how far past a microphone detection the own detector must hear before it counts (seconds); default 0.16, two chunks.
-   * `lookNearDb`: a near miss heard by its look while IRIS plays is the person's only where the
-   * phrase stands this far above the residual echo IRIS's own audio predicts there (dB, residual.ts);
-   * default `LOOK_NEAR_DB`, -Infinity: not judged so.
-   * `plainNearDb`: the same for a plain detection (over the threshold, no look) while IRIS plays;
-   * default `LOOK_NEAR_DB` (session 16: the reverberant tail of a reply's last words scored
-   * 0.50–0.77 −1.3…1.4 dB over the residual, after the reference had gone silent, and woke IRIS
-   * before the person in 3 held-out-5 rooms and 1 own-wake dev room; the person's plain detections
-   * stood ≥ 2.2 dB over it; docs/room.md "From 0.03"). -Infinity: not judged so.
-   * `lookKnownBelow`: a look under this score is the person's only where that level is known
-   * (default `LOOK_KNOWN_BELOW`; 0: an unknown level leaves every look to its fit).
-   */
-  constructor(readonly detector: WakeWordDetector, readonly windowS = 1, readonly holdS = 0.16, readonly lookNearDb = LOOK_NEAR_DB, readonly plainNearDb = LOOK_NEAR_DB, readonly lookKnownBelow = LOOK_KNOWN_BELOW) {}
+  readonly windowS: number;
+  readonly holdS: number;
+  readonly lookNearDb: number;
+  readonly plainNearDb: number;
+  readonly lookKnownBelow: number;
+
+  constructor(readonly detector: WakeWordDetector, options: OwnVoiceVetoOptions = {}) {
+    this.windowS = options.windowS ?? 1;
+    this.holdS = options.holdS ?? 0.16;
+    this.lookNearDb = options.lookNearDb ?? LOOK_NEAR_DB;
+    this.plainNearDb = options.plainNearDb ?? LOOK_NEAR_DB;
+    this.lookKnownBelow = options.lookKnownBelow ?? LOOK_KNOWN_BELOW;
+  }
 
   /**
    * What IRIS played for the microphone's `chunk`, a little ahead of its echo (any length: more
@@ -432,8 +454,9 @@ export class OwnVoiceVeto {
     const minNearDb = look ? this.lookNearDb : this.plainNearDb;
     if (this.#nextAtS !== undefined && (look || minNearDb > -Infinity)) {
       const nearDb = this.#nearDb(candidate);
-      const unknown = nearDb === -99 && !(look && minNearDb > -Infinity && candidate.score < this.lookKnownBelow);
-      return unknown || nearDb >= minNearDb ? { heard: { ...candidate, nearDb } } : { own: { ...candidate, nearDb } };
+      const needsLevel = look && minNearDb > -Infinity && candidate.score < this.lookKnownBelow;
+      const person = nearDb === -99 ? !needsLevel : nearDb >= minNearDb;
+      return person ? { heard: { ...candidate, nearDb } } : { own: { ...candidate, nearDb } };
     }
     return { heard: candidate };
   }

@@ -17,7 +17,7 @@ import { createOpenWakeWord } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
 import { earlyClips, earlyFigures, earlyLine, earlyParts, earlyRowOf, pacedSource, resumeS, timedSink, type EarlyRow, type PacedClock } from '../early-bench.js';
 import { makeClip } from '../speech-set.js';
-import { RATE, CACHE, PEOPLE, type Condition, CONDITIONS, type Room, echoOf, drawsOf, irisBefore, room } from './room.js';
+import { RATE, CACHE, PEOPLE, type Condition, CONDITIONS, type Room, echoOf, drawsOf, talkedBefore, room } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
 /**
@@ -90,7 +90,7 @@ export async function earlyRooms(options: RoomBenchOptions): Promise<void> {
           const person = whole.subarray(trim);
           const draws = drawsOf(rand);
           // IRIS_BENCH_STEADY: IRIS talked in this room before (handed to the loop at once, with the earlier reply).
-          const said = options.steadyReplies > 0 && !condition.clean ? { ...condition, irisBefore: irisBefore(options.steadyReplies, draws.pick) } : condition;
+          const said = talkedBefore(condition, options.steadyReplies, draws.pick);
           const built = condition.clean ? undefined : room(said, part, person, draws);
           const r: Room = built && condition.irisDone ? room(said, part, person, draws, built.currentS) : (built ?? { mic: whole, played: new Int16Array(whole.length), personS: [0, whole.length / RATE], delayMs: 0 });
           const personAtS = r.personS?.[0] ?? 0;

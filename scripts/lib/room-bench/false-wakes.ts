@@ -74,7 +74,7 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   /** Where each paragraph starts on the stream (samples) and its text, to say what IRIS was reading at a self-stop. */
   const readings: { at: number; text: string; voice: string }[] = [];
   const own = { wakes: 0, baselineWakes: 0, stops: 0, wakeAt: [] as number[], stopAt: [] as number[], vetoed: [] as { atS: number; score: number; fit?: number; nearDb?: number }[] };
-  const veto = options.ownVeto ? new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: OWN_VOICE_THRESHOLD, check: false }), 1, 0.16, options.lookNearDb) : undefined;
+  const veto = options.ownVeto ? new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: OWN_VOICE_THRESHOLD, check: false }), options.veto) : undefined;
   const ownForVeto = ownAudioOf((from, length) => reference.read(from, length), () => Math.round(((canceller.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5);
   /** The stream kept (microphone, canceller output, IRIS's own audio as the stop word got it), to dump the audio around a self-stop. */
   const kept = { mic: [] as Int16Array[], out: [] as Int16Array[], own: [] as Int16Array[] };
@@ -126,7 +126,7 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   const perHour = (n: number, s: number) => round((n * 3600) / Math.max(1, s), 2);
   const figures = {
     wake_threshold: config.assistant.wake_threshold,
-    wake_check: options.wakeCheck, own_veto: options.ownVeto, look_near_db: options.lookNearDb,
+    wake_check: options.wakeCheck, own_veto: options.ownVeto, look_near_db: options.veto.lookNearDb,
     stop_kws_threshold: stopThreshold ?? 'default',
     person_reading: { minutes: round(personS / 60, 1), wakes: personWakes, per_hour: perHour(personWakes, personS), at_s: personWakeAt },
     iris_own_voice: { minutes: round(ownS / 60, 1), echo: 'espeak-ng en-us/en-gb, 60-180 ms late, reverb 50 %, microphone peaks at 29,000 of 32,767', self_wakes: own.wakes, self_wakes_per_hour: perHour(own.wakes, ownS), vetoed: own.vetoed, self_stops: own.stops, self_stops_per_hour: perHour(own.stops, ownS), baseline_self_wakes: own.baselineWakes, wake_at_s: own.wakeAt, stop_at_s: own.stopAt, self_stops_examined: selfStops },

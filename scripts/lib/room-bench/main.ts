@@ -18,7 +18,7 @@ import { decodeWav, encodeWav } from '../../../src/pipeline/wav.js';
 import { createOpenWakeWord, OWN_VOICE_THRESHOLD, OwnVoiceVeto, type Detection } from '../../../src/pipeline/wakeword.js';
 import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, CONDITIONS, irisBefore, type Condition, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
+import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, CONDITIONS, talkedBefore, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 import { recorded, type FrontEndResult } from './front-end.js';
 
@@ -94,7 +94,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const gates = answer === undefined || end === 'wake' ? undefined : { followUpS: config.assistant.follow_up_s, minConfidence: config.stt.min_confidence, overSpeechMinConfidence: config.stt.over_speech_confidence, clarifyFrom: config.stt.clarify_confidence };
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, ...gates, end: gates ? 'tts' : end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
-      ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb, options.plainNearDb, options.lookKnownBelow), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
+      ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, options.veto), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
       onEvent: (event) => {
@@ -126,7 +126,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), end: 'wake',
       respond: () => { throw new Error('not reached'); },
-      ...(options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, 1, 0.16, options.lookNearDb, options.plainNearDb, options.lookKnownBelow), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
+      ...(options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, options.veto), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       onRun: (run) => { if (run.wake) heard.push({ ...wakeOf(run.wake), atS: round(run.wake.atS, 2) }); },
       onEvent: (event) => { if (event.type === 'own-wake') vetoed.push({ atS: round(Number(event.data?.atS), 2), score: round(Number(event.data?.score), 3), ...(event.data?.fit === undefined ? {} : { fit: round(Number(event.data.fit), 1) }), ...(event.data?.nearDb === undefined ? {} : { nearDb: Number(event.data.nearDb) }) }); },
     });
@@ -168,7 +168,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           // Held-out 3 and 4: IRIS says their own replies (IRIS alone still says SELF, its wake and stop words).
           const replies = set?.replies ?? [];
           const said = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] as [string, string] } : condition;
-          const roomOf: Condition = options.steadyReplies > 0 && condition.esrDb !== undefined ? { ...said, irisBefore: irisBefore(options.steadyReplies, draws.pick, replies.length > 0 ? replies : undefined) } : said;
+          const roomOf = talkedBefore(said, options.steadyReplies, draws.pick, replies.length > 0 ? replies : undefined);
           const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), ...(options.steadyReplies ? [`steady${options.steadyReplies}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;
@@ -246,7 +246,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
   }
 
   if (looksMode) {
-    writeResults(process.env.IRIS_BENCH_NAME ?? 'room-looks', { wake_check: options.wakeCheck, own_veto: options.ownVeto, look_near_db: options.lookNearDb, rows: lookRows });
+    writeResults(process.env.IRIS_BENCH_NAME ?? 'room-looks', { wake_check: options.wakeCheck, own_veto: options.ownVeto, look_near_db: options.veto.lookNearDb, rows: lookRows });
     return;
   }
   const pct = (n: number, d: number) => (d === 0 ? null : round((100 * n) / d, 0));

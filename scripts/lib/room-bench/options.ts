@@ -5,7 +5,7 @@
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
 import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
 import { WAKE_CHECK, type WakeCheckOptions } from '../../../src/pipeline/wake-check.js';
-import { LOOK_KNOWN_BELOW, LOOK_NEAR_DB } from '../../../src/pipeline/wakeword.js';
+import { LOOK_KNOWN_BELOW, LOOK_NEAR_DB, type OwnVoiceVetoOptions } from '../../../src/pipeline/wakeword.js';
 import type { Part } from './room.js';
 
 export interface RoomBenchOptions {
@@ -46,12 +46,13 @@ export interface RoomBenchOptions {
   wakeCheck: WakeCheckOptions | false;
   /** The wake word's own-voice veto in the main bench's loop, as the daemon runs it (voice.ts `ownVoice`, IRIS's own audio from the front end): IRIS_BENCH_OWN_VETO=0 turns it off. */
   ownVeto: boolean;
-  /** A look's near miss while IRIS plays must stand this far above the residual echo (wakeword.ts `LOOK_NEAR_DB`; dB, "off": not judged), e.g. IRIS_BENCH_LOOK_NEAR_DB=5. */
-  lookNearDb: number;
-  /** A plain detection (no look) while IRIS plays must stand this far above the residual echo too (OwnVoiceVeto `plainNearDb`; dB; "off": not judged), e.g. IRIS_BENCH_PLAIN_NEAR_DB=off; default `LOOK_NEAR_DB`. */
-  plainNearDb: number;
-  /** A look under this score while IRIS plays needs the residual's level known (OwnVoiceVeto `lookKnownBelow`), e.g. IRIS_BENCH_LOOK_KNOWN_BELOW=0 (not needed); default `LOOK_KNOWN_BELOW`. */
-  lookKnownBelow: number;
+  /**
+   * The own-voice veto's judging (wakeword.ts `OwnVoiceVetoOptions`, the daemon's defaults unless
+   * set): IRIS_BENCH_LOOK_NEAR_DB (a look's near miss while IRIS plays must stand this far above the
+   * residual echo; dB, "off": not judged), IRIS_BENCH_PLAIN_NEAR_DB (the same for a plain detection),
+   * IRIS_BENCH_LOOK_KNOWN_BELOW (a look under this score needs the residual's level known; 0: not).
+   */
+  veto: Required<Pick<OwnVoiceVetoOptions, 'lookNearDb' | 'plainNearDb' | 'lookKnownBelow'>>;
   /** The clipping speaker's model on (1) or off (0) instead of echo.ts's default (`clipModel`), e.g. IRIS_BENCH_CLIP_MODEL=0. */
   clipModel: boolean | undefined;
   /** The stop word's options to try instead of its defaults (JSON), e.g. IRIS_BENCH_STOP_OPTIONS='{"lookAgain":false}'. */
@@ -78,6 +79,9 @@ export interface RoomBenchOptions {
 }
 
 const numberOr = (value: string | undefined): number | undefined => (value === undefined ? undefined : Number(value));
+
+/** A level in dB from the environment: unset, the default; "off", -Infinity (not judged). */
+const dbOrOff = (value: string | undefined, fallback: number): number => (value === undefined ? fallback : value === 'off' ? -Infinity : Number(value));
 
 export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBenchOptions {
   const partArg = argv[argv.indexOf('--part') + 1];
@@ -109,9 +113,11 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     clipModel,
     wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
     ownVeto: env.IRIS_BENCH_OWN_VETO !== '0',
-    plainNearDb: env.IRIS_BENCH_PLAIN_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_PLAIN_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_PLAIN_NEAR_DB),
-    lookKnownBelow: env.IRIS_BENCH_LOOK_KNOWN_BELOW === undefined ? LOOK_KNOWN_BELOW : Number(env.IRIS_BENCH_LOOK_KNOWN_BELOW),
-    lookNearDb: env.IRIS_BENCH_LOOK_NEAR_DB === undefined ? LOOK_NEAR_DB : env.IRIS_BENCH_LOOK_NEAR_DB === 'off' ? -Infinity : Number(env.IRIS_BENCH_LOOK_NEAR_DB),
+    veto: {
+      lookNearDb: dbOrOff(env.IRIS_BENCH_LOOK_NEAR_DB, LOOK_NEAR_DB),
+      plainNearDb: dbOrOff(env.IRIS_BENCH_PLAIN_NEAR_DB, LOOK_NEAR_DB),
+      lookKnownBelow: env.IRIS_BENCH_LOOK_KNOWN_BELOW === undefined ? LOOK_KNOWN_BELOW : Number(env.IRIS_BENCH_LOOK_KNOWN_BELOW),
+    },
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
     makeCanceller: (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>

@@ -53,7 +53,7 @@ export async function ownWake(options: RoomBenchOptions): Promise<void> {
     mic.reset();
     const at: number[] = [];
     const vetoed: number[] = [];
-    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }), 1, 0.16, options.lookNearDb, options.plainNearDb, options.lookKnownBelow);
+    const ownVeto = new OwnVoiceVeto(await createOpenWakeWord({ model: 'hey_jarvis', threshold: ownThreshold }), options.veto);
     /** Each detection the loop acted on and each the veto took: score, and a look's fit and level over the residual. */
     const details: { atS: number; score: number; fit?: number; nearDb?: number; own: boolean }[] = [];
     const acted: number[] = []; // where the loop acted on each (the end of the chunk it was in: later when the veto held it)

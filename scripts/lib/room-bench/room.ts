@@ -259,9 +259,9 @@ export function echoOf(r: Room, played: Int16Array): Float64Array {
   return out;
 }
 
-/** What IRIS said in a room before its earlier reply (IRIS_BENCH_STEADY): `count` of `replies` in turn, after the room's own two. */
-export const irisBefore = (count: number, pick: number, replies: string[] = REPLIES): string =>
-  Array.from({ length: count }, (_, i) => replies[(pick + 2 + i) % replies.length]).join(' ');
+/** `condition` where IRIS first said `count` of `replies` in turn after the room's own two (IRIS_BENCH_STEADY); unchanged where IRIS is silent or `count` is 0. */
+export const talkedBefore = (condition: Condition, count: number, pick: number, replies: string[] = REPLIES): Condition =>
+  count > 0 && condition.esrDb !== undefined ? { ...condition, irisBefore: Array.from({ length: count }, (_, i) => replies[(pick + 2 + i) % replies.length]).join(' ') } : condition;
 
 export interface Draws { pick: number; personOffsetS: number; delayMs: number; babbleOffset: number }
 

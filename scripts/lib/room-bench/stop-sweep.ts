@@ -3,7 +3,7 @@ import { EchoReference } from '../../../src/pipeline/echo.js';
 import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, ownWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, irisBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
+import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, talkedBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
 /**
@@ -122,7 +122,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const spotModel = async (model: string, threshold: number, out: Int16Array, own: Int16Array, armed: (at: number) => boolean): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
     const detector = await createOpenWakeWord({ model, threshold });
-    const veto = new OwnVoiceVeto(await createOpenWakeWord({ model, threshold: Number(process.env.IRIS_BENCH_STOP_OWN ?? threshold / 2) }), 1, 0);
+    const veto = new OwnVoiceVeto(await createOpenWakeWord({ model, threshold: Number(process.env.IRIS_BENCH_STOP_OWN ?? threshold / 2) }), { holdS: 0 });
     let wasArmed = false;
     for (let at = 0; at + 1280 <= out.length; at += 1280) {
       const chunk = { samples: out.subarray(at, at + 1280), atS: at / RATE, rate: RATE, width: 2, channels: 1 };
@@ -182,7 +182,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
           const irisSays: [string, string] | undefined = newReplies ? [newReplies[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (newReplies[(draws.pick + 1) % newReplies.length] ?? '')] : undefined;
           const said: Condition = irisSays ? { ...condition, irisSays } : condition;
           // IRIS_BENCH_STEADY: IRIS talked in this room before (its times count in the room: self-stops there too).
-          const r = room(options.steadyReplies > 0 && condition.esrDb !== undefined ? { ...said, irisBefore: irisBefore(options.steadyReplies, draws.pick, newReplies) } : said, roomPart, person, draws);
+          const r = room(talkedBefore(said, options.steadyReplies, draws.pick, newReplies), roomPart, person, draws);
           const reference = referenceOf(r.played);
           const { out, own } = await cancel(r.mic, reference);
           // The word itself, without the synthesiser's silence around it.
