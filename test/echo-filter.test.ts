@@ -10,7 +10,8 @@
  * speaker's echo are then scored without the over-speech allowance (`echoDistorted`).
  */
 import { describe, expect, it } from 'vitest';
-import { EchoCanceller, EchoReference, clipLevel, type EchoEngine } from '../src/pipeline/echo.js';
+import { EchoCanceller, EchoReference, clipLevel, type EchoEngine, type EchoStats } from '../src/pipeline/echo.js';
+import { Rehearsal } from '../src/pipeline/rehearsal.js';
 import { confidenceOf, DISTORTED_ECHO_PARAMS, OVER_SPEECH_PARAMS, type Measures } from '../src/pipeline/pocketsphinx-confidence.js';
 import { toldRecogniser } from './helpers/recogniser.js';
 import { energy, twoReplies } from './helpers/speech.js';
@@ -84,17 +85,18 @@ function roomOf(played: Int16Array): Int16Array {
 }
 
 /** What the canceller removed from the second half of `mic` (dB), and the clip level it found. */
-async function removedDb(mic: Int16Array, played: Int16Array, clipModel: boolean): Promise<{ db: number; clip: number | undefined }> {
+async function removedDb(mic: Int16Array, played: Int16Array, clipModel: boolean, rehearsal?: false): Promise<{ db: number; clip: number | undefined; stats: EchoStats }> {
   const reference = new EchoReference(30);
   reference.write(played, 0);
-  const canceller = await EchoCanceller.create(reference, { clipModel });
+  const canceller = await EchoCanceller.create(reference, { clipModel, ...(rehearsal === false ? { rehearsal } : {}) });
   const out = new Int16Array(mic.length);
   for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
-  const clip = canceller.stats.clipLevel;
+  const stats = canceller.stats;
+  const clip = stats.clipLevel;
   canceller.destroy();
   const from = Math.round(mic.length / 2);
   const to = Math.floor(mic.length / 1280) * 1280;
-  return { db: 10 * Math.log10(energy(mic.subarray(from, to)) / energy(out.subarray(from, to))), clip };
+  return { db: 10 * Math.log10(energy(mic.subarray(from, to)) / energy(out.subarray(from, to))), clip, stats };
 }
 
 describe('a clipping speaker', () => {
@@ -132,6 +134,75 @@ describe('a clipping speaker', () => {
     const level = clipLevel(mic((v) => Math.max(-3000, Math.min(3000, v))), played, lag, maxLag);
     expect(Math.abs(Math.log2((level ?? 1) / 3000))).toBeLessThanOrEqual(1 / 8);
     expect(clipLevel(mic((v) => v * 0.8), played, lag, maxLag)).toBeUndefined();
+  });
+});
+
+/** `played` 100 ms late in a room whose reflections reach 300 ms after it (past the warm filter: the long one answers): 40 taps decaying over 80 ms. */
+function reverberantRoomOf(played: Int16Array): Int16Array {
+  let seed = 11;
+  const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff;
+  const taps: [number, number][] = [[1600, 0.5]];
+  for (let k = 0; k < 40; k++) {
+    const after = 80 + Math.floor(rand() * 4720);
+    taps.push([1600 + after, (rand() - 0.5) * 0.5 * Math.exp(-after / 1280)]);
+  }
+  return Int16Array.from(played, (_, i) => Math.round(taps.reduce((sum, [lag, gain]) => sum + gain * (played[i - lag] ?? 0), 0) + (rand() - 0.5) * 20));
+}
+
+describe('the young canceller\'s rehearsal', () => {
+  it('removes more of IRIS\'s second reply once a fresh filter has heard its first seconds again (real speexdsp)', async () => {
+    const played = twoReplies();
+    const mic = reverberantRoomOf(played);
+    const live = await removedDb(mic, played, true, false);
+    const rehearsed = await removedDb(mic, played, true);
+    expect(live.stats.rehearsals).toBeUndefined();
+    expect(rehearsed.stats.rehearsals?.tookOver).toBeGreaterThanOrEqual(1);
+    expect(rehearsed.db - live.db).toBeGreaterThanOrEqual(3);
+  });
+
+  /** Frames of `samples` (all one value) through `rehearsal` until it hands a filter over; how many were fed. */
+  const feedUntilTakeOver = (rehearsal: Rehearsal, left: number, most: number) => {
+    const frame = new Int16Array(FRAME).fill(1000);
+    for (let n = 1; n <= most; n++) {
+      const engine = rehearsal.heard(frame, frame, left);
+      if (engine) return { n, engine };
+    }
+    return { n: most, engine: undefined };
+  };
+
+  it('trains a fresh filter on every recorded frame `passes` times, then on to the live frame, and hands it over', () => {
+    const heard: number[] = [];
+    const fresh = () => {
+      heard.push(0);
+      const k = heard.length - 1;
+      return { name: 'speexdsp' as const, frameSamples: FRAME, process: (mic: Int16Array) => (heard[k] = (heard[k] ?? 0) + 1, mic.map(() => 0)), destroy: () => undefined };
+    };
+    // 1 s recorded (62.5 frames: 63), 3 passes, 4 frames per live frame: 63 × 3 + gaps 2 × 32 = 253 frames of work plus the frames heard meanwhile.
+    const rehearsal = new Rehearsal(fresh, FRAME, { passes: 3, perFrame: 4, firstS: 1, youngS: 1 });
+    const { n, engine } = feedUntilTakeOver(rehearsal, 1e9, 400);
+    expect(engine).toBeDefined();
+    expect(heard).toHaveLength(1);
+    const zeros = 2 * 32;
+    // It has heard the first 63 frames three times and every later one once: caught up with the live frame.
+    expect(heard[0]).toBe(63 * 2 + n + zeros);
+    expect(rehearsal.tookOver).toBe(1);
+    // Young no longer (1 s heard): no second round.
+    expect(feedUntilTakeOver(rehearsal, 1e9, 400).engine).toBeUndefined();
+    expect(heard).toHaveLength(1);
+  });
+
+  it('drops a trainee that leaves more than the live filter did', () => {
+    const destroyed: boolean[] = [];
+    const fresh = () => {
+      const k = destroyed.push(false) - 1;
+      return { name: 'speexdsp' as const, frameSamples: FRAME, process: (mic: Int16Array) => mic.slice(), destroy: () => (destroyed[k] = true) };
+    };
+    const rehearsal = new Rehearsal(fresh, FRAME, { passes: 2, perFrame: 4, firstS: 1, youngS: 2 });
+    // The live filter left nothing: the trainee (which leaves everything) is turned down, and a second round begins.
+    expect(feedUntilTakeOver(rehearsal, 0, 400).engine).toBeUndefined();
+    expect(rehearsal.turnedDown).toBeGreaterThanOrEqual(1);
+    expect(destroyed[0]).toBe(true);
+    expect(destroyed.length).toBeGreaterThanOrEqual(2);
   });
 });
 

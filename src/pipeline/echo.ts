@@ -17,6 +17,7 @@
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { DelayDrift, readDrifting } from './drift.js';
+import { REHEARSAL, Rehearsal, type RehearsalOptions } from './rehearsal.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
 
@@ -267,6 +268,8 @@ export interface EchoEngine {
   /** Where the engine takes the delay itself (webrtc's `set_stream_delay_ms`): how late the echo comes after the reference handed in with a frame (ms). */
   delayMs?: number;
   process(mic: Int16Array, ref: Int16Array): Int16Array;
+  /** A new engine with the same settings, its filter fresh (what `Rehearsal` trains). */
+  fresh?(): EchoEngine;
   destroy(): void;
 }
 
@@ -304,6 +307,8 @@ export interface EchoCancellerOptions {
    * heard wrong and acted on with the allowance ("list my timers" at 0.949; docs/room.md).
    */
   clipModel?: boolean;
+  /** A fresh filter hears IRIS's first seconds again and takes over (`Rehearsal`); default `REHEARSAL`, false: off. Engines without `fresh()` never do. */
+  rehearsal?: RehearsalOptions | false;
   /** How long the long filter must have left 1 dB less than the warm one before it takes over, in seconds of IRIS sounding; default `WARM_AHEAD_S` (bench-room's variants). */
   warmAheadS?: number;
 }
@@ -392,6 +397,8 @@ export interface EchoStats {
   handedOverS?: number;
   /** The level the speaker was found to clip IRIS's audio at (`clipModel`; the reference's units, 32767 = full scale); undefined: none found. */
   clipLevel?: number;
+  /** Rehearsed filters that took over from the live one, and that left more and were dropped (`Rehearsal`). */
+  rehearsals?: { tookOver: number; turnedDown: number };
 }
 
 /**
@@ -401,7 +408,9 @@ export interface EchoStats {
  */
 export class EchoCanceller {
   readonly #reference: EchoReference;
-  readonly #engine: EchoEngine;
+  #engine: EchoEngine;
+  /** A fresh filter hearing what the live one heard again, to take over from it (`Rehearsal`). */
+  readonly #rehearsal: Rehearsal | undefined;
   /** The short filter that answers while the long one is fresh (`WARM_FILTER_MS`); dropped once the long one does as well. */
   #warm: EchoEngine | undefined;
   readonly #handOver: WarmHandOver;
@@ -459,6 +468,9 @@ export class EchoCanceller {
     this.#alignHere = options.alignHere ?? true;
     this.#clipModel = options.clipModel ?? true;
     this.#handOver = new WarmHandOver(options.warmAheadS);
+    const rehearsal = options.rehearsal ?? REHEARSAL;
+    const fresh = engine.fresh?.bind(engine);
+    this.#rehearsal = rehearsal && fresh ? new Rehearsal(fresh, engine.frameSamples, rehearsal) : undefined;
     this.#onDelay = options.onDelay;
     this.#frameSamples = engine.frameSamples;
     this.#refFrame = new Int16Array(engine.frameSamples);
@@ -518,6 +530,7 @@ export class EchoCanceller {
       soundingS: this.#sounding / RATE,
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
+      ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),
     };
   }
 
@@ -559,6 +572,14 @@ export class EchoCanceller {
   destroy(): void {
     this.#engine.destroy();
     this.#warm?.destroy();
+    this.#rehearsal?.destroy();
+  }
+
+  /** A rehearsed filter takes over from the next frame (`Rehearsal`). */
+  #adopt(engine: EchoEngine | undefined): void {
+    if (!engine) return;
+    this.#engine.destroy();
+    this.#engine = engine;
   }
 
   /** The delay at microphone clock sample `at` (samples; the delay known). */
@@ -572,6 +593,7 @@ export class EchoCanceller {
     const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + frame);
     if (!sounding) {
       this.#running = false;
+      this.#adopt(this.#rehearsal?.idle());
       return mic;
     }
     this.#sounding += frame;
@@ -591,6 +613,7 @@ export class EchoCanceller {
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     if (this.#clip !== undefined) clipInPlace(ref, this.#clip);
     let out = this.#engine.process(mic, ref);
+    this.#adopt(this.#rehearsal?.heard(mic, ref, energy(out)));
     if (this.#warm) {
       const early = this.#warm.process(mic, ref);
       if (!this.#handOver.frame(energy(out), energy(early), frame)) out = early;
@@ -620,6 +643,7 @@ export class EchoCanceller {
       const recent = new Int16Array(frame);
       for (let i = 0; i < frame; i++) recent[i] = this.#micRing[(((at - k * frame + i) % size) + size) % size] ?? 0;
       this.#engine.process(recent, silence);
+      this.#adopt(this.#rehearsal?.heard(recent, silence, undefined));
       this.#warm?.process(recent, silence);
     }
   }

@@ -83,10 +83,12 @@ export class SpeexEcho {
   readonly #echo: unknown;
   readonly #pp: unknown;
   readonly #out: Int16Array;
+  readonly #options: SpeexEchoOptions;
   readonly frameSamples: number;
 
   private constructor(api: Api, options: SpeexEchoOptions) {
     this.#api = api;
+    this.#options = options;
     this.frameSamples = options.frameSamples;
     this.#out = new Int16Array(options.frameSamples);
     this.#echo = api.echoInit(options.frameSamples, options.filterSamples);
@@ -107,6 +109,11 @@ export class SpeexEcho {
 
   static async create(options: SpeexEchoOptions): Promise<SpeexEcho> {
     return new SpeexEcho(await load(), options);
+  }
+
+  /** A new canceller with the same settings, its filter fresh. */
+  fresh(): SpeexEcho {
+    return new SpeexEcho(this.#api, this.#options);
   }
 
   /** `mic` with the echo of `ref` removed (both `frameSamples` long); the result is a new array. */

@@ -3,6 +3,7 @@
  * once and handed to each mode; with them the canceller under test, made as they set it.
  */
 import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
+import { REHEARSAL, type RehearsalOptions } from '../../../src/pipeline/rehearsal.js';
 import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
 import { WAKE_CHECK, type WakeCheckOptions } from '../../../src/pipeline/wake-check.js';
 import { LOOK_KNOWN_BELOW, LOOK_NEAR_DB, type OwnVoiceVetoOptions } from '../../../src/pipeline/wakeword.js';
@@ -74,6 +75,8 @@ export interface RoomBenchOptions {
    * stop and early-answer benches keep it in the room (self-stops over it count). Default 0.
    */
   steadyReplies: number;
+  /** IRIS_BENCH_REHEARSAL=off | JSON of `RehearsalOptions` fields: the young canceller's rehearsal (rehearsal.ts) off or set otherwise. */
+  rehearsal: RehearsalOptions | false | undefined;
   /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
   makeCanceller: (reference: EchoReference, options?: EchoCancellerOptions) => Promise<EchoCanceller>;
 }
@@ -91,6 +94,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
   const webrtcSettings = env.IRIS_BENCH_WEBRTC === undefined ? undefined : (JSON.parse(env.IRIS_BENCH_WEBRTC) as EchoCancellerOptions['webrtc']);
   const filterMs = Number(env.IRIS_BENCH_FILTER_MS ?? FILTER_MS);
   const clipModel = env.IRIS_BENCH_CLIP_MODEL === undefined ? undefined : env.IRIS_BENCH_CLIP_MODEL === '1';
+  const rehearsal = env.IRIS_BENCH_REHEARSAL === undefined ? undefined : env.IRIS_BENCH_REHEARSAL === 'off' ? false : { ...REHEARSAL, ...(JSON.parse(env.IRIS_BENCH_REHEARSAL) as Partial<RehearsalOptions>) };
   return Object.freeze({
     quick: argv.includes('--quick'),
     bargeIn: !argv.includes('--no-barge-in'),
@@ -111,6 +115,7 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     webrtcSettings,
     filterMs,
     clipModel,
+    rehearsal,
     wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
     ownVeto: env.IRIS_BENCH_OWN_VETO !== '0',
     veto: {
@@ -121,6 +126,6 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
     makeCanceller: (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
-      EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } }),
+      EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...(rehearsal === undefined ? {} : { rehearsal }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } }),
   } satisfies RoomBenchOptions);
 }

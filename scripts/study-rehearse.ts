@@ -1,0 +1,101 @@
+/**
+ * Scratch study (session 18): does a long filter that hears IRIS's first reply again (K passes)
+ * cancel more in the next reply? speexdsp directly, the reference aligned at the true delay.
+ */
+import { meanPower } from '../src/pipeline/audio.js';
+import { SpeexEcho } from '../src/pipeline/speexdsp.js';
+import { random } from './lib/bench.js';
+import { roomBenchOptions } from './lib/room-bench/options.js';
+import { CONDITIONS, REPLIES, RATE, drawsOf, referenceOf, room } from './lib/room-bench/room.js';
+
+const rand = random(Number(process.env.SEED ?? 18));
+const rooms = Number(process.env.ROOMS ?? 4);
+const names = (process.env.STUDY_CONDITIONS ?? 'echo 0 dB,echo +6 dB,echo +12 dB,echo 0 dB RT60 0.6').split(',');
+const passes = (process.env.PASSES ?? '1,2,3,5').split(',').map(Number);
+/** ARMS='off;{}' : the whole canceller (delay estimate, warm filter, clip model) with each IRIS_BENCH_REHEARSAL value, instead of speexdsp alone. */
+const arms = process.env.ARMS?.split(';');
+const F = 256;
+const winS = 2;
+const sums = new Map<string, number[]>();
+for (const name of names) {
+  const base = CONDITIONS.find((c) => c.name === name);
+  if (!base) throw new Error(name);
+  for (let k = 0; k < rooms; k++) {
+    const draws = drawsOf(rand);
+    const first = REPLIES[draws.pick] ?? '';
+    const second = REPLIES[(draws.pick + 1) % REPLIES.length] ?? '';
+    const r = room({ ...base, says: 'nothing', irisSays: [first, second] }, 'dev', undefined, draws);
+    const shift = Math.round((draws.delayMs * RATE) / 1000) - 160;
+    const ref = new Int16Array(r.mic.length);
+    ref.set(r.played.subarray(0, r.mic.length - shift), shift);
+    const cut = Math.floor(((r.currentS ?? 0) * RATE) / F) * F; // first reply (and its gap) ends
+    const row: string[] = [];
+    const erleOf = (out: Int16Array, from: number): number[] => {
+      const erles: number[] = [];
+      const refMean = meanPower(ref);
+      for (let w = 0; w < 4; w++) {
+        let mic = 0;
+        let res = 0;
+        for (let c = from + w * winS * RATE; c < from + (w + 1) * winS * RATE && c + 1280 <= r.mic.length; c += 1280) {
+          if (meanPower(ref.subarray(c, c + 1280)) < refMean / 100) continue;
+          mic += meanPower(r.mic.subarray(c, c + 1280));
+          res += meanPower(out.subarray(c, c + 1280));
+        }
+        erles.push(res > 0 ? 10 * Math.log10(mic / res) : NaN);
+      }
+      return erles;
+    };
+    const add = (key: string, erles: number[]) => {
+      const s = sums.get(key) ?? [0, 0, 0, 0, 0, 0, 0, 0, 0];
+      erles.forEach((e, i) => (s[i] = (s[i] ?? 0) + e));
+      s[8] = (s[8] ?? 0) + 1;
+      sums.set(key, s);
+      row.push(`${key.slice(name.length + 1)}: ${erles.map((e) => e.toFixed(1)).join(' ')}`);
+    };
+    for (const arm of arms ?? []) {
+      const options = roomBenchOptions(['node', 'x'], { ...process.env, IRIS_BENCH_REHEARSAL: arm });
+      const canceller = await options.makeCanceller(referenceOf(r.played));
+      const out = new Int16Array(r.mic.length);
+      for (let at = 0; at + 1280 <= r.mic.length; at += 1280) out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
+      const stats = canceller.stats;
+      canceller.destroy();
+      add(`${name} ${arm}`, [...erleOf(out, 0), ...erleOf(out, cut)]);
+      if (stats.rehearsals) row.push(`(${JSON.stringify(stats.rehearsals)})`);
+    }
+    for (const K of arms ? [] : passes) {
+      const echo = await SpeexEcho.create({ frameSamples: F, filterSamples: 6144, rate: RATE, echoSuppressDb: 0, echoSuppressActiveDb: -15, noiseSuppressDb: 0 });
+      const zero = new Int16Array(F);
+      for (let p = 1; p < K; p++) {
+        for (let at = 0; at + F <= cut; at += F) echo.process(r.mic.subarray(at, at + F), ref.subarray(at, at + F));
+        for (let z = 0; z < 30; z++) echo.process(zero, zero);
+      }
+      const out = new Int16Array(r.mic.length);
+      for (let at = 0; at + F <= r.mic.length; at += F) out.set(echo.process(r.mic.subarray(at, at + F), ref.subarray(at, at + F)), at);
+      echo.destroy();
+      const erles: number[] = [];
+      const refMean = meanPower(ref);
+      for (let w = 0; w < 4; w++) {
+        let mic = 0;
+        let res = 0;
+        for (let c = cut + w * winS * RATE; c < cut + (w + 1) * winS * RATE && c + 1280 <= r.mic.length; c += 1280) {
+          if (meanPower(ref.subarray(c, c + 1280)) < refMean / 100) continue;
+          mic += meanPower(r.mic.subarray(c, c + 1280));
+          res += meanPower(out.subarray(c, c + 1280));
+        }
+        erles.push(res > 0 ? 10 * Math.log10(mic / res) : NaN);
+      }
+      const key = `${name} K=${K}`;
+      const s = sums.get(key) ?? [0, 0, 0, 0, 0];
+      erles.forEach((e, i) => (s[i] = (s[i] ?? 0) + e));
+      s[4] = (s[4] ?? 0) + 1;
+      sums.set(key, s);
+      row.push(`K${K}: ${erles.map((e) => e.toFixed(1)).join(' ')}`);
+    }
+    console.log(`${name} room ${k} first ${(cut / RATE).toFixed(1)} s | ${row.join(' | ')}`);
+  }
+}
+for (const [key, s] of sums) {
+  const n = arms ? 8 : 4;
+  const mean = s.slice(0, n).map((v) => (v / (s[n] ?? 1)).toFixed(1));
+  console.log(`${key}: ${arms ? `first reply ${mean.slice(0, 4).join(' / ')} · second ` : ''}${mean.slice(-4).join(' / ')} dB (2 s windows)`);
+}
