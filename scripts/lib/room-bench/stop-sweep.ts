@@ -27,10 +27,10 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
-/** bench-room's parts, and "held-out 2", "3" and "4": rooms no stop-word choice had looked at (sessions 14, 15, 15). */
-type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4';
-/** Held-out 2's, 3's and 4's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
-const NEW_ROOMS: Record<'heldout2' | 'heldout3' | 'heldout4', { commands: string[]; replies: string[] }> = {
+/** bench-room's parts, and "held-out 2" … "5": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18). */
+type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5';
+/** Held-out 2's … 5's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
+const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies: string[] }> = {
   heldout2: {
     commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'],
     replies: [
@@ -56,6 +56,15 @@ const NEW_ROOMS: Record<'heldout2' | 'heldout3' | 'heldout4', { commands: string
       'Your dentist appointment is on Tuesday at half past two. Please bring your insurance card and arrive ten minutes early.',
       'The garden lights switch on at sunset and off at midnight. You can change that in the settings whenever you like.',
       'There is heavy traffic on the ring road this evening. The quickest way home today is through the old town.',
+    ],
+  },
+  heldout5: {
+    commands: ['what is seven times eight', 'set a timer for twelve minutes', 'what time is it in oslo', 'how long is left on my timer'],
+    replies: [
+      'The washing machine finished its cycle a few minutes ago. The towels can go on the line, and the shirts are best left to dry flat.',
+      'Your flight on Thursday is on time. Boarding starts at a quarter past seven, and the gate will be shown an hour before.',
+      'The heating is set to twenty degrees in the living room and eighteen in the bedrooms. It will turn down at eleven tonight.',
+      'Next week the bins are collected on Wednesday instead of Tuesday, because of the holiday. Paper and glass go out together.',
     ],
   },
 };
@@ -161,9 +170,9 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return scores;
   };
   for (const part of parts) {
-    // "held-out 2", "3", "4" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    // "held-out 2" … "5" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
     const roomPart: Part = part === 'dev' ? 'dev' : 'heldout';
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000 }[part];
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000 }[part];
     const { commands: newCommands, replies: newReplies } = part === 'dev' || part === 'heldout' ? { commands: undefined, replies: undefined } : NEW_ROOMS[part];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
