@@ -437,7 +437,7 @@ describe('the stop word', () => {
   // IRIS reading for an hour was stopped once by its own word 0.56 s after its own spotter heard it
   // (session 16): the canceller had been at the residual just before, but took 12 dB from that word.
   it('keeps IRIS\'s own spotter\'s veto where the canceller took more than 10 dB from the word', () => {
-    const candidate: StopCandidate = { route: 'level', atS: 481.84, fromS: 481.36, toS: 481.52, own: true, ownGapS: 0.56, fit: 9, share: 1, nearDb: 9.2, riseDb: 9.4, keptDb: -12, settled: true, cancelling: true, wake: 0, heard: true };
+    const candidate: StopCandidate = { route: 'level', atS: 481.84, fromS: 481.36, toS: 481.52, own: true, ownGapS: 0.56, fit: 9, share: 1, nearDb: 9.2, riseDb: 9.4, keptDb: -12, settled: true, cancelling: true, irisS: 480, wake: 0, heard: true };
     expect(passesCheck(candidate, DEFAULT_STOP_CHECK)).toBe(true); // the levels alone let it through
     expect(ownWord(candidate, DEFAULT_STOP_CHECK)).toBe(true);
     expect(ownWord(candidate, { ...DEFAULT_STOP_CHECK, trustMinKeptDb: -Infinity })).toBe(false); // before
@@ -445,12 +445,23 @@ describe('the stop word', () => {
     expect(ownWord({ ...candidate, cancelling: false, keptDb: -4 }, DEFAULT_STOP_CHECK)).toBe(true);
   });
 
+  // The stop bench's held-out 5 (session 18): IRIS's own word 3.1 s into its first reply, its own
+  // spotter's too, nearly whole after a canceller that had just been at the residual (keptDb −0.3),
+  // 5.4 dB over the residual: taken as the person's. A canceller that young is not trusted over the veto.
+  it('keeps IRIS\'s own spotter\'s veto in IRIS\'s first seconds, where the canceller is young', () => {
+    const young: StopCandidate = { route: 'spotter', atS: 3.12, fromS: 2.69, toS: 3, own: true, ownGapS: 0.12, fit: 20.1, share: NaN, nearDb: 5.4, riseDb: 7.1, keptDb: -0.3, settled: true, cancelling: true, irisS: 3.1, wake: NaN, heard: true };
+    expect(passesCheck(young, DEFAULT_STOP_CHECK)).toBe(true); // the levels and the fit let it through
+    expect(ownWord(young, DEFAULT_STOP_CHECK)).toBe(true);
+    expect(ownWord(young, { ...DEFAULT_STOP_CHECK, trustAfterS: 0 })).toBe(false); // before
+    expect(ownWord({ ...young, irisS: 7 }, DEFAULT_STOP_CHECK)).toBe(false); // the bench's people: after 7 s of IRIS or later
+  });
+
   // IRIS 12 dB louder than the person, after a minute of its speech (session 17): the canceller takes
   // ~30 dB from IRIS, so the person's "stop" stands far over the residual but keeps only about −14 dB
   // of the raw microphone, which the echo was most of; IRIS's own candidates there stood ≤ 10.3 dB
   // over the residual and kept about −23 dB.
   it('hears a word far over the residual echo that lost more than 12 dB in the canceller (IRIS much louder)', () => {
-    const person: StopCandidate = { route: 'level', atS: 64.08, fromS: 63.66, toS: 64.03, own: false, ownGapS: 24.4, fit: 6, share: 1, nearDb: 17.3, riseDb: 21.6, keptDb: -14, settled: true, cancelling: true, wake: 0, heard: true };
+    const person: StopCandidate = { route: 'level', atS: 64.08, fromS: 63.66, toS: 64.03, own: false, ownGapS: 24.4, fit: 6, share: 1, nearDb: 17.3, riseDb: 21.6, keptDb: -14, settled: true, cancelling: true, irisS: 63, wake: 0, heard: true };
     expect(passesCheck(person, DEFAULT_STOP_CHECK)).toBe(true);
     const { farOver: _far, ...before } = DEFAULT_STOP_CHECK;
     expect(passesCheck(person, before)).toBe(false); // the fixed −12 dB limit alone

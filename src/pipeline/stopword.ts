@@ -207,6 +207,15 @@ export interface StopCheck {
    * 4 of the stop bench), −8.9…−11.2 at +12 dB. Default: no limit.
    */
   trustMinKeptDb?: number;
+  /**
+   * …and only once IRIS has sounded this long since the stop word started (seconds of chunks with
+   * IRIS's audio sounding; `StopCandidate.irisS`): a young canceller's cancellation climbs over its
+   * first seconds (~2 dB in 0–2 s, ~11 dB in 2–4 s: docs/room.md), and a chunk at the residual says
+   * little there. The stop bench's held-out 5 (session 18): IRIS's own word 3.1 s into its first
+   * reply, its own spotter's too, keptDb −0.3, nearDb 5.4, taken as the person's. The bench's
+   * people say "stop" after 7 s of IRIS or later. Default 6.
+   */
+  trustAfterS?: number;
 }
 
 /** A spotter's hit and what was measured around it. */
@@ -234,6 +243,8 @@ export interface StopCandidate {
   settled: boolean;
   /** Such a chunk ended within `CANCELLING_S` before the word (`StopCheck.trustCanceller`). */
   cancelling: boolean;
+  /** Seconds of IRIS sounding the stop word had heard when it judged the word (`StopCheck.trustAfterS`). */
+  irisS: number;
   /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
   wake: number;
   /** The verdict: the person said it. */
@@ -241,11 +252,11 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10 };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, trustAfterS: 6 };
 
 /** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
 export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {
-  const trusted = check !== false && check.trustCanceller === true && c.cancelling && c.keptDb >= (check.trustMinKeptDb ?? -Infinity);
+  const trusted = check !== false && check.trustCanceller === true && c.cancelling && c.keptDb >= (check.trustMinKeptDb ?? -Infinity) && c.irisS >= (check.trustAfterS ?? 0);
   return c.own && !trusted;
 }
 
@@ -401,6 +412,8 @@ export class StopWord {
   #ownAtS = -Infinity;
   /** Where (fed samples) a chunk first had IRIS sounding at its predicted residual since IRIS began to sound again (`StopCandidate.settled`). */
   #settledAt: number | undefined;
+  /** Samples pushed with IRIS's audio sounding (`StopCandidate.irisS`). */
+  #irisSamples = 0;
   /** Where each such chunk of the last 3 s ended (fed samples), oldest first. */
   readonly #atResidual: number[] = [];
 
@@ -470,6 +483,7 @@ export class StopWord {
     const at = this.#residual.track(mic, own); // the same index as the spotter's fed samples
     this.#raw.write(raw ?? mic, at);
     const levels = this.#residual.levels(at, at + mic.length); // this chunk's: the settled check's and the level route's
+    if (levels.own >= SOUNDING_POWER) this.#irisSamples += mic.length;
     // No canceller (no raw microphone apart): no filter to be placed wrong, and none to trust.
     if (raw === undefined) this.#settledAt ??= at;
     else if (this.#cancelledAtResidual(levels, at, at + mic.length)) {
@@ -601,6 +615,7 @@ export class StopWord {
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       settled: this.#settledAt !== undefined && this.#settledAt < hit.from,
       cancelling: this.#atResidual.some((end) => end <= hit.from + FRAME && end >= hit.from - CANCELLING_S * RATE),
+      irisS: this.#irisSamples / RATE,
       heard: false,
     };
     const check = this.#check;

@@ -27,8 +27,8 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
-/** bench-room's parts, and "held-out 2" … "5": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18). */
-type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5';
+/** bench-room's parts, and "held-out 2" … "6": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18, 18: 6 made after 5 had been seen). */
+type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6';
 /** Held-out 2's … 5's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
 const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies: string[] }> = {
   heldout2: {
@@ -65,6 +65,15 @@ const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies:
       'Your flight on Thursday is on time. Boarding starts at a quarter past seven, and the gate will be shown an hour before.',
       'The heating is set to twenty degrees in the living room and eighteen in the bedrooms. It will turn down at eleven tonight.',
       'Next week the bins are collected on Wednesday instead of Tuesday, because of the holiday. Paper and glass go out together.',
+    ],
+  },
+  heldout6: {
+    commands: ['what is eleven minus four', 'set a timer for forty minutes', 'what time is it in lima', 'cancel all my timers'],
+    replies: [
+      'The museum is open until six on weekdays and until eight on Saturdays. Entry is free for children under twelve.',
+      'Your package from the bookshop is on its way. It should arrive on Monday morning, and someone needs to sign for it.',
+      'The pharmacy on the main road closes early today, at one in the afternoon. The one by the station is open until ten.',
+      'Rain will move in from the west this afternoon and clear by the evening. Tomorrow looks bright, with a fresh breeze.',
     ],
   },
 };
@@ -140,7 +149,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, cancelling: false, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, cancelling: false, irisS: NaN, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -170,9 +179,9 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return scores;
   };
   for (const part of parts) {
-    // "held-out 2" … "5" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    // "held-out 2" … "6" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
     const roomPart: Part = part === 'dev' ? 'dev' : 'heldout';
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000 }[part];
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000 }[part];
     const { commands: newCommands, replies: newReplies } = part === 'dev' || part === 'heldout' ? { commands: undefined, replies: undefined } : NEW_ROOMS[part];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
