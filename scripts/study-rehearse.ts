@@ -1,6 +1,9 @@
 /**
- * Scratch study (session 18): does a long filter that hears IRIS's first reply again (K passes)
- * cancel more in the next reply? speexdsp directly, the reference aligned at the true delay.
+ * Study (session 18; docs/room.md, "The young canceller's rehearsal"): does a long filter that hears
+ * IRIS's first reply again (K passes) cancel more in the next reply? speexdsp alone, the reference
+ * aligned at the true delay (PASSES=1,2,3,5); or the whole canceller with each IRIS_BENCH_REHEARSAL
+ * setting (ARMS='off;{}'). ERLE over 2 s windows of the first and the second reply, dev rooms.
+ * Run: OMP_NUM_THREADS=1 taskset -c 0 npx tsx scripts/study-rehearse.ts
  */
 import { meanPower } from '../src/pipeline/audio.js';
 import { SpeexEcho } from '../src/pipeline/speexdsp.js';
@@ -72,30 +75,12 @@ for (const name of names) {
       const out = new Int16Array(r.mic.length);
       for (let at = 0; at + F <= r.mic.length; at += F) out.set(echo.process(r.mic.subarray(at, at + F), ref.subarray(at, at + F)), at);
       echo.destroy();
-      const erles: number[] = [];
-      const refMean = meanPower(ref);
-      for (let w = 0; w < 4; w++) {
-        let mic = 0;
-        let res = 0;
-        for (let c = cut + w * winS * RATE; c < cut + (w + 1) * winS * RATE && c + 1280 <= r.mic.length; c += 1280) {
-          if (meanPower(ref.subarray(c, c + 1280)) < refMean / 100) continue;
-          mic += meanPower(r.mic.subarray(c, c + 1280));
-          res += meanPower(out.subarray(c, c + 1280));
-        }
-        erles.push(res > 0 ? 10 * Math.log10(mic / res) : NaN);
-      }
-      const key = `${name} K=${K}`;
-      const s = sums.get(key) ?? [0, 0, 0, 0, 0];
-      erles.forEach((e, i) => (s[i] = (s[i] ?? 0) + e));
-      s[4] = (s[4] ?? 0) + 1;
-      sums.set(key, s);
-      row.push(`K${K}: ${erles.map((e) => e.toFixed(1)).join(' ')}`);
+      add(`${name} K=${K}`, [...erleOf(out, 0), ...erleOf(out, cut)]);
     }
     console.log(`${name} room ${k} first ${(cut / RATE).toFixed(1)} s | ${row.join(' | ')}`);
   }
 }
 for (const [key, s] of sums) {
-  const n = arms ? 8 : 4;
-  const mean = s.slice(0, n).map((v) => (v / (s[n] ?? 1)).toFixed(1));
-  console.log(`${key}: ${arms ? `first reply ${mean.slice(0, 4).join(' / ')} · second ` : ''}${mean.slice(-4).join(' / ')} dB (2 s windows)`);
+  const mean = s.slice(0, 8).map((v) => (v / (s[8] ?? 1)).toFixed(1));
+  console.log(`${key}: first reply ${mean.slice(0, 4).join(' / ')} · second ${mean.slice(4).join(' / ')} dB (2 s windows)`);
 }

@@ -11,6 +11,7 @@
  * live stream and leaves no more of it than the live one did over the last second. Rounds start
  * again with more heard, until `youngS` of IRIS has been heard.
  */
+import { meanPower, SPEECH_FORMAT } from './audio.js';
 import type { EchoEngine } from './echo.js';
 
 export interface RehearsalOptions {
@@ -32,14 +33,20 @@ const GAP_FRAMES = 32;
 interface Heard {
   mic: Int16Array;
   ref: Int16Array;
-  /** What the live filter left of it (sum of squares); undefined: not compared (its output was not used). */
+  /** What the live filter left of it (mean power); undefined: not compared (the frames that bring it up to date after a pause). */
   left: number | undefined;
 }
 
-function energy(samples: Int16Array): number {
-  let sum = 0;
-  for (const v of samples) sum += v * v;
-  return sum;
+/** A filter in training: its pass (1-based), its next frame, zero frames still to hear, and the recording's length when its round began. */
+interface Trainee {
+  engine: EchoEngine;
+  pass: number;
+  next: number;
+  gap: number;
+  recorded: number;
+  /** What it and the live filter left of the frames compared (the last second before it caught up; mean powers summed). */
+  left: number;
+  liveLeft: number;
 }
 
 export class Rehearsal {
@@ -47,8 +54,7 @@ export class Rehearsal {
   readonly #options: RehearsalOptions;
   readonly #frameSamples: number;
   readonly #heard: Heard[] = [];
-  /** The filter in training, its pass (1-based), its next frame, and the recording's length when its round began. */
-  #trainee: { engine: EchoEngine; pass: number; next: number; gap: number; recorded: number; left: number; live: number } | undefined;
+  #trainee: Trainee | undefined;
   #done = false;
   /** Rounds that took over, and that were turned down. */
   tookOver = 0;
@@ -60,12 +66,13 @@ export class Rehearsal {
     this.#frameSamples = frameSamples;
   }
 
+  /** Frames per second. */
   get #rate(): number {
-    return 16_000 / this.#frameSamples;
+    return SPEECH_FORMAT.rate / this.#frameSamples;
   }
 
   /**
-   * The live filter was fed `mic` and `ref` and left `left` of it (sum of squares; undefined where
+   * The live filter was fed `mic` and `ref` and left `left` of it (mean power; undefined where
    * its output is not compared, the frames that bring it up to date after a pause). Returns a
    * filter to use from the next frame on, or undefined.
    */
@@ -89,7 +96,7 @@ export class Rehearsal {
   }
 
   #begin(): void {
-    this.#trainee = { engine: this.#fresh(), pass: 1, next: 0, gap: 0, recorded: this.#heard.length, left: 0, live: 0 };
+    this.#trainee = { engine: this.#fresh(), pass: 1, next: 0, gap: 0, recorded: this.#heard.length, left: 0, liveLeft: 0 };
   }
 
   #train(budget: number): EchoEngine | undefined {
@@ -114,8 +121,8 @@ export class Rehearsal {
       if (!frame) break;
       const out = t.engine.process(frame.mic, frame.ref);
       if (last && t.next >= compareFrom() && frame.left !== undefined) {
-        t.left += energy(out);
-        t.live += frame.left;
+        t.left += meanPower(out);
+        t.liveLeft += frame.left;
       }
       t.next++;
     }
@@ -132,7 +139,7 @@ export class Rehearsal {
       this.#heard.length = 0;
       this.#done = true;
     } else this.#begin();
-    if (t.left <= t.live) {
+    if (t.left <= t.liveLeft) {
       this.tookOver++;
       return t.engine;
     }
