@@ -456,6 +456,18 @@ describe('the stop word', () => {
     expect(ownWord({ ...young, irisS: 7 }, DEFAULT_STOP_CHECK)).toBe(false); // the bench's people: after 7 s of IRIS or later
   });
 
+  // IRIS 12 dB louder in its second reply, with the rehearsal (session 18): the person's "stop" lost
+  // 11 dB in the canceller (the echo was most of it) and stood 15.8 dB over the residual, and IRIS's
+  // own spotter had just heard a word of IRIS's: the veto stood, as the canceller took more than 10 dB.
+  it('sets IRIS\'s own spotter\'s veto aside for a word far over the residual that lost more than 10 dB (IRIS much louder)', () => {
+    const person: StopCandidate = { route: 'spotter', atS: 8.8, fromS: 8.44, toS: 8.72, own: true, ownGapS: 0.3, fit: 12, share: NaN, nearDb: 15.8, riseDb: 16.5, keptDb: -11, settled: true, cancelling: true, irisS: 9, wake: NaN, heard: true };
+    expect(ownWord(person, DEFAULT_STOP_CHECK)).toBe(false);
+    const { farOver: _far, ...before } = DEFAULT_STOP_CHECK;
+    expect(ownWord(person, before)).toBe(true); // the −10 dB limit alone
+    expect(ownWord({ ...person, nearDb: 11.9 }, DEFAULT_STOP_CHECK)).toBe(true); // not far enough over
+    expect(ownWord({ ...person, keptDb: -18.5 }, DEFAULT_STOP_CHECK)).toBe(true);
+  });
+
   // IRIS 12 dB louder than the person, after a minute of its speech (session 17): the canceller takes
   // ~30 dB from IRIS, so the person's "stop" stands far over the residual but keeps only about −14 dB
   // of the raw microphone, which the echo was most of; IRIS's own candidates there stood ≤ 10.3 dB
