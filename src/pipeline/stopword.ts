@@ -212,14 +212,16 @@ export interface StopCheck {
    */
   trustMinKeptDb?: number;
   /**
-   * …and only once IRIS has sounded this long since the stop word started (seconds of chunks with
-   * IRIS's audio sounding; `StopCandidate.irisS`): a young canceller's cancellation climbs over its
-   * first seconds (~2 dB in 0–2 s, ~11 dB in 2–4 s: docs/room.md), and a chunk at the residual says
-   * little there. The stop bench's held-out 5 (session 18): IRIS's own word 3.1 s into its first
-   * reply, its own spotter's too, keptDb −0.3, nearDb 5.4, taken as the person's. The bench's
-   * people say "stop" after 7 s of IRIS or later. Default 6.
+   * A young canceller (IRIS has sounded less than `untilS` since the stop word started: seconds of
+   * chunks with IRIS's audio sounding, `StopCandidate.irisS`): its cancellation climbs over its first
+   * seconds (~2 dB in 0–2 s, ~11 dB in 2–4 s: docs/room.md) and the residual it leaves is neither
+   * low nor well predicted. There the own spotter's veto is never set aside, and a word must stand
+   * `minNearDb` over the residual. The stop bench's held-out 5 and 7 (session 18) found IRIS's own
+   * words taken for "stop" 3.1 and 1.9 s into its first reply: 5.4 dB over (own-vetoed, the veto set
+   * aside) and 5.9 dB over (the own spotter silent). The bench's people say "stop" after 7 s of
+   * IRIS or later. Default 6 s, 12 dB (`farOver`'s level).
    */
-  trustAfterS?: number;
+  young?: { untilS: number; minNearDb: number };
 }
 
 /** A spotter's hit and what was measured around it. */
@@ -247,7 +249,7 @@ export interface StopCandidate {
   settled: boolean;
   /** Such a chunk ended within `CANCELLING_S` before the word (`StopCheck.trustCanceller`). */
   cancelling: boolean;
-  /** Seconds of IRIS sounding the stop word had heard when it judged the word (`StopCheck.trustAfterS`). */
+  /** Seconds of IRIS sounding the stop word had heard when it judged the word (`StopCheck.young`). */
   irisS: number;
   /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
   wake: number;
@@ -256,11 +258,11 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, trustAfterS: 6 };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, young: { untilS: 6, minNearDb: 12 } };
 
 /** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
 export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {
-  const trusted = check !== false && check.trustCanceller === true && c.cancelling && c.keptDb >= keptLimit(c, check, check.trustMinKeptDb) && c.irisS >= (check.trustAfterS ?? 0);
+  const trusted = check !== false && check.trustCanceller === true && c.cancelling && c.keptDb >= keptLimit(c, check, check.trustMinKeptDb) && !young(c, check);
   return c.own && !trusted;
 }
 
@@ -272,9 +274,14 @@ export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean
 
 /** Whether `c` passes the level limits of `check`. */
 function passesLevels(c: StopCandidate, check: StopCheck): boolean {
-  return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
+  return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && !(young(c, check) && c.nearDb < (check.young?.minNearDb ?? -Infinity)) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
     (check.minKeptDb === undefined || c.keptDb >= keptLimit(c, check, check.minKeptDb)) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb) &&
     (check.settled !== true || c.settled);
+}
+
+/** Whether `c` came while the canceller was young (`StopCheck.young`). */
+function young(c: StopCandidate, check: StopCheck): boolean {
+  return check.young !== undefined && !(c.irisS >= check.young.untilS);
 }
 
 /** The least `c` may have kept in the canceller, `limit` (none: −Infinity) unless it stands `farOver` the residual. */
