@@ -27,8 +27,8 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
-/** bench-room's parts, and "held-out 2" … "7": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18, 18, 18: each made after the one before had been seen). */
-type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7';
+/** bench-room's parts, and "held-out 2" … "8": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18 ×4: each made after the one before had been seen). */
+type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7' | 'heldout8';
 /** Held-out 2's … 5's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
 const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies: string[] }> = {
   heldout2: {
@@ -83,6 +83,15 @@ const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies:
       'There are two eggs, half a loaf of bread and some cheese in the fridge. That is enough for a simple omelette tonight.',
       'The concert starts at eight, and the doors open an hour before. Your tickets are in the email from last Friday.',
       'Your phone battery is low. The charger you used yesterday is on the desk in the study, next to the lamp.',
+    ],
+  },
+  heldout8: {
+    commands: ['what is twenty plus nine', 'set a timer for five minutes', 'what time is it in seoul', 'cancel my last timer'],
+    replies: [
+      'The printer in the hall is out of paper again. There is a new pack in the cupboard under the stairs.',
+      'Your brother sent a photo from the beach this afternoon. He says the water is warm and the town is very quiet.',
+      'The oven is set to two hundred degrees and will be ready in about ten minutes. The timer for the roast is running.',
+      'Tonight the moon rises a little after nine. The sky should be clear, so it will be easy to see from the garden.',
     ],
   },
 };
@@ -188,9 +197,9 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return scores;
   };
   for (const part of parts) {
-    // "held-out 2" … "7" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    // "held-out 2" … "8" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
     const roomPart: Part = part === 'dev' ? 'dev' : 'heldout';
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000, heldout7: 8000 }[part];
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000, heldout7: 8000, heldout8: 9000 }[part];
     const { commands: newCommands, replies: newReplies } = part === 'dev' || part === 'heldout' ? { commands: undefined, replies: undefined } : NEW_ROOMS[part];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
