@@ -274,7 +274,8 @@ export function passesCheck(c: StopCandidate, check: StopCheck | false): boolean
 
 /** Whether `c` passes the level limits of `check`. */
 function passesLevels(c: StopCandidate, check: StopCheck): boolean {
-  return (check.minNearDb === undefined || c.nearDb >= check.minNearDb) && !(young(c, check) && c.nearDb < (check.young?.minNearDb ?? -Infinity)) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
+  const near = nearLimit(c, check);
+  return (near === -Infinity || c.nearDb >= near) && (check.minRiseDb === undefined || c.riseDb >= check.minRiseDb) &&
     (check.minKeptDb === undefined || c.keptDb >= keptLimit(c, check, check.minKeptDb)) && (check.maxKeptDb === undefined || c.keptDb <= check.maxKeptDb) &&
     (check.settled !== true || c.settled);
 }
@@ -282,6 +283,12 @@ function passesLevels(c: StopCandidate, check: StopCheck): boolean {
 /** Whether `c` came while the canceller was young (`StopCheck.young`). */
 function young(c: StopCandidate, check: StopCheck): boolean {
   return check.young !== undefined && !(c.irisS >= check.young.untilS);
+}
+
+/** How far over the residual `c` must stand: `minNearDb`, or the young canceller's more. */
+function nearLimit(c: StopCandidate, check: StopCheck): number {
+  const limit = check.minNearDb ?? -Infinity;
+  return check.young && young(c, check) ? Math.max(limit, check.young.minNearDb) : limit;
 }
 
 /** The least `c` may have kept in the canceller, `limit` (none: −Infinity) unless it stands `farOver` the residual. */
