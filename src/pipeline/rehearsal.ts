@@ -23,12 +23,6 @@ export interface RehearsalOptions {
   firstS: number;
   /** After this many seconds of frames heard, no more rounds (the recording is let go). */
   youngS: number;
-  /**
-   * A trainee that has caught up takes over only where the live filter's last `quietS` kept at most
-   * `quietKeptDb` of the microphone (IRIS alone, being cancelled; the person talking keeps more), or
-   * while IRIS is silent; until then it follows the live frames. Undefined: at once.
-   */
-  quiet?: { s: number; keptDb: number };
 }
 
 export const REHEARSAL: RehearsalOptions = { passes: 4, perFrame: 10, firstS: 1, youngS: 20 };
@@ -86,25 +80,12 @@ export class Rehearsal {
     if (this.#done) return undefined;
     this.#heard.push({ mic: mic.slice(), ref: ref.slice(), left });
     if (!this.#trainee && this.#heard.length >= this.#options.firstS * this.#rate) this.#begin();
-    return this.#train(budget, false);
+    return this.#train(budget);
   }
 
   /** Rehearse while the live filter is idle (IRIS silent): the recording does not grow. */
   idle(budget = this.#options.perFrame): EchoEngine | undefined {
-    return this.#done ? undefined : this.#train(budget, true);
-  }
-
-  /** Whether the live filter's last `quiet.s` kept at most `quiet.keptDb` of the microphone (`RehearsalOptions.quiet`). */
-  #quiet(): boolean {
-    const quiet = this.#options.quiet;
-    if (!quiet) return true;
-    const recent = this.#heard.slice(-Math.max(1, Math.round(quiet.s * this.#rate)));
-    let [mic, left] = [0, 0];
-    for (const frame of recent) {
-      if (frame.left === undefined) return false;
-      [mic, left] = [mic + meanPower(frame.mic), left + frame.left];
-    }
-    return left <= mic * 10 ** (quiet.keptDb / 10);
+    return this.#done ? undefined : this.#train(budget);
   }
 
   destroy(): void {
@@ -118,7 +99,7 @@ export class Rehearsal {
     this.#trainee = { engine: this.#fresh(), pass: 1, next: 0, gap: 0, recorded: this.#heard.length, left: 0, liveLeft: 0 };
   }
 
-  #train(budget: number, idle: boolean): EchoEngine | undefined {
+  #train(budget: number): EchoEngine | undefined {
     const t = this.#trainee;
     if (!t) return undefined;
     const zero = new Int16Array(this.#frameSamples);
@@ -133,8 +114,7 @@ export class Rehearsal {
       const end = last ? this.#heard.length : t.recorded;
       if (t.next >= end) {
         if (!last) [t.pass, t.next, t.gap] = [t.pass + 1, 0, GAP_FRAMES];
-        else if (idle || this.#quiet()) return this.#finish();
-        else break; // caught up, the person maybe talking: it follows the live frames until a quiet one
+        else return this.#finish();
         continue;
       }
       const frame = this.#heard[t.next];
