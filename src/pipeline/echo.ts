@@ -10,7 +10,8 @@
  * shifted by it and an adaptive filter removes the echo that remains: speexdsp's (speexdsp.ts)
  * or webrtc-audio-processing's (webrtc-aec.ts), `ECHO_ENGINES`.
  * The filter is kept from one reply to the next: in one room the echo path hardly changes,
- * and a linear canceller takes seconds of IRIS's voice to converge. A speaker driven into clipping
+ * and a linear canceller takes seconds of IRIS's voice to converge; while it is young, a fresh one
+ * hears what it was fed again and takes over (rehearsal.ts). A speaker driven into clipping
  * is modelled in front of the filter (`clipModel`, `clipLevel`): a linear filter cannot remove
  * the distortion.
  */

@@ -4,7 +4,7 @@
  * of the echo 0–2 s into IRIS's second reply, ~30 dB after a minute (docs/room.md, "The canceller
  * after a minute"). A fresh filter that hears what the live one was fed K times over (the same
  * microphone and reference frames, in order) is where the live one would be after K times as much
- * of IRIS: 29–30 dB there at K = 3 (`scripts/study-rehearse.ts`).
+ * of IRIS: 29–30 dB there at K = 3 (`scripts/study-rehearse.ts`); `REHEARSAL` hears it four times.
  *
  * The live filter cannot be rewound (speexdsp's state cannot be copied), so a second one is
  * trained beside it, a few frames per live frame, and takes over when it has caught up with the
