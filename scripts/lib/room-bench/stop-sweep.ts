@@ -29,7 +29,7 @@ import type { RoomBenchOptions } from './options.js';
  */
 /** bench-room's parts, and "held-out 2" … "8": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18 ×4: each made after the one before had been seen). */
 type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7' | 'heldout8';
-/** Held-out 2's … 5's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
+/** Held-out 2's … 8's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
 const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies: string[] }> = {
   heldout2: {
     commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'],
