@@ -161,7 +161,7 @@ describe('the young canceller\'s rehearsal', () => {
   });
 
   /** Frames of `samples` (all one value) through `rehearsal` until it hands a filter over; how many were fed. */
-  const feedUntilTakeOver = (rehearsal: Rehearsal, left: number, most: number) => {
+  const feedUntilTakeOver = (rehearsal: Rehearsal<EchoEngine>, left: number, most: number) => {
     const frame = new Int16Array(FRAME).fill(1000);
     for (let n = 1; n <= most; n++) {
       const engine = rehearsal.heard(frame, frame, left);

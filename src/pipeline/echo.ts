@@ -411,7 +411,7 @@ export class EchoCanceller {
   readonly #reference: EchoReference;
   #engine: EchoEngine;
   /** A fresh filter hearing what the live one heard again, to take over from it (`Rehearsal`). */
-  readonly #rehearsal: Rehearsal | undefined;
+  readonly #rehearsal: Rehearsal<EchoEngine> | undefined;
   /** The short filter that answers while the long one is fresh (`WARM_FILTER_MS`); dropped once the long one does as well. */
   #warm: EchoEngine | undefined;
   readonly #handOver: WarmHandOver;

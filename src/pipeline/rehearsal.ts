@@ -12,7 +12,12 @@
  * again with more heard, until `youngS` of IRIS has been heard.
  */
 import { meanPower, SPEECH_FORMAT } from './audio.js';
-import type { EchoEngine } from './echo.js';
+
+/** What the rehearsal trains: echo.ts's `EchoEngine` (named here without importing it: echo.ts imports this file). */
+export interface Filter {
+  process(mic: Int16Array, ref: Int16Array): Int16Array;
+  destroy(): void;
+}
 
 export interface RehearsalOptions {
   /** Times the new filter hears what was recorded (the last time runs on to the live frame). */
@@ -38,8 +43,8 @@ interface Heard {
 }
 
 /** A filter in training: its pass (1-based), its next frame, zero frames still to hear, and the recording's length when its round began. */
-interface Trainee {
-  engine: EchoEngine;
+interface Trainee<E extends Filter> {
+  engine: E;
   pass: number;
   next: number;
   gap: number;
@@ -49,18 +54,18 @@ interface Trainee {
   liveLeft: number;
 }
 
-export class Rehearsal {
-  readonly #fresh: () => EchoEngine;
+export class Rehearsal<E extends Filter> {
+  readonly #fresh: () => E;
   readonly #options: RehearsalOptions;
   readonly #frameSamples: number;
   readonly #heard: Heard[] = [];
-  #trainee: Trainee | undefined;
+  #trainee: Trainee<E> | undefined;
   #done = false;
   /** Rounds that took over, and that were turned down. */
   tookOver = 0;
   turnedDown = 0;
 
-  constructor(fresh: () => EchoEngine, frameSamples: number, options: RehearsalOptions = REHEARSAL) {
+  constructor(fresh: () => E, frameSamples: number, options: RehearsalOptions = REHEARSAL) {
     this.#fresh = fresh;
     this.#options = options;
     this.#frameSamples = frameSamples;
@@ -76,7 +81,7 @@ export class Rehearsal {
    * its output is not compared, the frames that bring it up to date after a pause). Returns a
    * filter to use from the next frame on, or undefined.
    */
-  heard(mic: Int16Array, ref: Int16Array, left: number | undefined, budget = this.#options.perFrame): EchoEngine | undefined {
+  heard(mic: Int16Array, ref: Int16Array, left: number | undefined, budget = this.#options.perFrame): E | undefined {
     if (this.#done) return undefined;
     this.#heard.push({ mic: mic.slice(), ref: ref.slice(), left });
     if (!this.#trainee && this.#heard.length >= this.#options.firstS * this.#rate) this.#begin();
@@ -84,7 +89,7 @@ export class Rehearsal {
   }
 
   /** Rehearse while the live filter is idle (IRIS silent): the recording does not grow. */
-  idle(budget = this.#options.perFrame): EchoEngine | undefined {
+  idle(budget = this.#options.perFrame): E | undefined {
     return this.#done ? undefined : this.#train(budget);
   }
 
@@ -99,7 +104,7 @@ export class Rehearsal {
     this.#trainee = { engine: this.#fresh(), pass: 1, next: 0, gap: 0, recorded: this.#heard.length, left: 0, liveLeft: 0 };
   }
 
-  #train(budget: number): EchoEngine | undefined {
+  #train(budget: number): E | undefined {
     const t = this.#trainee;
     if (!t) return undefined;
     const zero = new Int16Array(this.#frameSamples);
@@ -130,7 +135,7 @@ export class Rehearsal {
   }
 
   /** The trainee has heard every frame: it takes over if it left no more than the live filter over the last second. */
-  #finish(): EchoEngine | undefined {
+  #finish(): E | undefined {
     const t = this.#trainee;
     this.#trainee = undefined;
     if (!t) return undefined;
