@@ -160,11 +160,12 @@ describe('the young canceller\'s rehearsal', () => {
     expect(rehearsed.db - live.db).toBeGreaterThanOrEqual(3);
   });
 
-  /** Frames of `samples` (all one value) through `rehearsal` until it hands a filter over; how many were fed. */
+  /** Up to `most` frames (all one value) through `rehearsal`, the live filter leaving `left` of each (mean power), until it hands a filter over; how many were fed. */
   const feedUntilTakeOver = (rehearsal: Rehearsal<EchoEngine>, left: number, most: number) => {
     const frame = new Int16Array(FRAME).fill(1000);
+    const out = new Int16Array(FRAME).fill(Math.round(Math.sqrt(left)));
     for (let n = 1; n <= most; n++) {
-      const engine = rehearsal.heard(frame, frame, left);
+      const engine = rehearsal.heard(frame, frame, out);
       if (engine) return { n, engine };
     }
     return { n: most, engine: undefined };

@@ -16,7 +16,7 @@
  * the distortion.
  */
 import { messageOf } from '../errors.js';
-import { meanPower, SPEECH_FORMAT, type AudioChunk } from './audio.js';
+import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { DelayDrift, readDrifting } from './drift.js';
 import { REHEARSAL, Rehearsal, type RehearsalOptions } from './rehearsal.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
@@ -614,7 +614,7 @@ export class EchoCanceller {
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     if (this.#clip !== undefined) clipInPlace(ref, this.#clip);
     let out = this.#engine.process(mic, ref);
-    this.#adopt(this.#rehearsal?.heard(mic, ref, meanPower(out)));
+    this.#adopt(this.#rehearsal?.heard(mic, ref, out));
     if (this.#warm) {
       const early = this.#warm.process(mic, ref);
       if (!this.#handOver.frame(energy(out), energy(early), frame)) out = early;

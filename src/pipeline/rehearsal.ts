@@ -59,6 +59,8 @@ export class Rehearsal<E extends Filter> {
   readonly #options: RehearsalOptions;
   readonly #frameSamples: number;
   readonly #heard: Heard[] = [];
+  /** Silence: what a trainee hears between passes. */
+  readonly #zero: Int16Array;
   #trainee: Trainee<E> | undefined;
   #done = false;
   /** Rounds that took over, and that were turned down. */
@@ -69,6 +71,7 @@ export class Rehearsal<E extends Filter> {
     this.#fresh = fresh;
     this.#options = options;
     this.#frameSamples = frameSamples;
+    this.#zero = new Int16Array(frameSamples);
   }
 
   /** Frames per second. */
@@ -77,13 +80,13 @@ export class Rehearsal<E extends Filter> {
   }
 
   /**
-   * The live filter was fed `mic` and `ref` and left `left` of it (mean power; undefined where
-   * its output is not compared, the frames that bring it up to date after a pause). Returns a
-   * filter to use from the next frame on, or undefined.
+   * The live filter was fed `mic` and `ref` and gave `out` (undefined where its output is not
+   * compared, the frames that bring it up to date after a pause). Returns a filter to use from
+   * the next frame on, or undefined. Once the rehearsal is done, nothing is kept or measured.
    */
-  heard(mic: Int16Array, ref: Int16Array, left: number | undefined, budget = this.#options.perFrame): E | undefined {
+  heard(mic: Int16Array, ref: Int16Array, out: Int16Array | undefined, budget = this.#options.perFrame): E | undefined {
     if (this.#done) return undefined;
-    this.#heard.push({ mic: mic.slice(), ref: ref.slice(), left });
+    this.#heard.push({ mic: mic.slice(), ref: ref.slice(), left: out && meanPower(out) });
     if (!this.#trainee && this.#heard.length >= this.#options.firstS * this.#rate) this.#begin();
     return this.#train(budget);
   }
@@ -107,11 +110,10 @@ export class Rehearsal<E extends Filter> {
   #train(budget: number): E | undefined {
     const t = this.#trainee;
     if (!t) return undefined;
-    const zero = new Int16Array(this.#frameSamples);
     const compareFrom = () => this.#heard.length - this.#rate; // the last second
     for (let n = 0; n < budget; n++) {
       if (t.gap > 0) {
-        t.engine.process(zero, zero);
+        t.engine.process(this.#zero, this.#zero);
         t.gap--;
         continue;
       }

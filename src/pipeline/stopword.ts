@@ -257,8 +257,11 @@ export interface StopCandidate {
   heard: boolean;
 }
 
+/** Far over the residual echo (dB): `StopCheck.farOver`'s level, and what a young canceller's words must stand (`StopCheck.young`). */
+const FAR_OVER_DB = 12;
+
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, young: { untilS: 6, minNearDb: 12 } };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: FAR_OVER_DB, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, young: { untilS: 6, minNearDb: FAR_OVER_DB } };
 
 /** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
 export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {
