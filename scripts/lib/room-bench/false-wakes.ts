@@ -30,6 +30,8 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   const config = benchConfig();
   const wake = await createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck });
   const ownMin = Number(process.env.IRIS_BENCH_OWN_VOICE_MIN ?? falseWakeMin);
+  /** IRIS_BENCH_OWN_VOICE_FROM=k: IRIS reads from the k-th paragraph on, with its own delays (another hour: 0 is the one measured since session 14). */
+  const ownFrom = Number(process.env.IRIS_BENCH_OWN_VOICE_FROM ?? 0);
   const paragraphs = licenceParagraphs();
   const speak = (text: string, voice: Voice): Int16Array => {
     const file = join(CACHE, `read-${voice.synth}-${voice.name}-${text.replace(/[^a-z]+/gi, '_').slice(0, 60)}-${text.length}.wav`);
@@ -69,7 +71,7 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   // Every candidate kept with its measures; a passed one (a self-stop) with where IRIS was in its reading.
   const candidates: StopCandidate[] = [];
   const stopWord = await StopWord.create({ ...stopOptions, ...(stopThreshold === undefined ? {} : { threshold: stopThreshold }), ...(kwsDelay === undefined ? {} : { kwsDelay }), onCandidate: (c) => candidates.push(c) });
-  const rand = random(77);
+  const rand = random(77 + ownFrom);
   let clock = 0;
   /** Where each paragraph starts on the stream (samples) and its text, to say what IRIS was reading at a self-stop. */
   const readings: { at: number; text: string; voice: string }[] = [];
@@ -80,7 +82,7 @@ export async function falseWakes(options: RoomBenchOptions, falseWakeMin: number
   const kept = { mic: [] as Int16Array[], out: [] as Int16Array[], own: [] as Int16Array[] };
   const rawWake = await createOpenWakeWord({ model: 'hey_jarvis', check: options.wakeCheck }); // the baseline: the raw microphone
   const ownS = await stream(ownMin, (i) => {
-    const text = paragraphs[(i * 7) % paragraphs.length];
+    const text = paragraphs[(i * 7 + ownFrom) % paragraphs.length];
     if (text === undefined) return undefined;
     const played = new Int16Array(espeak(text, i % 2 === 0 ? 'en-us' : 'en-gb').length + RATE); // a second's pause after each
     played.set(espeak(text, i % 2 === 0 ? 'en-us' : 'en-gb'));

@@ -27,9 +27,9 @@ import type { RoomBenchOptions } from './options.js';
  * under a person that much softer than the echo), one canceller kept throughout: false stops
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
-/** bench-room's parts, and "held-out 2" … "8": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18 ×4: each made after the one before had been seen). */
-type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7' | 'heldout8';
-/** Held-out 2's … 8's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
+/** bench-room's parts, and "held-out 2" … "9": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18 ×4, 19: each made after the one before had been seen). */
+type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7' | 'heldout8' | 'heldout9';
+/** Held-out 2's … 9's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
 const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies: string[] }> = {
   heldout2: {
     commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'],
@@ -92,6 +92,15 @@ const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies:
       'Your brother sent a photo from the beach this afternoon. He says the water is warm and the town is very quiet.',
       'The oven is set to two hundred degrees and will be ready in about ten minutes. The timer for the roast is running.',
       'Tonight the moon rises a little after nine. The sky should be clear, so it will be easy to see from the garden.',
+    ],
+  },
+  heldout9: {
+    commands: ['what is thirty minus twelve', 'set a timer for six minutes', 'what time is it in athens', 'how long until my timer ends'],
+    replies: [
+      'The kettle has boiled and the tea is ready. There are biscuits in the tin on the top shelf, next to the honey.',
+      'Your library card runs out at the end of the month. You can renew it online or at the front desk on any weekday.',
+      'The wind will pick up after dark, with strong gusts near the coast. Bring the chairs in from the patio before bed.',
+      'The school bus comes ten minutes later tomorrow because of the road works. The children should be at the corner by eight.',
     ],
   },
 };
@@ -197,9 +206,9 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return scores;
   };
   for (const part of parts) {
-    // "held-out 2" … "8" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
+    // "held-out 2" … "9" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
     const roomPart: Part = part === 'dev' ? 'dev' : 'heldout';
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000, heldout7: 8000, heldout8: 9000 }[part];
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000, heldout7: 8000, heldout8: 9000, heldout9: 10000 }[part];
     const { commands: newCommands, replies: newReplies } = part === 'dev' || part === 'heldout' ? { commands: undefined, replies: undefined } : NEW_ROOMS[part];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
