@@ -48,6 +48,7 @@ async function run(placing: 'between' | 'rounded'): Promise<{ onset: number[]; r
       return { at: placed.at.then(Math.round), done: placed.done };
     },
     open: () => stream.open(),
+    hold: (held) => stream.hold(held),
     close: () => stream.close(),
   };
   const speaker = new Speaker(sink);

@@ -202,7 +202,7 @@ describe('the speaker path with a real player', () => {
   // first 0.4 s (docs/room.md, "Clip starts").
   it('places a clip on the stream where it falls between two reference samples, not rounded to one', async () => {
     const ramp = new Int16Array(160).map((_, i) => 100 * i);
-    const stream: StreamSink = { play: () => Promise.resolve(), schedule: () => ({ at: Promise.resolve(1000.25), done: Promise.resolve(1160) }), open: () => undefined, close: () => Promise.resolve() };
+    const stream: StreamSink = { play: () => Promise.resolve(), schedule: () => ({ at: Promise.resolve(1000.25), done: Promise.resolve(1160) }), open: () => undefined, close: () => Promise.resolve(), hold: () => Promise.resolve(undefined) };
     const speaker = new Speaker(stream, new EchoReference(4));
     await speaker.play(encodeWav(ramp), new AbortController().signal);
     expect(Array.from(speaker.reference.read(1000, 4))).toEqual([0, 75, 175, 275]); // the ramp's 0.75th, 1.75th, … sample
@@ -288,6 +288,43 @@ describe.skipIf(!tools)(`the speaker stream on ALSA devices${tools ? '' : ' (ski
       expect(stream.pid, 'the same aplay plays on').toBe(pid);
       expect(speaker.reference.sounding(stopped + 60 * 16, now())).toBe(false); // what never sounded is cut from the reference
     }
+  });
+
+  // A candidate "stop" waits 0.16 s for the wake word's scores (stopword.ts `holding`): the sound is
+  // held meanwhile, so that a real one silences IRIS within the 300 ms, and let go if it was not one.
+  it('holds the sound at once and lets it go on, the reference silent only while held; a hold nobody lets go ends by itself', { timeout: 20_000, retry: 1 }, async () => {
+    const { room, speaker } = onStream();
+    const signal = new AbortController().signal;
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const asked = now();
+    const playing = speaker.play(tone(4), signal);
+    expect(await until(() => room.soundAt(asked, now()) !== undefined, 2_000)).toBe(true);
+    await wait(300);
+    const heldAt = now();
+    speaker.hold(true);
+    await wait(300);
+    const silentMs = ((room.soundAt(heldAt - 16_000, now(), { last: true }) ?? 0) - heldAt) / 16;
+    expect(silentMs).toBeLessThan(60);
+    expect(speaker.reference.sounding(heldAt + 60 * 16, now())).toBe(false);
+    expect(speaker.playing).toBe(true);
+    const releasedAt = now();
+    speaker.hold(false);
+    expect(await until(() => room.soundAt(releasedAt, now()) !== undefined, 1_000)).toBe(true);
+    const resumeMs = ((room.soundAt(releasedAt, now()) ?? 0) - releasedAt) / 16;
+    await wait(100);
+    // The reference sounds again from where the room does, not before.
+    const again = releasedAt + firstLoud(speaker.reference.read(releasedAt, now() - releasedAt));
+    expect(Math.abs((room.soundAt(releasedAt, now()) ?? 0) - again) / 16).toBeLessThan(40);
+    // Held and never let go (a stop word freed mid-wait): the sound comes back by itself.
+    const heldAgain = now();
+    speaker.hold(true);
+    expect(await until(() => room.soundAt(heldAgain + 200 * 16, now()) !== undefined, 2_000)).toBe(true);
+    const backMs = ((room.soundAt(heldAgain + 200 * 16, now()) ?? 0) - heldAgain) / 16;
+    console.log(`stream hold: silent ${silentMs.toFixed(1)} ms after the hold, sounding ${resumeMs.toFixed(1)} ms after the release, back ${backMs.toFixed(0)} ms after a hold not let go`);
+    expect(resumeMs).toBeLessThan(60);
+    expect(backMs).toBeGreaterThan(900);
+    expect(speaker.stop()).toBe(true);
+    await playing;
   });
 
   it('a player that dies fails its clip with an AudioError, and the next clip opens a new one', { timeout: 20_000 }, async () => {

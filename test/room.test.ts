@@ -281,6 +281,9 @@ describe('iris listen --playback', () => {
 });
 
 describe('the stop word', () => {
+  /** The sound held and let go by the last `stops` run (frontend.ts `onHold`), and where (stream seconds). */
+  const holds: { held: boolean; atS: number }[] = [];
+
   /**
    * Run the front end over `mic` with `played` as what IRIS played, its wake word heard by a
    * detector of its own as the daemon's (the level route needs its scores); where "stop" was heard.
@@ -291,6 +294,8 @@ describe('the stop word', () => {
     const canceller = cancel ? await EchoCanceller.create(reference, cancel === true ? {} : cancel) : undefined;
     const stopWord = await StopWord.create(options);
     const heard: number[] = [];
+    holds.length = 0;
+    let readS = 0;
     const source = frontEnd(samplesSource(mic), {
       ...(canceller ? { canceller } : {}), stopWord,
       wake: await createOpenWakeWord({ model: 'hey_jarvis', check: false }),
@@ -298,8 +303,9 @@ describe('the stop word', () => {
       clockOf: (chunk) => Math.round(chunk.atS * RATE),
       armed: (at, length) => reference.sounding(at - RATE / 4, at + length),
       onStop: (atS) => heard.push(atS),
+      onHold: (held) => holds.push({ held, atS: readS + 0.08 }), // the end of the chunk being judged
     });
-    for await (const _chunk of source.frames(new AbortController().signal)) { /* read through */ }
+    for await (const chunk of source.frames(new AbortController().signal)) readS = chunk.atS + chunk.samples.length / RATE;
     canceller?.destroy();
     stopWord.free();
     return heard;
@@ -382,6 +388,10 @@ describe('the stop word', () => {
     expect(heard).toHaveLength(1);
     expect(heard[0]).toBeGreaterThan(atS);
     expect((heard[0] ?? 0) - (atS + stop.length / RATE)).toBeLessThanOrEqual(0.3);
+    // The sound was held while the candidate waited for the wake word's scores, and the stop ended the hold.
+    expect(holds).toEqual([{ held: true, atS: expect.any(Number) }]);
+    expect(holds[0]?.atS).toBeLessThan(heard[0] ?? 0);
+    expect((holds[0]?.atS ?? 0) - (atS + stop.length / RATE)).toBeLessThanOrEqual(0.25);
   }, 60_000);
 
   // A clip placed a sample or two off the one before it (a per-clip sink's stamp; a new speaker
@@ -437,7 +447,7 @@ describe('the stop word', () => {
   // IRIS reading for an hour was stopped once by its own word 0.56 s after its own spotter heard it
   // (session 16): the canceller had been at the residual just before, but took 12 dB from that word.
   it('keeps IRIS\'s own spotter\'s veto where the canceller took more than 10 dB from the word', () => {
-    const candidate: StopCandidate = { route: 'level', atS: 481.84, fromS: 481.36, toS: 481.52, own: true, ownGapS: 0.56, fit: 9, share: 1, nearDb: 9.2, riseDb: 9.4, keptDb: -12, settled: true, cancelling: true, irisS: 480, wake: 0, heard: true };
+    const candidate: StopCandidate = { route: 'level', atS: 481.84, fromS: 481.36, toS: 481.52, own: true, ownGapS: 0.56, fit: 9, share: 1, nearDb: 9.2, riseDb: 9.4, keptDb: -12, settled: true, cancelling: true, irisS: 480, wake: 0, heldS: NaN, heard: true };
     expect(passesCheck(candidate, DEFAULT_STOP_CHECK)).toBe(true); // the levels alone let it through
     expect(ownWord(candidate, DEFAULT_STOP_CHECK)).toBe(true);
     expect(ownWord(candidate, { ...DEFAULT_STOP_CHECK, trustMinKeptDb: -Infinity })).toBe(false); // before
@@ -449,7 +459,7 @@ describe('the stop word', () => {
   // reply, a canceller that young taking little from them (keptDb −0.3, −4), 5.4 and 5.9 dB over the
   // residual: taken as the person's (the first one's own-spotter veto set aside for the canceller).
   it('judges a word in IRIS\'s first seconds, while the canceller is young, without trusting it', () => {
-    const vetoed: StopCandidate = { route: 'spotter', atS: 3.12, fromS: 2.69, toS: 3, own: true, ownGapS: 0.12, fit: 20.1, share: NaN, nearDb: 5.4, riseDb: 7.1, keptDb: -0.3, settled: true, cancelling: true, irisS: 3.1, wake: NaN, heard: true };
+    const vetoed: StopCandidate = { route: 'spotter', atS: 3.12, fromS: 2.69, toS: 3, own: true, ownGapS: 0.12, fit: 20.1, share: NaN, nearDb: 5.4, riseDb: 7.1, keptDb: -0.3, settled: true, cancelling: true, irisS: 3.1, wake: NaN, heldS: NaN, heard: true };
     const unheard: StopCandidate = { ...vetoed, atS: 2.16, fromS: 1.9, toS: 2.04, own: false, fit: 19.6, nearDb: 5.9, riseDb: 7.7, keptDb: -4, irisS: 1.92 };
     const { young: _young, ...before } = DEFAULT_STOP_CHECK;
     expect(ownWord(vetoed, DEFAULT_STOP_CHECK)).toBe(true);
@@ -466,7 +476,7 @@ describe('the stop word', () => {
   // 11 dB in the canceller (the echo was most of it) and stood 15.8 dB over the residual, and IRIS's
   // own spotter had just heard a word of IRIS's: the veto stood, as the canceller took more than 10 dB.
   it('sets IRIS\'s own spotter\'s veto aside for a word far over the residual that lost more than 10 dB (IRIS much louder)', () => {
-    const person: StopCandidate = { route: 'spotter', atS: 8.8, fromS: 8.44, toS: 8.72, own: true, ownGapS: 0.3, fit: 12, share: NaN, nearDb: 15.8, riseDb: 16.5, keptDb: -11, settled: true, cancelling: true, irisS: 9, wake: NaN, heard: true };
+    const person: StopCandidate = { route: 'spotter', atS: 8.8, fromS: 8.44, toS: 8.72, own: true, ownGapS: 0.3, fit: 12, share: NaN, nearDb: 15.8, riseDb: 16.5, keptDb: -11, settled: true, cancelling: true, irisS: 9, wake: NaN, heldS: NaN, heard: true };
     expect(ownWord(person, DEFAULT_STOP_CHECK)).toBe(false);
     const { farOver: _far, ...before } = DEFAULT_STOP_CHECK;
     expect(ownWord(person, before)).toBe(true); // the −10 dB limit alone
@@ -479,7 +489,7 @@ describe('the stop word', () => {
   // far over and that little kept rose at most 11.6 dB (an hour of its reading, IRIS talking on: 10.7 dB
   // over, rising 10.9; 11.1 over, rising 7.7).
   it('takes a word 10 dB over the residual for far over only where it also rises 12 dB over the stream before it', () => {
-    const person: StopCandidate = { route: 'spotter', atS: 8.2, fromS: 7.8, toS: 8.1, own: false, ownGapS: 3, fit: 14, share: NaN, nearDb: 10.7, riseDb: 13.9, keptDb: -14, settled: true, cancelling: true, irisS: 7.4, wake: NaN, heard: true };
+    const person: StopCandidate = { route: 'spotter', atS: 8.2, fromS: 7.8, toS: 8.1, own: false, ownGapS: 3, fit: 14, share: NaN, nearDb: 10.7, riseDb: 13.9, keptDb: -14, settled: true, cancelling: true, irisS: 7.4, wake: NaN, heldS: NaN, heard: true };
     expect(passesCheck(person, DEFAULT_STOP_CHECK)).toBe(true);
     expect(passesCheck(person, { ...DEFAULT_STOP_CHECK, farOver: { nearDb: 12, riseDb: -Infinity, minKeptDb: -18 } })).toBe(false); // session 18's
     expect(passesCheck({ ...person, riseDb: 10.9 }, DEFAULT_STOP_CHECK)).toBe(false); // IRIS's own
@@ -493,7 +503,7 @@ describe('the stop word', () => {
   // of the raw microphone, which the echo was most of; IRIS's own candidates there stood ≤ 10.3 dB
   // over the residual and kept about −23 dB.
   it('hears a word far over the residual echo that lost more than 12 dB in the canceller (IRIS much louder)', () => {
-    const person: StopCandidate = { route: 'level', atS: 64.08, fromS: 63.66, toS: 64.03, own: false, ownGapS: 24.4, fit: 6, share: 1, nearDb: 17.3, riseDb: 21.6, keptDb: -14, settled: true, cancelling: true, irisS: 63, wake: 0, heard: true };
+    const person: StopCandidate = { route: 'level', atS: 64.08, fromS: 63.66, toS: 64.03, own: false, ownGapS: 24.4, fit: 6, share: 1, nearDb: 17.3, riseDb: 21.6, keptDb: -14, settled: true, cancelling: true, irisS: 63, wake: 0, heldS: NaN, heard: true };
     expect(passesCheck(person, DEFAULT_STOP_CHECK)).toBe(true);
     const { farOver: _far, ...before } = DEFAULT_STOP_CHECK;
     expect(passesCheck(person, before)).toBe(false); // the fixed −12 dB limit alone
@@ -517,6 +527,9 @@ describe('the stop word', () => {
     expect(unlooked).toHaveLength(1); // without the look: IRIS stopped inside the phrase
     expect(unlooked[0]).toBeLessThan(atS + person.length / RATE);
     expect(await stops(mic, played, true, { levelRoute: { maxFit: 30 } })).toEqual([]);
+    // Held while it waited for the scores, and let go when they rose (the wake word's barge-in takes over from there).
+    expect(holds.map((h) => h.held)).toEqual([true, false]);
+    expect((holds[1]?.atS ?? 0) - (holds[0]?.atS ?? 0)).toBeLessThanOrEqual(0.33);
   }, 60_000);
 
   // IRIS reading on (32 s, espeak-ng): 30 s in, what is left of its echo after the canceller is

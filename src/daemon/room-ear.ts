@@ -104,6 +104,8 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
     own: ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller?.stats.delayMs ?? 0) * SPEECH_FORMAT.rate) / 1000), OWN_LEAD),
     ownOf,
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
+    // A candidate "stop" waiting for its verdict holds the sound: silent within the 300 ms.
+    onHold: (held) => speaker?.hold(held),
     onStop: (atS) => {
       stopAtS = atS;
       log.info(`heard "stop" at ${atS.toFixed(2)} s`);

@@ -57,6 +57,11 @@ export interface StreamSink extends AudioSink {
   schedule(wav: Buffer, signal: AbortSignal): PlacedClip;
   /** Open the stream ahead of a clip. */
   open(): void;
+  /**
+   * Silence from now on, the clips going on under it (`held`), or the clips heard again: resolves
+   * with where on the clock that happened (not rounded; undefined: no stream open).
+   */
+  hold(held: boolean): Promise<number | undefined>;
   /** Let what is queued sound, then release the device. */
   close(): Promise<void>;
 }

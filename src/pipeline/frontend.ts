@@ -15,11 +15,13 @@ export interface FrontEndOptions {
   /** The clock sample a chunk starts at (echo.ts `liveClock`, or the stream position). */
   clockOf: (chunk: AudioChunk) => number;
   /** Made when first armed and freed when idle by the daemon (stopword-lifecycle.ts). */
-  stopWord?: Pick<StopWord, 'push' | 'reset'>;
+  stopWord?: Pick<StopWord, 'push' | 'reset' | 'holding'>;
   /** Whether the stop word listens for the chunk at clock sample `at`: something is playing. */
   armed?: (at: number, length: number) => boolean;
   /** The person said the stop word; `atS` is where it ended (stream seconds). */
   onStop?: (atS: number) => void;
+  /** A candidate stop word waits for its verdict (`StopWord.holding`): hold IRIS's sound (`held`), or let it go on (turned down, or disarmed). */
+  onHold?: (held: boolean) => void;
   /** What IRIS played, for mic samples from clock sample `at`, a little ahead of its echo (`ownAudio`; the stop word's own-voice check); default silence. */
   own?: (at: number, length: number) => Int16Array;
   /** Filled with IRIS's own audio (`own`) for each chunk yielded while armed: the wake word's own-voice veto (voice.ts `ownVoice`). */
@@ -64,6 +66,11 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
   return {
     async *frames(signal) {
       let wasArmed = false;
+      let held = false;
+      const hold = (now: boolean): void => {
+        if (now !== held) options.onHold?.(now);
+        held = now;
+      };
       for await (const chunk of source.frames(signal)) {
         if (chunk.stopped || chunk.samples.length === 0) {
           yield chunk;
@@ -76,8 +83,14 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         if (own && stopWord) {
           const wakeScore = await scoreOf(options.wake, samples, chunk, !wasArmed);
           const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, canceller ? chunk.samples : undefined, wakeScore);
-          if (heard !== undefined) options.onStop?.(heard);
-        } else if (wasArmed) stopWord?.reset();
+          if (heard !== undefined) {
+            held = false; // the stop ends the hold
+            options.onStop?.(heard);
+          } else hold(stopWord.holding);
+        } else if (wasArmed) {
+          stopWord?.reset();
+          hold(false);
+        }
         wasArmed = armed;
         const out = samples === chunk.samples ? chunk : { ...chunk, samples };
         if (own) options.ownOf?.set(out, own);

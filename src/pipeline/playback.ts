@@ -17,6 +17,9 @@ import { referenceSamples } from './resample.js';
 import { encodeWav, wavInfo } from './wav.js';
 
 
+/** The longest a hold lasts unless released (ms): a stop word's candidate is judged within 0.32 s of its word. */
+const HOLD_MS = 1_000;
+
 export interface AplayOptions {
   /** ALSA playback device. */
   device: string;
@@ -64,6 +67,10 @@ export class Speaker implements AudioSink {
   readonly #out: AudioSink;
   readonly #playing = new Set<AbortController>();
   readonly #clock: () => number;
+  /** The clips placed on the stream and sounding (or held), with their reference: a release writes it again from there. */
+  readonly #placed = new Set<{ first: number; samples: Int16Array }>();
+  /** Held (`hold`): the sound is silent, and the reference too; the timer that lets it go if nothing does. */
+  #held: NodeJS.Timeout | undefined;
 
   /** `clock`: the sample clock (default the live one; tests pass their own). */
   constructor(out: AudioSink, reference = new EchoReference(), clock: () => number = () => EchoReference.nowSamples()) {
@@ -93,16 +100,24 @@ export class Speaker implements AudioSink {
   /** On the stream: placed where it sounds on the stream's timeline, cut where the stream dropped it. */
   async #stream(out: StreamSink, wav: Buffer, signal: AbortSignal): Promise<void> {
     const { at, done } = out.schedule(wav, signal);
+    let placed: { first: number; samples: Int16Array } | undefined;
     // Resampled from where the clip falls between two reference samples: rounded, each clip stood
     // up to half a sample off the one before, and the canceller left 6–18 dB of the first 0.4 s of
     // its echo instead of 30–40 while its filter learnt the shift (docs/room.md, "Clip starts").
     void at.then((start) => {
       const first = Math.ceil(start);
       const samples = referenceSamples(wav, first - start);
-      if (samples) this.reference.write(samples, first);
+      if (!samples || signal.aborted) return;
+      placed = { first, samples };
+      this.#placed.add(placed);
+      if (this.#held === undefined) this.reference.write(samples, first); // held: written when released
     }, () => undefined);
-    const end = await done;
-    if (signal.aborted) this.reference.truncate(end);
+    try {
+      const end = await done;
+      if (signal.aborted) this.reference.truncate(end);
+    } finally {
+      if (placed) this.#placed.delete(placed);
+    }
   }
 
   async #clip(out: AudioSink, wav: Buffer, signal: AbortSignal): Promise<void> {
@@ -119,8 +134,31 @@ export class Speaker implements AudioSink {
     }
   }
 
-  /** Stop everything playing now (the stop word). Returns whether anything was. */
+  /**
+   * Silence at once, the clips going on under it (`held`: a candidate "stop" is being judged, its
+   * verdict 0.16 s away), or the clips heard again from where they have got to. Only on a stream
+   * (a per-clip player cannot: nothing happens). The reference follows: silent from where the sound
+   * was held, what the clips play written again from where they are released. A hold not released
+   * within `HOLD_MS` is released.
+   */
+  hold(held: boolean): void {
+    const out = this.#out;
+    if (!isStreamSink(out) || held === (this.#held !== undefined)) return;
+    clearTimeout(this.#held);
+    this.#held = held ? setTimeout(() => this.hold(false), HOLD_MS) : undefined;
+    this.#held?.unref();
+    void out.hold(held).then((at) => {
+      if (at === undefined) return;
+      const from = Math.ceil(at);
+      if (held) this.reference.truncate(from);
+      else for (const { first, samples } of this.#placed) if (first + samples.length > from) this.reference.write(samples.subarray(Math.max(0, from - first)), Math.max(first, from));
+    }, () => undefined);
+  }
+
+  /** Stop everything playing now (the stop word), and any hold. Returns whether anything was. */
   stop(): boolean {
+    this.#placed.clear(); // nothing to write again
+    this.hold(false);
     const any = this.#playing.size > 0;
     for (const controller of this.#playing) controller.abort(new DOMException('stopped', 'AbortError'));
     return any;

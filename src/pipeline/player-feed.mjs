@@ -18,10 +18,13 @@
  *
  * In:  {type: 'clip', id, at, pcm}  (stream frame, Int16Array at the stream's rate; mixed)
  *      {type: 'drop', id}           (what is not written yet is never played)
+ *      {type: 'hold'}               (silence from the next frame written, the clips going on under it)
+ *      {type: 'release'}            (the clips sound again from the next frame written)
  *      {type: 'close'}              (aplay plays what it has, then exits)
  *      {type: 'kill'}               (stop now)
  * Out: {type: 'spawned', pid}, {type: 'ready', anchor, bufferFrames, periodFrames},
  *      {type: 'ended', id, end}, {type: 'dropped', id, end} (end: the first frame not played),
+ *      {type: 'held' | 'released', frame} (the first frame written silent, or sounding again),
  *      {type: 'underrun', text}, {type: 'error', code, message},
  *      {type: 'exit', code, signal, stderr}
  */
@@ -39,6 +42,8 @@ let clips = [];
 let anchor;
 /** Stream frames written so far. */
 let written = 0;
+/** Held: silence is written where the clips are (they go on under it, and are heard again once released). */
+let held = false;
 let stderr = '';
 /** @type {NodeJS.Timeout | undefined} */
 let timer;
@@ -77,7 +82,7 @@ function tick() {
   const due = Math.floor(((now() - anchor) * options.rate) / 1000) + options.leadFrames;
   if (due <= written) return;
   const block = new Int16Array(due - written);
-  for (const clip of clips) {
+  for (const clip of held ? [] : clips) {
     const from = Math.max(written, clip.at);
     const to = Math.min(due, clip.at + clip.pcm.length);
     for (let k = from; k < to; k++) {
@@ -108,6 +113,9 @@ port.on('message', (/** @type {{ type: string, id?: number, at?: number, pcm?: I
     if (!clip) return;
     clips = clips.filter((c) => c !== clip);
     port.postMessage({ type: 'dropped', id: clip.id, end: Math.min(clip.at + clip.pcm.length, Math.max(clip.at, written)) });
+  } else if (message.type === 'hold' || message.type === 'release') {
+    held = message.type === 'hold';
+    port.postMessage({ type: held ? 'held' : 'released', frame: written });
   } else if (message.type === 'close') {
     clearInterval(timer);
     timer = undefined;

@@ -74,6 +74,7 @@ type FeederMessage =
   | { type: 'spawned'; pid: number }
   | { type: 'ready'; anchor: number; bufferFrames: number; periodFrames: number }
   | { type: 'ended' | 'dropped'; id: number; end: number }
+  | { type: 'held' | 'released'; frame: number }
   | { type: 'underrun'; text: string }
   | { type: 'error'; code?: string; message: string }
   | { type: 'exit'; code: number | null; signal: string | null; stderr: string };
@@ -93,6 +94,8 @@ class OpenStream {
   #queued: [unknown, TransferListItem[]][] = [];
   readonly #clips = new Map<number, Clip>();
   #nextId = 0;
+  /** Holds and releases asked of the feeder, answered in order: each resolves with the frame it took effect at. */
+  readonly #holds: ((frame: number) => void)[] = [];
   readonly #ready: Promise<void>;
   #settleReady: [() => void, (error: Error) => void] = [() => undefined, () => undefined];
   #failure: Error | undefined;
@@ -157,6 +160,14 @@ class OpenStream {
     return { at, done };
   }
 
+  /** Silence from the next frame written, the clips going on under it (`held`), or the clips heard again: where on the clock (undefined: the stream is gone). */
+  hold(held: boolean): Promise<number | undefined> {
+    if (this.#failure) return Promise.resolve(undefined);
+    const frame = new Promise<number>((resolve) => this.#holds.push(resolve));
+    this.#post({ type: held ? 'hold' : 'release' });
+    return Promise.race([frame.then((f) => this.placeOf(f)), this.exited.then(() => undefined)]);
+  }
+
   close(): void {
     this.#closing = true;
     this.#post({ type: 'close' });
@@ -190,6 +201,10 @@ class OpenStream {
         clip?.resolveEnd(message.end);
         return;
       }
+      case 'held':
+      case 'released':
+        this.#holds.shift()?.(message.frame);
+        return;
       case 'underrun':
         this.options.log?.warn(`speaker stream on "${this.options.device}": ${message.text} (the echo's delay may move)`);
         return;
@@ -257,6 +272,11 @@ export class PlayerStream implements StreamSink {
   async play(wav: Buffer, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return;
     await this.schedule(wav, signal).done;
+  }
+
+  /** Silence now, the clips going on under it (`held`: a stop word being judged), or heard again; where on the clock (undefined: nothing open). */
+  hold(held: boolean): Promise<number | undefined> {
+    return this.#stream?.hold(held) ?? Promise.resolve(undefined);
   }
 
   /** Open the stream now, ahead of a clip (a wake word: a reply or a chime follows), so that clip does not wait for aplay to start. */

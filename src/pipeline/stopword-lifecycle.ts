@@ -18,7 +18,7 @@ export interface StopWordWhilePlayingOptions {
   onError?: (error: unknown) => void;
 }
 
-export class StopWordWhilePlaying implements Pick<StopWord, 'push' | 'reset' | 'free'> {
+export class StopWordWhilePlaying implements Pick<StopWord, 'push' | 'reset' | 'free' | 'holding'> {
   #live: StopWord | undefined;
   #idle: NodeJS.Timeout | undefined;
   /** Making them failed: the stop word stays off (the voice goes on without it). */
@@ -33,6 +33,10 @@ export class StopWordWhilePlaying implements Pick<StopWord, 'push' | 'reset' | '
   constructor(readonly make: () => StopWord, options: StopWordWhilePlayingOptions = {}) {
     this.#idleMs = options.idleMs ?? 10_000;
     this.#onError = options.onError ?? (() => undefined);
+  }
+
+  get holding(): boolean {
+    return this.#live?.holding ?? false;
   }
 
   /** Whether the spotters exist now. */

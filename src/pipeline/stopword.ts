@@ -258,6 +258,8 @@ export interface StopCandidate {
   irisS: number;
   /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
   wake: number;
+  /** Where a level candidate began to wait for those scores, the sound held meanwhile (`StopWord.holding`; stream seconds); NaN otherwise. */
+  heldS: number;
   /** The verdict: the person said it. */
   heard: boolean;
 }
@@ -500,6 +502,15 @@ export class StopWord {
   }
 
   /**
+   * A level candidate passed everything but the wake word's scores and waits for them
+   * (`LevelRoute.wakeHoldS`): the front end holds IRIS's sound meanwhile (frontend.ts `onHold`), so
+   * that a "stop" silences it within the 300 ms, not after the wait.
+   */
+  get holding(): boolean {
+    return this.#pending !== undefined;
+  }
+
+  /**
    * The echo-cancelled microphone, and what IRIS played `ownLeadS` ahead of its echo (the
    * reference is known before it sounds: `EchoCanceller.played`), for the stretch ending at
    * `endS` (stream seconds); `raw` is the microphone before the canceller (none: no canceller, `mic` is the raw microphone);
@@ -552,6 +563,7 @@ export class StopWord {
       const candidate = this.#measure(burst, endS, 'level');
       if (candidate.heard) {
         candidate.heard = false;
+        candidate.heldS = endS;
         this.#pending = { candidate, from: burst.from, until: burst.to + Math.ceil((route.dropS + route.wakeHoldS) * RATE) - FRAME, quiet: 0 };
         return undefined;
       }
@@ -640,6 +652,7 @@ export class StopWord {
       fit: NaN,
       share: NaN,
       wake: NaN,
+      heldS: NaN,
       ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       settled: this.#settledAt !== undefined && this.#settledAt < hit.from,

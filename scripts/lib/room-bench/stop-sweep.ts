@@ -17,7 +17,8 @@ import type { RoomBenchOptions } from './options.js';
  * reports every candidate with its measures (stopword.ts `StopCandidate`). Each check in
  * IRIS_BENCH_STOP_CHECKS (a JSON array of `StopCheck`s; default: none, and the wired default) is
  * judged on those candidates: "stop" heard (a passing candidate from the word's first voiced
- * sample to 0.5 s after its last), the lag from the word's end (the 300 ms target), and self-stops (over the whole room, and over the
+ * sample to 0.5 s after its last), the lag from the word's end to the sound stopping (the 300 ms target; where a level candidate held the
+ * sound while it waited for the wake word's scores, to the hold), sounds held and then let go, and self-stops (over the whole room, and over the
  * current reply only: a warm canceller, as a running daemon's).
  *
  * With IRIS_BENCH_STOP_ALONE_MIN (minutes per level and part), IRIS's own voice talking on and
@@ -176,7 +177,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       if (on) {
         const { heard, own: vetoed } = veto.judge(await detector.process(chunk), (at + 1280) / RATE);
         const d = heard ?? vetoed;
-        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, cancelling: false, irisS: NaN, heard: true });
+        if (d !== undefined && !(d.atS - (candidates.at(-1)?.atS ?? -Infinity) < 1)) candidates.push({ route: 'spotter', atS: d.atS, fromS: d.atS, toS: d.atS, own: vetoed !== undefined, ownGapS: NaN, fit: NaN, share: NaN, wake: NaN, heldS: NaN, nearDb: NaN, riseDb: NaN, keptDb: NaN, settled: true, cancelling: false, irisS: NaN, heard: true });
       } else if (wasArmed) detector.reset();
       wasArmed = on;
     }
@@ -296,11 +297,14 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     const set = heard.filter((h) => h.part === part && h.condition === condition && h.threshold === threshold);
     if (set.length === 0) return [];
     const judged = set.map((h) => {
-      const passed = h.candidates.filter((c) => !ownWord(c, check) && passesCheck(c, check) && (check === false || c.route !== 'level' || (c.fit <= levelMaxFit && !(c.wake > levelMaxWake)))).map((c) => c.atS);
+      // When the sound stopped: at the verdict, or where it was held for it (a level candidate's wait for the wake word's scores).
+      const passed = h.candidates.filter((c) => !ownWord(c, check) && passesCheck(c, check) && (check === false || c.route !== 'level' || (c.fit <= levelMaxFit && !(c.wake > levelMaxWake)))).map((c) => (c.heldS >= 0 ? c.heldS : c.atS));
       const [from, to] = h.wordS ?? [Infinity, Infinity];
       const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
       const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
-      return { heard: mine.length > 0, lagMs: mine.length > 0 ? ((mine[0] ?? 0) - to) * 1000 : undefined, self: self.length, warm: self.filter((t) => t >= h.currentS).length };
+      // Held, then let go (the live StopWord's verdict): IRIS went silent for a moment and on again.
+      const letGo = h.candidates.filter((c) => c.heldS >= 0 && !c.heard).length;
+      return { heard: mine.length > 0, lagMs: mine.length > 0 ? ((mine[0] ?? 0) - to) * 1000 : undefined, self: self.length, warm: self.filter((t) => t >= h.currentS).length, letGo };
     });
     const hours = set.reduce((s, h) => s + h.seconds, 0) / 3600;
     const lags = judged.flatMap((j) => (j.lagMs === undefined ? [] : [j.lagMs])).sort((a, b) => a - b);
@@ -315,6 +319,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
         over_300_ms: lags.filter((l) => l > 300).length,
       } : {}),
       self_stops: judged.reduce((s, j) => s + j.self, 0), self_stops_current_reply: judged.reduce((s, j) => s + j.warm, 0),
+      held_and_let_go: judged.reduce((s, j) => s + j.letGo, 0),
       ...(set[0]?.says === 'nothing' ? { minutes: round(hours * 60, 1), self_stops_per_hour: round(judged.reduce((s, j) => s + j.self, 0) / hours, 1) } : {}),
     }];
   }))));
