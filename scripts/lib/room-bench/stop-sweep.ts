@@ -142,6 +142,8 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const levelMaxWake = (stopOptions.levelRoute === false ? undefined : stopOptions.levelRoute?.maxWakeScore) ?? DEFAULT_LEVEL_ROUTE.maxWakeScore;
   /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
   const HEARD_WITHIN_S = 0.5;
+  /** openWakeWord's score that is a detection without the second look (the daemon's `wake_threshold` default): the command's wake word barging in. */
+  const WAKE_THRESHOLD = 0.5;
   interface Heard { part: SweepPart; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[]; wake: number[] }
   const heard: Heard[] = [];
   /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept; `wakeS`: the wake word's score of each chunk. */
@@ -302,16 +304,20 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       const [from, to] = h.wordS ?? [Infinity, Infinity];
       const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
       const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
+      // A command's wake word heard over IRIS stops it there (barge-in), and the stop word disarms a quarter second after IRIS's sound ends.
+      const wakeChunk = h.says === 'command' ? h.wake.findIndex((score) => score >= WAKE_THRESHOLD) : -1;
+      const bargedS = wakeChunk >= 0 ? ((wakeChunk + 1) * 1280) / RATE + 0.25 : Infinity;
       // Held, then let go (the live StopWord's verdict): IRIS went silent for a moment and on again.
       const letGo = h.candidates.filter((c) => c.heldS >= 0 && !c.heard).length;
-      return { heard: mine.length > 0, lagMs: mine.length > 0 ? ((mine[0] ?? 0) - to) * 1000 : undefined, self: self.length, warm: self.filter((t) => t >= h.currentS).length, letGo };
+      return { heard: mine.length > 0, lagMs: mine.length > 0 ? ((mine[0] ?? 0) - to) * 1000 : undefined, self: self.length, warm: self.filter((t) => t >= h.currentS).length, letGo, beforeBarge: mine.filter((t) => t < bargedS).length };
     });
     const hours = set.reduce((s, h) => s + h.seconds, 0) / 3600;
     const lags = judged.flatMap((j) => (j.lagMs === undefined ? [] : [j.lagMs])).sort((a, b) => a - b);
     const says = set[0]?.says === 'stop';
     return [{
       threshold, check: name, part, condition, n: set.length,
-      ...(set[0]?.says === 'command' ? { stopped_by_the_command: judged.filter((j) => j.heard).length } : {}),
+      // Commands: rooms where a word of the command stopped IRIS before the command's wake word did (as in the daemon), and at any time.
+      ...(set[0]?.says === 'command' ? { stopped_by_the_command: judged.filter((j) => j.beforeBarge > 0).length, stopped_by_the_command_any_time: judged.filter((j) => j.heard).length } : {}),
       ...(says ? {
         stop_pct: Math.round((100 * judged.filter((j) => j.heard).length) / set.length),
         lag_ms_p50: lags.length ? round(lags[Math.floor(lags.length / 2)] ?? 0, 0) : null,
