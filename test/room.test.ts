@@ -563,6 +563,42 @@ describe('the stop word', () => {
   // the spotter took it for "stop" (near 69.8 dB: IRIS's own audio silent). The bench had handed
   // the stop word the cancelled stream as the raw one, so `maxKeptDb` never saw it; the daemon
   // hands it the microphone, and a word louder after the canceller than before is turned down.
+  // IRIS reading for an hour (session 19, a new hour) was stopped once by its own word 0.3 s after
+  // speex had thrown its filter away mid-paragraph: two chunks came out louder than the microphone
+  // had them (+5.4, +2.7 dB), and the word, still "settled" by the chunks at the residual before, kept
+  // −0.4 dB. A chunk the canceller made louder now unsettles the stop word until the next chunk at the residual.
+  it('waits, after a chunk the canceller made louder, for a chunk at the residual again', async () => {
+    const ownSpeech = reply();
+    const word = commandSamples('stop', { padS: [0, 0] });
+    const wordAt = 8 * RATE; // IRIS has talked 8 s, and talks on: the canceller is no longer young
+    const length = Math.max(ownSpeech.length, wordAt + word.length + RATE);
+    const own = new Int16Array(length);
+    own.set(ownSpeech.subarray(0, length));
+    const heard = async (misplacedS: number | undefined): Promise<number[]> => {
+      const raw = new Int16Array(length);
+      const out = new Int16Array(length);
+      const misplaced = misplacedS === undefined ? -1 : wordAt - Math.round(misplacedS * RATE);
+      for (let i = 0; i < length; i++) {
+        const echo = (own[i - RATE / 5] ?? 0) * 0.7; // its echo at the microphone, 0.2 s later
+        const w = i >= wordAt ? (word[i - wordAt] ?? 0) : 0;
+        raw[i] = Math.max(-32768, Math.min(32767, Math.round(echo + w)));
+        // 30 dB of the echo removed; over two chunks, the echo made 3.5 dB louder instead
+        out[i] = i >= misplaced && i < misplaced + 2560 ? Math.round(echo * 1.5) : Math.round(echo * 0.03 + w * 0.9);
+      }
+      const stopWord = await StopWord.create({ levelRoute: false });
+      const at: number[] = [];
+      for (let i = 0; i + 1280 <= length; i += 1280) {
+        const s = stopWord.push(out.subarray(i, i + 1280), own.subarray(i, i + 1280), (i + 1280) / RATE, raw.subarray(i, i + 1280));
+        if (s !== undefined) at.push(s);
+      }
+      stopWord.free();
+      return at;
+    };
+    expect(await heard(undefined)).toHaveLength(1);
+    expect(await heard(0.16)).toEqual([]); // right before the word: not settled again
+    expect(await heard(1.6)).toHaveLength(1); // chunks at the residual since
+  }, 30_000);
+
   it('is not stopped by a word the canceller made louder than the microphone had it', async () => {
     const ownSpeech = speechSamples('The weather today is sunny with a high of twenty two degrees. Tomorrow brings some clouds.', { padS: [0.2, 0.2] });
     const word = commandSamples('stop', { padS: [0, 0] });

@@ -158,9 +158,9 @@ export class Speaker implements AudioSink {
   /** Stop everything playing now (the stop word), and any hold. Returns whether anything was. */
   stop(): boolean {
     this.#placed.clear(); // nothing to write again
-    this.hold(false);
     const any = this.#playing.size > 0;
     for (const controller of this.#playing) controller.abort(new DOMException('stopped', 'AbortError'));
+    this.hold(false); // after the drops: the stream sounds again only once they are gone
     return any;
   }
 

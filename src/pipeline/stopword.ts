@@ -145,6 +145,15 @@ const SOUNDING_POWER = 300 ** 2;
 const SETTLED_NEAR_DB = 5;
 /** …and at least this much taken out by the canceller (dB): before its echo arrives, a quiet chunk is at any residual. */
 const SETTLED_KEPT_DB = -6;
+/**
+ * A chunk with IRIS talking that the canceller made this much louder than the microphone had it
+ * (dB): its filter is misplaced, and the stop word waits for a chunk at the residual again
+ * (`StopCheck.settled`). IRIS reading for an hour (session 19, a new hour) was stopped once by its
+ * own word 0.3 s after such chunks (+5.4, +2.7 dB): speex had thrown its filter away mid-paragraph,
+ * and the word kept −0.4 dB of the microphone. A word counts as settled only with a chunk at the
+ * residual after the last such chunk before it.
+ */
+const MISPLACED_DB = 1;
 /** How long before a word the canceller must have been at the residual for its own spotter's veto to be set aside (seconds). */
 const CANCELLING_S = 0.5;
 
@@ -191,7 +200,9 @@ export interface StopCheck {
    * word (`StopCandidate.settled`): a chunk with IRIS sounding at its predicted residual. A clip
    * placed a sample off its last one (a new speaker stream, a per-clip sink) leaves −0…−15 dB of
    * its echo for ~0.5 s until the filter learns the shift: its first word reads as a person's
-   * (live: "Hey jarvis, your timer is done" heard as "stop", nearDb 13–35, keptDb −11).
+   * (live: "Hey jarvis, your timer is done" heard as "stop", nearDb 13–35, keptDb −11). And again
+   * after a chunk with IRIS talking that the canceller made louder (`MISPLACED_DB`: speex threw its
+   * filter away, session 19's self-stop in an hour of IRIS reading).
    */
   settled?: boolean;
   /**
@@ -250,7 +261,7 @@ export interface StopCandidate {
   riseDb: number;
   /** The cancelled word over the raw microphone (dB). */
   keptDb: number;
-  /** Since IRIS began to sound again, a chunk before the word had IRIS sounding at its predicted residual (`StopCheck.settled`). */
+  /** Since IRIS began to sound again, a chunk before the word had IRIS sounding at its predicted residual, after the last chunk the canceller made louder (`StopCheck.settled`). */
   settled: boolean;
   /** Such a chunk ended within `CANCELLING_S` before the word (`StopCheck.trustCanceller`). */
   cancelling: boolean;
@@ -447,6 +458,8 @@ export class StopWord {
   #irisSamples = 0;
   /** Where each such chunk of the last 3 s ended (fed samples), oldest first. */
   readonly #atResidual: number[] = [];
+  /** Where each chunk of the last 3 s the canceller made louder began (`MISPLACED_DB`; fed samples), oldest first. */
+  readonly #misplaced: number[] = [];
 
   private constructor(lib: PocketsphinxLibrary, word: string, mic: Spotter, own: Spotter, fresh: PhraseCheck | undefined, options: StopWordOptions) {
     this.word = word;
@@ -526,10 +539,14 @@ export class StopWord {
     if (levels.own >= SOUNDING_POWER) this.#irisSamples += mic.length;
     // No canceller (no raw microphone apart): no filter to be placed wrong, and none to trust.
     if (raw === undefined) this.#settledAt ??= at;
-    else if (this.#cancelledAtResidual(levels, at, at + mic.length)) {
-      this.#settledAt ??= at;
-      this.#atResidual.push(at + mic.length);
-      while ((this.#atResidual[0] ?? Infinity) < at - 3 * RATE) this.#atResidual.shift(); // longer than a word, its report's lag and CANCELLING_S
+    else {
+      const cancelled = this.#cancelled(levels, at, at + mic.length);
+      if (cancelled === 'residual') {
+        this.#settledAt ??= at;
+        this.#atResidual.push(at + mic.length);
+        while ((this.#atResidual[0] ?? Infinity) < at - 3 * RATE) this.#atResidual.shift(); // longer than a word, its report's lag and CANCELLING_S
+      } else if (cancelled === 'misplaced') this.#misplaced.push(at);
+      while ((this.#misplaced[0] ?? Infinity) < at - 3 * RATE) this.#misplaced.shift();
     }
     if (this.#own.push(own)) {
       this.#ownAtS = endS;
@@ -584,15 +601,28 @@ export class StopWord {
   }
 
   /**
-   * Whether the canceller took IRIS's echo in [from, to) (its `levels`) down to the residual its audio predicts:
-   * IRIS talking there (not a pause between its words), the canceller taking something out (its
-   * echo had arrived), and what is left no louder than that residual.
+   * What the canceller did to IRIS's echo in [from, to) (its `levels`), IRIS talking there (not a
+   * pause between its words) and its echo arrived: `'residual'`, took it down to the residual its
+   * audio predicts (something taken out, no louder than that); `'misplaced'`, made it louder than the
+   * microphone had it (`MISPLACED_DB`: the filter subtracts an echo that is not there — speex reset
+   * itself, or the delay moved); otherwise undefined.
    */
-  #cancelledAtResidual({ nearDb, own, known }: ResidualLevels, from: number, to: number): boolean {
+  #cancelled({ nearDb, own, known }: ResidualLevels, from: number, to: number): 'residual' | 'misplaced' | undefined {
     const raw = meanPower(this.#raw.read(from, to - from));
-    const keptDb = db(meanPower(this.#residual.heard(from, to - from)) / Math.max(1, raw));
     // `raw` over a whisper: digital silence before the echo arrives is not something taken out.
-    return known && own >= SOUNDING_POWER && raw >= 100 && nearDb < SETTLED_NEAR_DB && keptDb <= SETTLED_KEPT_DB;
+    if (own < SOUNDING_POWER || raw < 100) return undefined;
+    const keptDb = db(meanPower(this.#residual.heard(from, to - from)) / raw);
+    if (keptDb >= MISPLACED_DB) return 'misplaced';
+    return known && nearDb < SETTLED_NEAR_DB && keptDb <= SETTLED_KEPT_DB ? 'residual' : undefined;
+  }
+
+  /**
+   * Whether the canceller had shown it cancels IRIS before `from` (fed samples): a chunk at the
+   * residual since IRIS began to sound again, and after the last chunk it made louder before `from`.
+   */
+  #settled(from: number): boolean {
+    const misplaced = this.#misplaced.filter((at) => at < from).at(-1);
+    return this.#settledAt !== undefined && this.#settledAt < from && (misplaced === undefined || this.#atResidual.some((end) => end > misplaced + FRAME && end <= from + FRAME));
   }
 
   /** The highest wake-word score of the chunks pushed since `from` (fed samples). */
@@ -631,6 +661,7 @@ export class StopWord {
     this.#wake.length = 0;
     this.#settledAt = undefined;
     this.#atResidual.length = 0;
+    this.#misplaced.length = 0;
   }
 
   free(): void {
@@ -655,7 +686,7 @@ export class StopWord {
       heldS: NaN,
       ...levelsOf(this.#residual.levels(hit.from, hit.to)),
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
-      settled: this.#settledAt !== undefined && this.#settledAt < hit.from,
+      settled: this.#settled(hit.from),
       cancelling: this.#atResidual.some((end) => end <= hit.from + FRAME && end >= hit.from - CANCELLING_S * RATE),
       irisS: this.#irisSamples / RATE,
       heard: false,

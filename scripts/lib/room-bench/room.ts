@@ -125,6 +125,8 @@ export interface Condition {
   irisSays?: [string, string];
   /** What IRIS said in this room before its earlier reply (a running daemon's canceller has heard it; IRIS_BENCH_STEADY): it starts the room, which marks where the rest begins (`Room.fromS`). */
   irisBefore?: string;
+  /** The current reply is IRIS's first since the daemon started: no earlier one (the person starts 0.8–1.8 s after IRIS's first sound). */
+  firstReply?: boolean;
 }
 
 export const CONDITIONS: Condition[] = [
@@ -279,7 +281,7 @@ export function room(condition: Condition, part: Part, person: Int16Array | unde
   const said = condition.irisBefore ? espeak(condition.irisBefore, voice) : new Int16Array(0);
   const before = new Int16Array(said.length && Math.ceil((said.length + gap) / 1280) * 1280);
   before.set(said);
-  const earlier = concatSamples([before, espeak(earlierText, voice)]);
+  const earlier = condition.firstReply ? before : concatSamples([before, espeak(earlierText, voice)]);
   const current = espeak(currentText, voice);
   const personAt = earlier.length + gap + Math.round(draws.personOffsetS * RATE);
   const length = Math.max(earlier.length + gap + current.length, personAt + (person?.length ?? 0)) + Math.round(1.5 * RATE);

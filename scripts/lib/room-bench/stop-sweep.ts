@@ -118,6 +118,8 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const parts = envParts as SweepPart[];
   const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
   const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
+  /** IRIS_BENCH_STOP_FIRST=1: "stop" begun 0.8–1.8 s into IRIS's first reply since a start instead (a canceller that has heard nothing before it; `StopCheck.young`). */
+  const first = process.env.IRIS_BENCH_STOP_FIRST === '1';
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
   /** IRIS alone: the pause after each paragraph (seconds), and how far (samples, up to) each paragraph's reference is placed off where it sounded: a clip stamped a sample off its last one (a per-clip sink; a new speaker stream). */
   const aloneGapS = Number(process.env.IRIS_BENCH_STOP_ALONE_GAP_S ?? 1);
@@ -218,7 +220,9 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     // one room per voice and command, drawn apart (the stop rooms stay those measured before).
     const commandRand = random(324 + seed);
     // "stop" at +12 dB (a speaker beside the microphone) last, so the rooms drawn before it stay those measured before.
-    const sweepConditions = CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
+    const sweepConditions = first
+      ? [0, 6, 12].map((esrDb): Condition => ({ name: `stop in IRIS's first reply ${esrDb ? `+${esrDb}` : 0} dB`, esrDb, reverb: 50, says: 'stop', firstReply: true }))
+      : CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
     for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
       for (const voice of condition.says === 'nothing' ? PEOPLE[roomPart].slice(0, 1) : PEOPLE[roomPart]) {
         for (const [k, command] of (condition.says === 'command' ? (newCommands ?? COMMANDS[roomPart]) : Array.from({ length: perVoice }, () => 'stop')).entries()) {
