@@ -2,7 +2,8 @@
  * Study (session 18; docs/room.md, "The young canceller's rehearsal"): does a long filter that hears
  * IRIS's first reply again (K passes) cancel more in the next reply? speexdsp alone, the reference
  * aligned at the true delay (PASSES=1,2,3,5); or the whole canceller with each IRIS_BENCH_REHEARSAL
- * setting (ARMS='off;{}'). ERLE over 2 s windows of the first and the second reply, dev rooms.
+ * setting (ARMS='off;{}'). ERLE over 2 s windows of the first and the second reply, dev rooms; with ARMS,
+ * each arm's canceller CPU per second of audio too.
  * Run: OMP_NUM_THREADS=1 taskset -c 0 npx tsx scripts/study-rehearse.ts
  */
 import { meanPower } from '../src/pipeline/audio.js';
@@ -20,6 +21,8 @@ const arms = process.env.ARMS?.split(';');
 const F = 256;
 const winS = 2;
 const sums = new Map<string, number[]>();
+/** Each arm's canceller CPU (s) and the audio it heard (s), the arms run in turn on each room (so a busy machine weighs on each alike). */
+const cpu = new Map<string, [number, number]>();
 for (const name of names) {
   const base = CONDITIONS.find((c) => c.name === name);
   if (!base) throw new Error(name);
@@ -59,7 +62,11 @@ for (const name of names) {
       const options = roomBenchOptions(['node', 'x'], { ...process.env, IRIS_BENCH_REHEARSAL: arm });
       const canceller = await options.makeCanceller(referenceOf(r.played));
       const out = new Int16Array(r.mic.length);
+      const before = process.cpuUsage();
       for (let at = 0; at + 1280 <= r.mic.length; at += 1280) out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
+      const used = process.cpuUsage(before);
+      const cost = cpu.get(arm) ?? [0, 0];
+      cpu.set(arm, [(cost[0] ?? 0) + (used.user + used.system) / 1e6, (cost[1] ?? 0) + r.mic.length / RATE]);
       const stats = canceller.stats;
       canceller.destroy();
       add(`${name} ${arm}`, [...erleOf(out, 0), ...erleOf(out, cut)]);
@@ -80,6 +87,7 @@ for (const name of names) {
     console.log(`${name} room ${k} first ${(cut / RATE).toFixed(1)} s | ${row.join(' | ')}`);
   }
 }
+for (const [arm, [cpuS, audioS]] of cpu) console.log(`${arm}: the canceller ${(cpuS / audioS).toFixed(4)} s of CPU per s of audio (${audioS.toFixed(0)} s of rooms, each ~${(audioS / rooms / names.length).toFixed(0)} s from IRIS's first word)`);
 for (const [key, s] of sums) {
   const mean = s.slice(0, 8).map((v) => (v / (s[8] ?? 1)).toFixed(1));
   console.log(`${key}: first reply ${mean.slice(0, 4).join(' / ')} · second ${mean.slice(4).join(' / ')} dB (2 s windows)`);

@@ -567,14 +567,14 @@ describe('the stop word', () => {
   // speex had thrown its filter away mid-paragraph: two chunks came out louder than the microphone
   // had them (+5.4, +2.7 dB), and the word, still "settled" by the chunks at the residual before, kept
   // −0.4 dB. A chunk the canceller made louder now unsettles the stop word until the next chunk at the residual.
-  it('waits, after a chunk the canceller made louder, for a chunk at the residual again', async () => {
+  it('waits, after a chunk the canceller made louder, for a chunk at the residual again; judges youth by the canceller\'s seconds of IRIS where given', async () => {
     const ownSpeech = reply();
     const word = commandSamples('stop', { padS: [0, 0] });
     const wordAt = 8 * RATE; // IRIS has talked 8 s, and talks on: the canceller is no longer young
     const length = Math.max(ownSpeech.length, wordAt + word.length + RATE);
     const own = new Int16Array(length);
     own.set(ownSpeech.subarray(0, length));
-    const heard = async (misplacedS: number | undefined): Promise<number[]> => {
+    const heard = async (misplacedS: number | undefined, options: StopWordOptions = {}): Promise<number[]> => {
       const raw = new Int16Array(length);
       const out = new Int16Array(length);
       const misplaced = misplacedS === undefined ? -1 : wordAt - Math.round(misplacedS * RATE);
@@ -585,7 +585,7 @@ describe('the stop word', () => {
         // 30 dB of the echo removed; over two chunks, the echo made 3.5 dB louder instead
         out[i] = i >= misplaced && i < misplaced + 2560 ? Math.round(echo * 1.5) : Math.round(echo * 0.03 + w * 0.9);
       }
-      const stopWord = await StopWord.create({ levelRoute: false });
+      const stopWord = await StopWord.create({ levelRoute: false, onCandidate: (c) => c.heard && ages.push(c.irisS), ...options });
       const at: number[] = [];
       for (let i = 0; i + 1280 <= length; i += 1280) {
         const s = stopWord.push(out.subarray(i, i + 1280), own.subarray(i, i + 1280), (i + 1280) / RATE, raw.subarray(i, i + 1280));
@@ -594,7 +594,13 @@ describe('the stop word', () => {
       stopWord.free();
       return at;
     };
+    const ages: number[] = [];
     expect(await heard(undefined)).toHaveLength(1);
+    // Youth is the canceller's when it says (the daemon's: its stop word is made again after each idle pause).
+    expect(ages.at(-1)).toBeGreaterThan(6);
+    expect(ages.at(-1)).toBeLessThan(9);
+    expect(await heard(undefined, { heardS: () => 600 })).toHaveLength(1);
+    expect(ages.at(-1)).toBe(600);
     expect(await heard(0.16)).toEqual([]); // right before the word: not settled again
     expect(await heard(1.6)).toHaveLength(1); // chunks at the residual since
   }, 30_000);

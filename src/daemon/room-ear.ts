@@ -76,7 +76,9 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let stopWord: StopWordWhilePlaying | undefined;
   if (config.audio.stop_word) {
     try {
-      stopWord = new StopWordWhilePlaying(await StopWord.prepare(), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
+      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause).
+      const heardS = canceller ? () => canceller?.stats.soundingS ?? 0 : undefined;
+      stopWord = new StopWordWhilePlaying(await StopWord.prepare(heardS ? { heardS } : {}), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {
       log.warn(`stop word off: ${messageOf(error)}`);
     }

@@ -94,6 +94,13 @@ export interface StopWordOptions {
   freshCmn?: PhraseCmn;
   /** Every candidate, with its measures and the verdict (the bench). */
   onCandidate?: (candidate: StopCandidate) => void;
+  /**
+   * Seconds of IRIS the canceller has heard (`StopCandidate.irisS`, `StopCheck.young`): the daemon's
+   * canceller keeps what it learned from reply to reply, while its stop word is made again for each
+   * playback after an idle pause (stopword-lifecycle.ts). Default: the seconds of IRIS this stop word
+   * has heard (a canceller made with it, as on the bench).
+   */
+  heardS?: () => number;
 }
 
 /** What makes a burst of the cancelled microphone a candidate (`StopWordOptions.levelRoute`); judged per 80 ms chunk pushed. */
@@ -228,14 +235,16 @@ export interface StopCheck {
    */
   trustMinKeptDb?: number;
   /**
-   * A young canceller (IRIS has sounded less than `untilS` since the stop word started: seconds of
-   * chunks with IRIS's audio sounding, `StopCandidate.irisS`): its cancellation climbs over its first
+   * A young canceller (it has heard less than `untilS` of IRIS: `StopCandidate.irisS`, the
+   * canceller's own count in the daemon): its cancellation climbs over its first
    * seconds (~2 dB in 0–2 s, ~11 dB in 2–4 s: docs/room.md) and the residual it leaves is neither
    * low nor well predicted. There the own spotter's veto is never set aside, and a word must stand
    * `minNearDb` over the residual. The stop bench's held-out 5 and 7 (session 18) found IRIS's own
    * words taken for "stop" 3.1 and 1.9 s into its first reply: 5.4 dB over (own-vetoed, the veto set
    * aside) and 5.9 dB over (the own spotter silent). The bench's people say "stop" after 7 s of
-   * IRIS or later. Default 6 s, 12 dB.
+   * IRIS or later. Default 6 s, 12 dB. Until session 19 the daemon counted IRIS's seconds from its
+   * stop word's making, which it does again for each playback after a 10 s pause: every such reply's
+   * first 6 s were judged young, with a canceller long converged.
    */
   young?: { untilS: number; minNearDb: number };
 }
@@ -265,7 +274,7 @@ export interface StopCandidate {
   settled: boolean;
   /** Such a chunk ended within `CANCELLING_S` before the word (`StopCheck.trustCanceller`). */
   cancelling: boolean;
-  /** Seconds of IRIS sounding the stop word had heard when it judged the word (`StopCheck.young`). */
+  /** Seconds of IRIS sounding the canceller had heard when the word was judged (`StopWordOptions.heardS`; `StopCheck.young`). */
   irisS: number;
   /** A level candidate's highest wake-word score from its burst to `LevelRoute.wakeHoldS` after it; NaN otherwise. */
   wake: number;
@@ -454,8 +463,9 @@ export class StopWord {
   #ownAtS = -Infinity;
   /** Where (fed samples) a chunk first had IRIS sounding at its predicted residual since IRIS began to sound again (`StopCandidate.settled`). */
   #settledAt: number | undefined;
-  /** Samples pushed with IRIS's audio sounding (`StopCandidate.irisS`). */
+  /** Samples pushed with IRIS's audio sounding (`StopCandidate.irisS`, unless `heardS`). */
   #irisSamples = 0;
+  readonly #heardS: (() => number) | undefined;
   /** Where each such chunk of the last 3 s ended (fed samples), oldest first. */
   readonly #atResidual: number[] = [];
   /** Where each chunk of the last 3 s the canceller made louder began (`MISPLACED_DB`; fed samples), oldest first. */
@@ -472,6 +482,7 @@ export class StopWord {
     this.#decodeTo = options.decodeTo ?? 'fed';
     this.#decoder = options.decoder ?? 'spotter';
     this.#onCandidate = options.onCandidate;
+    this.#heardS = options.heardS;
     this.#levelRoute = options.levelRoute === false ? undefined : { ...DEFAULT_LEVEL_ROUTE, ...options.levelRoute };
     this.#fresh = fresh;
   }
@@ -688,7 +699,7 @@ export class StopWord {
       keptDb: db(wordPower / Math.max(1, meanPower(this.#raw.read(hit.from, hit.to - hit.from)))),
       settled: this.#settled(hit.from),
       cancelling: this.#atResidual.some((end) => end <= hit.from + FRAME && end >= hit.from - CANCELLING_S * RATE),
-      irisS: this.#irisSamples / RATE,
+      irisS: this.#heardS?.() ?? this.#irisSamples / RATE,
       heard: false,
     };
     const check = this.#check;
