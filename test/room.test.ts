@@ -563,6 +563,18 @@ describe('the stop word', () => {
   // the spotter took it for "stop" (near 69.8 dB: IRIS's own audio silent). The bench had handed
   // the stop word the cancelled stream as the raw one, so `maxKeptDb` never saw it; the daemon
   // hands it the microphone, and a word louder after the canceller than before is turned down.
+  /** A stop word made with `options`, fed the cancelled and raw microphone and IRIS's own audio in 80 ms chunks, as the front end feeds it: where it heard the word. */
+  async function pushed(options: StopWordOptions, out: Int16Array, own: Int16Array, raw: Int16Array): Promise<number[]> {
+    const stopWord = await StopWord.create(options);
+    const at: number[] = [];
+    for (let i = 0; i + 1280 <= out.length; i += 1280) {
+      const s = stopWord.push(out.subarray(i, i + 1280), own.subarray(i, i + 1280), (i + 1280) / RATE, raw.subarray(i, i + 1280));
+      if (s !== undefined) at.push(s);
+    }
+    stopWord.free();
+    return at;
+  }
+
   // IRIS reading for an hour (session 19, a new hour) was stopped once by its own word 0.3 s after
   // speex had thrown its filter away mid-paragraph: two chunks came out louder than the microphone
   // had them (+5.4, +2.7 dB), and the word, still "settled" by the chunks at the residual before, kept
@@ -585,14 +597,7 @@ describe('the stop word', () => {
         // 30 dB of the echo removed; over two chunks, the echo made 3.5 dB louder instead
         out[i] = i >= misplaced && i < misplaced + 2560 ? Math.round(echo * 1.5) : Math.round(echo * 0.03 + w * 0.9);
       }
-      const stopWord = await StopWord.create({ levelRoute: false, onCandidate: (c) => c.heard && ages.push(c.irisS), ...options });
-      const at: number[] = [];
-      for (let i = 0; i + 1280 <= length; i += 1280) {
-        const s = stopWord.push(out.subarray(i, i + 1280), own.subarray(i, i + 1280), (i + 1280) / RATE, raw.subarray(i, i + 1280));
-        if (s !== undefined) at.push(s);
-      }
-      stopWord.free();
-      return at;
+      return pushed({ levelRoute: false, onCandidate: (c) => c.heard && ages.push(c.irisS), ...options }, out, own, raw);
     };
     const ages: number[] = [];
     expect(await heard(undefined)).toHaveLength(1);
@@ -620,16 +625,7 @@ describe('the stop word', () => {
       raw[i] = Math.round(echo + w * 0.5);
       out[i] = Math.round(echo * 0.1 + w * 0.7); // 20 dB of the echo removed; the word 2.9 dB louder than it came in
     }
-    const heard = async (check: StopCheck): Promise<number[]> => {
-      const stopWord = await StopWord.create({ check });
-      const at: number[] = [];
-      for (let i = 0; i + 1280 <= length; i += 1280) {
-        const s = stopWord.push(out.subarray(i, i + 1280), own.subarray(i, i + 1280), (i + 1280) / RATE, raw.subarray(i, i + 1280));
-        if (s !== undefined) at.push(s);
-      }
-      stopWord.free();
-      return at;
-    };
+    const heard = (check: StopCheck): Promise<number[]> => pushed({ check }, out, own, raw);
     const { maxKeptDb: _gain, ...withoutGain } = DEFAULT_STOP_CHECK;
     expect(await heard(withoutGain)).toHaveLength(1); // every other limit passes it
     expect(await heard(DEFAULT_STOP_CHECK)).toEqual([]);
