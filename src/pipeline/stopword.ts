@@ -190,7 +190,7 @@ export interface StopCheck {
    * after a minute of IRIS's speech (session 17: 12 dB, no rise): the person's words at +6 / +12 dB
    * stood 12.5–19.5 dB over and kept −12.1…−16.4 dB; IRIS's own candidates that passed the other
    * levels stood at most 10.3 dB over (keptDb about −23). Session 19: in IRIS's second reply most
-   * of the person's words missed at +12 dB stood 10–12 dB over, rising 10.5–18 dB; every candidate of
+   * of the person's words missed at +12 dB stood 10–12 dB over, rising 9.6–18.2 dB; every candidate of
    * IRIS's own recorded 9–12 dB over with that little kept (an hour of reading, IRIS talking on,
    * IRIS-alone and command rooms) rose 6–11.6 dB. Default (`DEFAULT_STOP_CHECK`): 10 dB, rising
    * 12 dB, −18 dB.
@@ -283,7 +283,6 @@ export interface StopCandidate {
   /** The verdict: the person said it. */
   heard: boolean;
 }
-
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
 export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 10, riseDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, young: { untilS: 6, minNearDb: 12 } };
