@@ -31,10 +31,10 @@ export interface RehearsalOptions {
 }
 
 /**
- * Ten frames per live frame: about 0.04 s of CPU per second of audio while a rehearsal runs (the first
- * ~30 s of IRIS after a start), over the issue's 0.03. Seven keeps within it (session 19: 3.2 times the
- * canceller alone against 4.2, `scripts/study-rehearse.ts`) but took "stop" with IRIS 12 dB louder
- * from 100 to 75 % dev and 83 to 50 % on held-out 9 (docs/room.md): not chosen.
+ * Ten frames per live frame: about 0.04 s of CPU per second of audio over the first ~30 s of IRIS
+ * after a start, 0.057 over the first 15 (the canceller alone 0.015), over the issue's 0.03. Seven
+ * (session 19, `scripts/study-rehearse.ts`): 0.045, still over, and "stop" with IRIS 12 dB louder
+ * fell from 100 to 75 % dev and 83 to 50 % on held-out 9 (docs/room.md): not chosen.
  */
 export const REHEARSAL: RehearsalOptions = { passes: 4, perFrame: 10, firstS: 1, youngS: 20 };
 
