@@ -107,7 +107,10 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
     ownOf,
     armed: (at, length) => (speaker?.playing ?? false) || reference.sounding(at - SPEECH_FORMAT.rate / 4, at + length),
     // A candidate "stop" waiting for its verdict holds the sound: silent within the 300 ms.
-    onHold: (held) => speaker?.hold(held),
+    onHold: (held) => {
+      log.debug(held ? 'sound held: a word that may be "stop" is being judged' : 'sound let go: it was not "stop"');
+      speaker?.hold(held);
+    },
     onStop: (atS) => {
       stopAtS = atS;
       log.info(`heard "stop" at ${atS.toFixed(2)} s`);
