@@ -83,10 +83,8 @@ export function frontEnd(source: AudioSource, options: FrontEndOptions): AudioSo
         if (own && stopWord) {
           const wakeScore = await scoreOf(options.wake, samples, chunk, !wasArmed);
           const heard = stopWord.push(samples, own, chunk.atS + samples.length / SPEECH_FORMAT.rate, canceller ? chunk.samples : undefined, wakeScore);
-          if (heard !== undefined) {
-            held = false; // the stop ends the hold
-            options.onStop?.(heard);
-          } else hold(stopWord.holding);
+          if (heard !== undefined) options.onStop?.(heard); // the sound stops: the hold's release after it finds nothing to let go
+          hold(stopWord.holding);
         } else if (wasArmed) {
           stopWord?.reset();
           hold(false);
