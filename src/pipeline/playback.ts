@@ -148,7 +148,10 @@ export class Speaker implements AudioSink {
     this.#held = held ? setTimeout(() => this.hold(false), HOLD_MS) : undefined;
     this.#held?.unref();
     void out.hold(held).then((at) => {
-      if (at === undefined) return;
+      if (at === undefined) {
+        if (held) this.hold(false); // no stream to hold: nothing is held, and clips that start now write their reference at once
+        return;
+      }
       const from = Math.ceil(at);
       if (held) this.reference.truncate(from);
       else for (const { first, samples } of this.#placed) if (first + samples.length > from) this.reference.write(samples.subarray(Math.max(0, from - first)), Math.max(first, from));

@@ -3,7 +3,7 @@ import { EchoReference } from '../../../src/pipeline/echo.js';
 import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, ownWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, talkedBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel } from './room.js';
+import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, talkedBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
 /**
@@ -144,8 +144,8 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const levelMaxWake = (stopOptions.levelRoute === false ? undefined : stopOptions.levelRoute?.maxWakeScore) ?? DEFAULT_LEVEL_ROUTE.maxWakeScore;
   /** A candidate this long after the word's last voiced sample is the word heard (late, if over 300 ms: `lag_ms`); elsewhere a self-stop. */
   const HEARD_WITHIN_S = 0.5;
-  /** openWakeWord's score that is a detection without the second look (the daemon's `wake_threshold` default): the command's wake word barging in. */
-  const WAKE_THRESHOLD = 0.5;
+  /** A wake-word score the daemon takes as a detection without the second look (its `wake_threshold`): the command's wake word barging in. */
+  const wakeThreshold = benchConfig().assistant.wake_threshold;
   interface Heard { part: SweepPart; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[]; wake: number[] }
   const heard: Heard[] = [];
   /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept; `wakeS`: the wake word's score of each chunk. */
@@ -309,7 +309,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       const mine = passed.filter((t) => t >= from && t <= to + HEARD_WITHIN_S);
       const self = passed.filter((t) => !(t >= from && t <= to + HEARD_WITHIN_S));
       // A command's wake word heard over IRIS stops it there (barge-in), and the stop word disarms a quarter second after IRIS's sound ends.
-      const wakeChunk = h.says === 'command' ? h.wake.findIndex((score) => score >= WAKE_THRESHOLD) : -1;
+      const wakeChunk = h.says === 'command' ? h.wake.findIndex((score) => score >= wakeThreshold) : -1;
       const bargedS = wakeChunk >= 0 ? ((wakeChunk + 1) * 1280) / RATE + 0.25 : Infinity;
       // Held, then let go (the live StopWord's verdict): IRIS went silent for a moment and on again.
       const letGo = h.candidates.filter((c) => c.heldS >= 0 && !c.heard).length;
