@@ -83,7 +83,7 @@ async function run(placing: 'between' | 'rounded'): Promise<{ onset: number[]; r
   await sleep(1_000);
   controller.abort();
   await reading;
-  ear.stop();
+  await ear.stop();
   await stream.close();
   await room.close();
   return split(chunks);

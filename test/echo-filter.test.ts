@@ -9,7 +9,16 @@
  * (`clipModel`; real speexdsp, espeak-ng's speech, a fixed room); the words over such a
  * speaker's echo are then scored without the over-speech allowance (`echoDistorted`).
  */
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config/load.js';
+import { createFrontEnd } from '../src/daemon/room-ear.js';
+import { createLogger } from '../src/log.js';
+import { samplesSource } from '../src/pipeline/capture.js';
+import { concatSamples } from '../src/pipeline/audio.js';
+import { roomEchoFile, type RoomEcho } from '../src/pipeline/echo-memory.js';
 import { EchoCanceller, EchoReference, clipLevel, type EchoEngine, type EchoStats } from '../src/pipeline/echo.js';
 import { Rehearsal } from '../src/pipeline/rehearsal.js';
 import { confidenceOf, DISTORTED_ECHO_PARAMS, OVER_SPEECH_PARAMS, type Measures } from '../src/pipeline/pocketsphinx-confidence.js';
@@ -220,4 +229,111 @@ describe('a command over a clipping speaker\'s echo', () => {
     expect((await told(true))?.echoDistorted).toBe(true);
     expect((await told(false))?.echoDistorted).toBeUndefined();
   }, 60_000);
+});
+
+describe('a room remembered across restarts', () => {
+  /** `mic` through a canceller from clock sample 0 (IRIS's `played` as its reference), started from `remembered`; what it removed over IRIS's first `firstS` seconds, and the canceller (destroyed). */
+  const run = async (mic: Int16Array, played: Int16Array, remembered?: RoomEcho, firstS = 2) => {
+    const reference = new EchoReference(60);
+    reference.write(played, 0);
+    const canceller = await EchoCanceller.create(reference, remembered ? { remembered } : {});
+    const out = new Int16Array(mic.length);
+    const delays: (number | undefined)[] = [];
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) {
+      out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+      delays.push(canceller.stats.delayMs);
+    }
+    const learned = canceller.learned();
+    const stats = canceller.stats;
+    canceller.destroy();
+    const to = Math.round(firstS * RATE);
+    return { firstDb: 10 * Math.log10(energy(mic.subarray(0, to)) / energy(out.subarray(0, to))), lastDb: 10 * Math.log10(energy(mic.subarray(-4 * RATE)) / energy(out.subarray(-4 * RATE))), learned, stats, delays };
+  };
+  const twice = (x: Int16Array) => concatSamples([x, x]);
+
+  it('a canceller that heard 20 s of IRIS keeps its filter, and one started from it removes IRIS\'s first 2 s after a start 10 dB better than a fresh one (real speexdsp)', async () => {
+    const played = twoReplies();
+    const earlier = await run(reverberantRoomOf(twice(played)), twice(played));
+    const room = earlier.learned;
+    expect(room).toBeDefined();
+    if (!room) return;
+    expect(room.taps).toHaveLength(6144);
+    expect(room.delayMs).toBeCloseTo(100, -1);
+    expect(room.heardS).toBeGreaterThanOrEqual(20);
+    // Less than 20 s heard: nothing to keep yet.
+    expect((await run(reverberantRoomOf(played), played)).learned).toBeUndefined();
+
+    const mic = reverberantRoomOf(played);
+    const fresh = await run(mic, played);
+    const primed = await run(mic, played, room);
+    expect(primed.stats.primed).toBe('kept');
+    expect(primed.delays[0]).toBeCloseTo(room.delayMs, 5); // the remembered delay from the first chunk
+    expect(primed.firstDb - fresh.firstDb).toBeGreaterThanOrEqual(10);
+    // The rehearsal goes on: by the reply's end it leaves no more than it would have from fresh, within 2 dB.
+    expect(primed.stats.rehearsals?.tookOver).toBeGreaterThanOrEqual(1);
+    expect(primed.lastDb).toBeGreaterThanOrEqual(fresh.lastDb - 2);
+    // Its seconds of IRIS count (the stop word's young canceller is the filter's age): what it keeps is ready at once.
+    expect(primed.stats.heardS).toBeCloseTo(primed.stats.soundingS + room.heardS, 5);
+    expect(fresh.stats.heardS).toBe(fresh.stats.soundingS);
+    expect(primed.learned?.heardS).toBeGreaterThan(room.heardS);
+  });
+
+  it('a remembered room that is not this one (the echo turned over) is dropped after IRIS\'s first second, and a fresh filter learns the room', async () => {
+    const played = twoReplies();
+    const room = (await run(reverberantRoomOf(twice(played)), twice(played))).learned;
+    expect(room).toBeDefined();
+    if (!room) return;
+    const other = reverberantRoomOf(played).map((v) => -v);
+    const primed = await run(other, played, room);
+    const fresh = await run(other, played);
+    expect(primed.stats.primed).toBe('dropped');
+    expect(primed.stats.heardS).toBe(primed.stats.soundingS); // not the other room's seconds
+    expect(primed.firstDb).toBeLessThan(3);
+    expect(primed.lastDb).toBeGreaterThanOrEqual(fresh.lastDb - 3);
+  });
+
+  it('the front end keeps what its canceller learned, and the next one starts from it', async () => {
+    const played = twice(twoReplies());
+    const logs: string[] = [];
+    const log = createLogger('test', { level: 'debug', write: (line) => logs.push(line), journald: false });
+    const saved: RoomEcho[] = [];
+    const echoRoom = { load: () => Promise.resolve(saved.at(-1)), save: (room: RoomEcho) => Promise.resolve(void saved.push(room)) };
+    const config = parseConfig('[audio]\nstop_word = false\n', 'test');
+    for (const k of [0, 1]) {
+      const ear = await createFrontEnd(config, log, { source: samplesSource(reverberantRoomOf(played)), played, echoRoom });
+      for await (const _chunk of ear.source.frames(new AbortController().signal)) void _chunk;
+      await ear.stop();
+      expect(saved).toHaveLength(k + 1);
+    }
+    expect(saved[0]?.heardS).toBeGreaterThanOrEqual(20);
+    expect(saved[1]?.heardS).toBeGreaterThan((saved[0]?.heardS ?? 0) + 20); // the remembered seconds count on
+    expect(logs.filter((line) => /starts from the room it learned before/.test(line))).toHaveLength(1);
+  });
+
+  it('a remembered filter of another length is not used', async () => {
+    const played = twoReplies();
+    const primed = await run(reverberantRoomOf(played), played, { taps: new Float32Array(100), delayMs: 100, heardS: 30 });
+    expect(primed.stats.primed).toBeUndefined();
+  });
+});
+
+describe('echo-room.json', () => {
+  it('keeps the room\'s echo readable only by IRIS, and a damaged file is not used', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iris-echo-room-'));
+    const logs: string[] = [];
+    const file = roomEchoFile(dir, createLogger('test', { level: 'debug', write: (line) => logs.push(line), journald: false }));
+    expect(await file.load()).toBeUndefined();
+    const taps = Float32Array.from({ length: 6144 }, (_, i) => (i === 160 ? 0.5 : 0.001 * Math.sin(i)));
+    await file.save({ taps, delayMs: 93.5, heardS: 41, clipLevel: 2048 });
+    expect(statSync(join(dir, 'echo-room.json')).mode & 0o777).toBe(0o600);
+    const back = await file.load();
+    expect(back?.delayMs).toBe(93.5);
+    expect(back?.clipLevel).toBe(2048);
+    expect(back?.heardS).toBe(41);
+    expect(Array.from(back?.taps ?? [])).toEqual(Array.from(taps));
+    writeFileSync(join(dir, 'echo-room.json'), JSON.stringify({ version: 1, delay_ms: 90, heard_s: 30, taps: 'AAAA////' }));
+    expect(await file.load()).toBeUndefined();
+    expect(logs.join('\n')).toMatch(/not a room's echo IRIS can use/);
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

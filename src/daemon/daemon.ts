@@ -102,6 +102,7 @@ async function serve(options: DaemonOptions, log: Logger, stopSignal: Promise<st
     respond: (text, signal, heard) => spoken.turn(text, signal, heard), // `spoken` exists before the voice starts
     answersEarly: (text) => spoken.answersEarly(text),
     onWake: () => spoken.warm(), // the model loads while the person speaks
+    stateDir: options.stateDir,
     ...(options.voice ?? {}),
   });
   // Each room has its own conversation: its memory, follow-ups and pending questions, and its

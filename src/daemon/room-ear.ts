@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import { SPEECH_FORMAT, type AudioChunk, type AudioSource } from '../pipeline/audio.js';
 import { PushedAudio } from '../pipeline/capture.js';
 import { EchoCanceller, EchoReference, MAX_MIC_LAG_S, liveClock } from '../pipeline/echo.js';
+import type { RoomEchoFile } from '../pipeline/echo-memory.js';
 import { frontEnd, ownAudio } from '../pipeline/frontend.js';
 import type { AudioSink } from '../pipeline/audio.js';
 import { Speaker } from '../pipeline/playback.js';
@@ -42,6 +43,8 @@ export interface FrontEndInput {
   speaker?: Speaker;
   /** The person said the stop word. */
   onStop?: (atS: number) => void;
+  /** Where the canceller's room is kept across restarts (the daemon's state dir); none: it starts fresh each time. */
+  echoRoom?: RoomEchoFile;
   /** A wake-word detector of its own for the stop word's level route (frontend.ts `wake`: one more openWakeWord pass over the microphone while IRIS plays); none: the spotter alone. */
   wake?: WakeWordDetector;
 }
@@ -51,9 +54,13 @@ export interface FrontEnd {
   /** What IRIS played for a chunk `source` gave, a little ahead of its echo; none while nothing plays (the wake word's own-voice veto). */
   ownVoice(chunk: AudioChunk): Int16Array | undefined;
   stats(): RoomStats;
-  /** Free the native states. */
-  stop(): void;
+  /** Keep what the canceller learned of the room (`echoRoom`) and free the native states. */
+  stop(): Promise<void>;
 }
+
+/** How often what the canceller learned is kept while it runs (ms), and how much more of IRIS it must have heard since (s). */
+const KEEP_EVERY_MS = 60_000;
+const KEEP_MORE_S = 10;
 
 export async function createFrontEnd(config: Config, log: Logger, input: FrontEndInput): Promise<FrontEnd> {
   const reference = input.speaker?.reference ?? new EchoReference(Math.max(8, (input.played?.length ?? 0) / SPEECH_FORMAT.rate + 1));
@@ -62,7 +69,10 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let why = 'off ([audio] echo_cancel = false)';
   if (config.audio.echo_cancel) {
     try {
+      const remembered = await input.echoRoom?.load();
+      if (remembered) log.info(`echo canceller starts from the room it learned before (${Math.round(remembered.heardS)} s of IRIS, delay ${Math.round(remembered.delayMs)} ms)`);
       canceller = await EchoCanceller.create(reference, {
+        ...(remembered ? { remembered } : {}),
         engine: config.audio.echo_canceller,
         onFallback: (reason) => log.warn(`echo canceller ${reason}`),
         onDelay: (delayMs) => log.info(`echo canceller ${canceller?.engine ?? ''}: speaker-to-microphone delay ${Math.round(delayMs)} ms`),
@@ -76,8 +86,8 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let stopWord: StopWordWhilePlaying | undefined;
   if (config.audio.stop_word) {
     try {
-      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause).
-      const heardS = canceller ? () => canceller?.stats.soundingS ?? 0 : undefined;
+      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause); a remembered room's count.
+      const heardS = canceller ? () => canceller?.stats.heardS ?? 0 : undefined;
       stopWord = new StopWordWhilePlaying(await StopWord.prepare(heardS ? { heardS } : {}), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {
       log.warn(`stop word off: ${messageOf(error)}`);
@@ -117,6 +127,16 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
       input.onStop?.(atS);
     },
   });
+  // What the canceller learned, kept now and then and at the end: the next start begins from it.
+  let keptS = 0;
+  const keep = async (): Promise<void> => {
+    const learned = input.echoRoom && canceller?.learned();
+    if (!learned || learned.heardS < keptS + KEEP_MORE_S) return;
+    keptS = learned.heardS;
+    await input.echoRoom?.save(learned).catch((error: unknown) => log.warn(`the room's echo could not be kept: ${messageOf(error)}`));
+  };
+  const keeping = input.echoRoom && canceller ? setInterval(() => void keep(), KEEP_EVERY_MS) : undefined;
+  keeping?.unref();
   return {
     source,
     ownVoice: (chunk) => ownOf.get(chunk),
@@ -131,9 +151,12 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         ...(stopAtS === undefined ? {} : { stopAtS }),
       };
     },
-    stop: () => {
+    stop: async () => {
+      clearInterval(keeping);
+      const kept = keep();
       canceller?.destroy();
       stopWord?.free();
+      await kept;
     },
   };
 }
@@ -222,6 +245,6 @@ export async function probeEcho(config: Config, log: Logger, probe: EchoProbe): 
   } finally {
     controller.abort(new DOMException('measured', 'AbortError'));
     await reading.catch(() => undefined);
-    ear.stop();
+    await ear.stop();
   }
 }

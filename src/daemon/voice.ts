@@ -15,6 +15,7 @@ import { TAKE_BACK_NEAR_DB } from '../pipeline/early.js';
 import { Speaker, earcon } from '../pipeline/playback.js';
 import { PlayerStream } from '../pipeline/player.js';
 import { createFrontEnd, type FrontEnd } from './room-ear.js';
+import { roomEchoFile } from '../pipeline/echo-memory.js';
 import { prefixState } from '../intents/prefix.js';
 import { Engines } from '../pipeline/engines.js';
 import type { SpeechToText } from '../pipeline/stt.js';
@@ -91,6 +92,8 @@ export interface VoiceServiceOptions<R> {
   sink?: AudioSink;
   /** First retry delay after the microphone fails (ms); doubles up to a minute. */
   retryMs?: number;
+  /** Where the echo canceller keeps what it learned of the room (`echo-room.json`); none: it starts fresh at each start. */
+  stateDir?: string;
 }
 
 export interface VoiceStatus {
@@ -232,6 +235,7 @@ export class VoiceService<R> {
     const ear = await createFrontEnd(config, this.#log, {
       source: microphone,
       speaker: sink,
+      ...(this.#o.stateDir === undefined ? {} : { echoRoom: roomEchoFile(this.#o.stateDir, this.#log) }),
       // The stop word's level route is turned down where the wake word is being said: a detector of its own (no second look: its scores alone).
       ...(parts.wake ? { wake: await this.#engines.wake(true) } : {}),
       onStop: (atS) => {
@@ -243,7 +247,7 @@ export class VoiceService<R> {
       },
     });
     if (started.aborted) {
-      ear.stop(); // stopped while it was being made: stop() has already looked for it
+      await ear.stop(); // stopped while it was being made: stop() has already looked for it
       return;
     }
     this.#ear = ear;
@@ -262,7 +266,7 @@ export class VoiceService<R> {
     this.#controller.abort(new DOMException('stopping', 'AbortError'));
     const unsaid = this.#announcer?.stop() ?? [];
     await this.#running;
-    this.#ear?.stop();
+    await this.#ear?.stop();
     this.#ear = undefined;
     await this.#speaker?.close();
     this.#speaker = undefined;

@@ -18,6 +18,7 @@
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { DelayDrift, readDrifting } from './drift.js';
+import { prime, type RoomEcho } from './echo-memory.js';
 import { REHEARSAL, Rehearsal, type RehearsalOptions } from './rehearsal.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
@@ -271,6 +272,8 @@ export interface EchoEngine {
   process(mic: Int16Array, ref: Int16Array): Int16Array;
   /** A new engine with the same settings, its filter fresh (what `Rehearsal` trains). */
   fresh?(): EchoEngine;
+  /** The filter's impulse response (what `RoomEcho` keeps); engines without it are not remembered. */
+  impulseResponse?(): Float32Array;
   destroy(): void;
 }
 
@@ -310,6 +313,8 @@ export interface EchoCancellerOptions {
   clipModel?: boolean;
   /** A fresh filter hears IRIS's first seconds again and takes over (`Rehearsal`); default `REHEARSAL`, false: off. Engines without `fresh()` never do. */
   rehearsal?: RehearsalOptions | false;
+  /** What a canceller learned of this room before a restart (`learned()`): the filter starts from it. speexdsp only. */
+  remembered?: RoomEcho;
   /** How long the long filter must have left 1 dB less than the warm one before it takes over, in seconds of IRIS sounding; default `WARM_AHEAD_S` (bench-room's variants). */
   warmAheadS?: number;
 }
@@ -394,13 +399,35 @@ export interface EchoStats {
   /** Seconds of audio processed, and of it with the reference sounding. */
   processedS: number;
   soundingS: number;
+  /**
+   * Seconds of IRIS the filter has learned from: `soundingS`, and a remembered room's once its
+   * filter is kept (`primed`): the stop word's young canceller (`StopCheck.young`) is the filter's
+   * age, not this run's.
+   */
+  heardS: number;
   /** When the long filter took over from the warm one (clock seconds: a recording's own); undefined while the warm one answers (or there is none). */
   handedOverS?: number;
   /** The level the speaker was found to clip IRIS's audio at (`clipModel`; the reference's units, 32767 = full scale); undefined: none found. */
   clipLevel?: number;
   /** Rehearsed filters that took over from the live one, and that left more and were dropped (`Rehearsal`). */
   rehearsals?: { tookOver: number; turnedDown: number };
+  /**
+   * A filter started from a remembered room (`remembered`): 'judging' over IRIS's first second,
+   * then 'kept', or 'dropped' where it took less than `PRIMED_DROP_DB` of the echo there (the room
+   * changed: a fresh filter learns it).
+   */
+  primed?: 'judging' | 'kept' | 'dropped';
 }
+
+/**
+ * Seconds of IRIS a primed filter is judged over, and the echo it must take there (dB) to be
+ * kept. Primed, it took 12–19 dB in those 2 s of a remembered room, a fresh one 2–7
+ * (`study-prime.ts`, test/echo-filter.test.ts); the room's echo turned over, it added 2 dB.
+ */
+const PRIMED_JUDGE_S = 1;
+const PRIMED_DROP_DB = 3;
+/** A filter is remembered once it has heard this much of IRIS (the rehearsal's young seconds: it has converged). */
+const LEARNED_S = 20;
 
 /**
  * The microphone with the echo of what IRIS played removed. Fed 16 kHz frames with the clock
@@ -461,6 +488,13 @@ export class EchoCanceller {
   /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
+  /** The delay came from a remembered room: the first estimate here replaces it at once. */
+  #provisional = false;
+  /** A primed filter being judged: the microphone's and its output's energy over IRIS's first second. */
+  #judging: { mic: number; out: number; samples: number } | undefined;
+  #primed: EchoStats['primed'];
+  /** The remembered room's seconds of IRIS, counted in `learned()` unless the primed filter was dropped. */
+  #rememberedS = 0;
 
   private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine }) {
     this.#reference = reference;
@@ -481,6 +515,12 @@ export class EchoCanceller {
     this.#minStrength = options.minStrength ?? 0.2;
     this.#tail = Math.round(((options.filterMs ?? FILTER_MS) * RATE) / 1000);
     this.#micRing = new Int16Array(this.#window + this.#maxLag + SPEEX_FRAME * 8);
+    const remembered = options.remembered;
+    if (remembered) {
+      [this.#delay, this.#provisional] = [Math.round((remembered.delayMs * RATE) / 1000), true];
+      this.#clip = remembered.clipLevel;
+      [this.#judging, this.#primed, this.#rememberedS] = [{ mic: 0, out: 0, samples: 0 }, 'judging', remembered.heardS];
+    }
   }
 
   static async create(reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> {
@@ -506,8 +546,13 @@ export class EchoCanceller {
       echoSuppressActiveDb: options.echoSuppressActiveDb ?? -15,
       noiseSuppressDb: options.noiseSuppressDb ?? 0,
     };
-    const warm = filterSamples > WARM_FILTER_MS * (RATE / 1000) ? await SpeexEcho.create({ ...speexOptions, filterSamples: WARM_FILTER_MS * (RATE / 1000) }) : undefined;
-    return new EchoCanceller(reference, await SpeexEcho.create(speexOptions), { ...options, ...(warm ? { warm } : {}) });
+    const long = await SpeexEcho.create(speexOptions);
+    // A remembered room of this filter's length: the long filter starts from it, and no warm one is needed.
+    const { remembered, ...rest } = options;
+    const room = remembered?.taps.length === filterSamples ? remembered : undefined;
+    if (room) prime(long, room.taps);
+    const warm = !room && filterSamples > WARM_FILTER_MS * (RATE / 1000) ? await SpeexEcho.create({ ...speexOptions, filterSamples: WARM_FILTER_MS * (RATE / 1000) }) : undefined;
+    return new EchoCanceller(reference, long, { ...rest, ...(warm ? { warm } : {}), ...(room ? { remembered: room } : {}) });
   }
 
   /**
@@ -529,10 +574,24 @@ export class EchoCanceller {
       erleDb: this.#outEnergy > 0 && this.#micEnergy > 0 ? 10 * Math.log10(this.#micEnergy / this.#outEnergy) : undefined,
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
+      heardS: this.#sounding / RATE + (this.#primed === 'kept' ? this.#rememberedS : 0),
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
       ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),
+      ...(this.#primed ? { primed: this.#primed } : {}),
     };
+  }
+
+  /**
+   * What this canceller has learned of the room, for the next start (`remembered`): once the
+   * long filter answers (no warm one) and it has heard `LEARNED_S` of IRIS (a kept remembered
+   * room's seconds count); undefined before, or where the engine cannot give its filter.
+   */
+  learned(): RoomEcho | undefined {
+    if (this.#warm || this.#delay === undefined || this.#judging || !this.#engine.impulseResponse) return undefined;
+    const { heardS } = this.stats;
+    if (heardS < LEARNED_S) return undefined;
+    return { taps: this.#engine.impulseResponse(), delayMs: (this.#delayOf(this.#micEnd) * 1000) / RATE, heardS, ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }) };
   }
 
   /** `samples` from clock sample `at`, with the echo removed (a new array, same length). */
@@ -604,7 +663,7 @@ export class EchoCanceller {
       if (this.#delay === undefined || !this.#stepped) this.#step();
     } else if (this.#clipJob) {
       if (!this.#stepped) this.#stepClip();
-    } else if (this.#sinceEstimate >= (this.#delay === undefined ? RATE / 2 : this.#every)) this.#track(at + frame);
+    } else if (this.#sinceEstimate >= (this.#delay === undefined || this.#provisional ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
@@ -626,7 +685,28 @@ export class EchoCanceller {
     }
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
+    if (this.#judging) this.#judge(energy(mic), energy(out), frame);
     return out;
+  }
+
+  /**
+   * A primed filter over IRIS's first second: kept, or dropped for a fresh one. The rehearsal
+   * goes on either way: its fresh filters, four times over this room's own audio, came to leave
+   * less than the primed one by the end of a second reply (33 against 30 dB in the test's room).
+   */
+  #judge(mic: number, out: number, samples: number): void {
+    const judging = this.#judging;
+    if (!judging) return;
+    [judging.mic, judging.out, judging.samples] = [judging.mic + mic, judging.out + out, judging.samples + samples];
+    if (judging.samples < PRIMED_JUDGE_S * RATE) return;
+    this.#judging = undefined;
+    const took = judging.out > 0 ? 10 * Math.log10(judging.mic / judging.out) : Infinity;
+    if (took < PRIMED_DROP_DB && this.#engine.fresh) {
+      this.#primed = 'dropped';
+      const fresh = this.#engine.fresh();
+      this.#engine.destroy();
+      this.#engine = fresh;
+    } else this.#primed = 'kept';
   }
 
   /**
@@ -680,8 +760,10 @@ export class EchoCanceller {
       [this.#delay, this.#delayAt, this.#rate] = [this.#delayOf(this.#micEnd), this.#micEnd, rate];
     }
     const known = this.#delay === undefined ? undefined : this.#delayOf(this.#jobAt);
+    const provisional = this.#provisional;
+    this.#provisional = false;
     if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs
-    if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
+    if (known === undefined || provisional || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
       [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
       this.#pending = undefined;
       this.#onDelay?.((estimate.delaySamples * 1000) / RATE);

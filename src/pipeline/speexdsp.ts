@@ -15,6 +15,8 @@ const MISSING = 'speexdsp is not installed (apt install libspeexdsp1)';
 
 // speex_echo.h / speex_preprocess.h request codes.
 const ECHO_SET_SAMPLING_RATE = 24;
+const ECHO_GET_IMPULSE_RESPONSE_SIZE = 27;
+const ECHO_GET_IMPULSE_RESPONSE = 29;
 const PREPROCESS_SET_DENOISE = 0;
 const PREPROCESS_SET_NOISE_SUPPRESS = 18;
 const PREPROCESS_SET_ECHO_SUPPRESS = 20;
@@ -28,6 +30,7 @@ interface Api {
   echoDestroy: Fn;
   echoCancel: Fn;
   echoCtl: Fn;
+  echoCtlBuffer: Fn;
   ppInit: Fn;
   ppDestroy: Fn;
   ppRun: Fn;
@@ -45,6 +48,7 @@ function load(): Promise<Api> {
       echoDestroy: lib.func('void speex_echo_state_destroy(void *st)'),
       echoCancel: lib.func('void speex_echo_cancellation(void *st, const int16_t *rec, const int16_t *play, _Out_ int16_t *out)'),
       echoCtl: lib.func('int speex_echo_ctl(void *st, int request, _Inout_ int *value)'),
+      echoCtlBuffer: lib.func('speex_echo_ctl', 'int', ['void *', 'int', 'void *']),
       ppInit: lib.func('void *speex_preprocess_state_init(int frame_size, int sampling_rate)'),
       ppDestroy: lib.func('void speex_preprocess_state_destroy(void *st)'),
       ppRun: lib.func('int speex_preprocess_run(void *st, _Inout_ int16_t *x)'),
@@ -121,6 +125,19 @@ export class SpeexEcho {
     this.#api.echoCancel(this.#echo, mic, ref, this.#out);
     if (this.#pp) this.#api.ppRun(this.#pp, this.#out);
     return this.#out.slice();
+  }
+
+  /**
+   * The filter's impulse response as it stands: one tap per sample of `filterSamples`, 1 = the
+   * reference passed as it is. speexdsp's float build hands a tap of 1 out as 32767 · 2·frame (its
+   * FFT's scale; measured on known paths: 0.5 read 0.49 with 256-sample frames).
+   */
+  impulseResponse(): Float32Array {
+    const size = [0];
+    this.#api.echoCtl(this.#echo, ECHO_GET_IMPULSE_RESPONSE_SIZE, size);
+    const taps = new Int32Array(size[0] ?? 0);
+    this.#api.echoCtlBuffer(this.#echo, ECHO_GET_IMPULSE_RESPONSE, taps);
+    return Float32Array.from(taps, (t) => t / (32767 * 2 * this.frameSamples));
   }
 
   destroy(): void {

@@ -1,5 +1,6 @@
 /** bench-room's stop-word sweep (IRIS_BENCH_KWS): one mode of scripts/bench-room.ts. */
 import { EchoReference } from '../../../src/pipeline/echo.js';
+import type { RoomEcho } from '../../../src/pipeline/echo-memory.js';
 import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, ownWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
@@ -29,8 +30,8 @@ import type { RoomBenchOptions } from './options.js';
  * per hour for each check. Writes scripts/results/room-stop.json (or IRIS_BENCH_NAME).
  */
 /** bench-room's parts, and "held-out 2" … "9": rooms no stop-word choice had looked at (sessions 14, 15, 15, 18 ×4, 19: each made after the one before had been seen). */
-type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7' | 'heldout8' | 'heldout9';
-/** Held-out 2's … 9's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
+type SweepPart = Part | 'heldout2' | 'heldout3' | 'heldout4' | 'heldout5' | 'heldout6' | 'heldout7' | 'heldout8' | 'heldout9' | 'heldout10';
+/** Held-out 2's … 10's commands (the held-out voices say them over IRIS) and IRIS's replies (its earlier and current one): said in no other room. */
 const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies: string[] }> = {
   heldout2: {
     commands: ['what is nine times four', 'set a timer for twenty minutes', 'what time is it in paris', 'cancel my timer'],
@@ -104,6 +105,15 @@ const NEW_ROOMS: Record<Exclude<SweepPart, Part>, { commands: string[]; replies:
       'The school bus comes ten minutes later tomorrow because of the road works. The children should be at the corner by eight.',
     ],
   },
+  heldout10: {
+    commands: ['what is fifteen times four', 'set a timer for eight minutes', 'what time is it in lima', 'list my timers'],
+    replies: [
+      'The parcel from the bookshop came this morning. It is on the table by the door, next to the umbrella.',
+      'The heating comes on at six tomorrow and goes off again at nine. The bedrooms will be warm by seven.',
+      'Your cousin called about the birthday dinner on Friday. She booked a table for eight at the Italian place.',
+      'The river path is closed after the storm, so take the road past the mill. It adds about ten minutes to the walk.',
+    ],
+  },
 };
 
 /** IRIS_BENCH_STOP_ALONE_TEXT=announce: what IRIS says over and over, each opening with the wake word (the live test's announcement; a reminder's text is the user's own words). */
@@ -120,6 +130,17 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
   /** IRIS_BENCH_STOP_FIRST=1: "stop" begun 0.8–1.8 s into IRIS's first reply since a start instead (a canceller that has heard nothing before it; `StopCheck.young`). */
   const first = process.env.IRIS_BENCH_STOP_FIRST === '1';
+  /**
+   * IRIS_BENCH_PRIMED=1 (with STOP_FIRST): the daemon started again in a room it had learned — the
+   * canceller starts from what one learned there before (`RoomEcho`), over the same room with IRIS
+   * saying two more replies first (the person's "stop" in it too, as in a room that had been used).
+   * IRIS_BENCH_PRIMED=elsewhere: what was learned in another room (RT60 ~0.6, the speaker 12 dB
+   * louder, another delay): a speaker moved, a card changed — the self-stops of a filter that is wrong.
+   */
+  const primed = process.env.IRIS_BENCH_PRIMED === '1' || process.env.IRIS_BENCH_PRIMED === 'elsewhere';
+  const elsewhere = process.env.IRIS_BENCH_PRIMED === 'elsewhere';
+  /** Primed rooms whose earlier canceller had learned nothing to keep (too little of IRIS), and the verdicts on the primed filters. */
+  const primedVerdicts: Record<string, number> = {};
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
   /** IRIS alone: the pause after each paragraph (seconds), and how far (samples, up to) each paragraph's reference is placed off where it sounded: a clip stamped a sample off its last one (a per-clip sink; a new speaker stream). */
   const aloneGapS = Number(process.env.IRIS_BENCH_STOP_ALONE_GAP_S ?? 1);
@@ -149,11 +170,14 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   interface Heard { part: SweepPart; condition: string; says: Condition['says']; person: string; threshold: number; seconds: number; wordS?: [number, number]; currentS: number; candidates: StopCandidate[]; wake: number[] }
   const heard: Heard[] = [];
   /** A StopWord over cancelled, raw and own audio in 80 ms chunks (only where `armed`), every candidate kept; `wakeS`: the wake word's score of each chunk. */
-  const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean, wakeS: number[]): Promise<StopCandidate[]> => {
+  const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean, wakeS: number[], heard?: number[]): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
-    const stopWord = await StopWord.create({ threshold, ...stopOptions, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
+    let chunk = 0;
+    // Primed: the canceller's age as the daemon hands it over (a kept remembered room's seconds count).
+    const heardS = heard ? { heardS: () => heard[chunk] ?? 0 } : {};
+    const stopWord = await StopWord.create({ threshold, ...stopOptions, ...heardS, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
-    for (let at = 0; at + 1280 <= out.length; at += 1280) {
+    for (let at = 0; at + 1280 <= out.length; at += 1280, chunk++) {
       const on = armed(at);
       if (on) stopWord.push(out.subarray(at, at + 1280), own.subarray(at, at + 1280), (at + 1280) / RATE, raw.subarray(at, at + 1280), wakeS[at / 1280]);
       else if (wasArmed) stopWord.reset();
@@ -188,16 +212,21 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return candidates;
   };
   /** The canceller once over `mic`: its output and IRIS's own audio as the front end hands them on. */
-  const cancel = async (mic: Int16Array, reference: EchoReference): Promise<{ out: Int16Array; own: Int16Array }> => {
-    const canceller = await makeCanceller(reference);
+  const cancel = async (mic: Int16Array, reference: EchoReference, remembered?: RoomEcho): Promise<{ out: Int16Array; own: Int16Array; heard: number[]; learned?: RoomEcho }> => {
+    const canceller = await makeCanceller(reference, remembered ? { remembered } : {});
     const out = new Int16Array(mic.length);
     const own = new Int16Array(mic.length);
+    const heard: number[] = [];
     for (let at = 0; at + 1280 <= mic.length; at += 1280) {
       out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
       own.set(canceller.played(at, 1280, RATE / 5), at);
+      heard.push(canceller.stats.heardS);
     }
+    const learned = canceller.learned();
+    const verdict = remembered ? (canceller.stats.primed ?? 'none') : undefined;
+    if (verdict) primedVerdicts[verdict] = (primedVerdicts[verdict] ?? 0) + 1;
     canceller.destroy();
-    return { out, own };
+    return { out, own, heard, ...(learned ? { learned } : {}) };
   };
   /** openWakeWord's hey_jarvis score per 80 ms chunk of the cancelled microphone (no second look), as the daemon's wake word hears it. */
   const wake = await createOpenWakeWord({ model: 'hey_jarvis', check: false });
@@ -213,7 +242,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   for (const part of parts) {
     // "held-out 2" … "9" (IRIS_BENCH_PARTS=heldout2, …): the held-out voices and IRIS's en-gb, new seeds, commands and replies.
     const roomPart: Part = part === 'dev' ? 'dev' : 'heldout';
-    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000, heldout7: 8000, heldout8: 9000, heldout9: 10000 }[part];
+    const seed = { dev: 0, heldout: 2000, heldout2: 3000, heldout3: 4000, heldout4: 5000, heldout5: 6000, heldout6: 7000, heldout7: 8000, heldout8: 9000, heldout9: 10000, heldout10: 11000 }[part];
     const { commands: newCommands, replies: newReplies } = part === 'dev' || part === 'heldout' ? { commands: undefined, replies: undefined } : NEW_ROOMS[part];
     const rand = random(124 + seed);
     // The stop rooms, IRIS alone, then the person saying a command (not "stop") over IRIS at 0 dB,
@@ -236,14 +265,21 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
           // IRIS_BENCH_STEADY: IRIS talked in this room before (its times count in the room: self-stops there too).
           const r = room(talkedBefore(said, options.steadyReplies, draws.pick, newReplies), roomPart, person, draws);
           const reference = referenceOf(r.played);
-          const { out, own } = await cancel(r.mic, reference);
+          let remembered: RoomEcho | undefined;
+          if (primed) {
+            const there: Condition = elsewhere ? { ...said, reverb: 80, esrDb: 12 } : said;
+            const before = room(talkedBefore({ ...there, firstReply: false }, 2, draws.pick, newReplies), roomPart, person, elsewhere ? { ...draws, delayMs: 250 - draws.delayMs } : draws);
+            remembered = (await cancel(before.mic, referenceOf(before.played))).learned;
+            if (!remembered) primedVerdicts['nothing learned'] = (primedVerdicts['nothing learned'] ?? 0) + 1;
+          }
+          const { out, own, heard: heardS } = await cancel(r.mic, reference, remembered);
           // The word itself, without the synthesiser's silence around it.
           const spoken = person ? voiced(person) : undefined;
           const wordS: [number, number] | undefined = r.personS && spoken ? [r.personS[0] + spoken[0] / RATE, r.personS[0] + spoken[1] / RATE] : undefined;
           const wakeS = await wakeScores(out);
           for (const threshold of kwsSweep) {
             const armed = (at: number): boolean => reference.sounding(at - RATE / 4, at + 1280);
-            const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, r.mic, own, armed, wakeS);
+            const candidates = stopModel ? await spotModel(stopModel, threshold, out, own, armed) : await spot(threshold, out, r.mic, own, armed, wakeS, remembered ? heardS : undefined);
             heard.push({ part, condition: condition.says === 'command' ? 'a command over echo 0 dB' : condition.name, says: condition.says, person: `${voice.synth}:${voice.name}`, threshold, seconds: r.mic.length / RATE, ...(wordS ? { wordS } : {}), currentS: r.currentS ?? 0, candidates, wake: wakeS });
           }
         }
@@ -334,5 +370,6 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     }];
   }))));
   console.table(sweep);
-  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, alone_min: aloneMin, thresholds: kwsSweep, checks, restart_s: restartS ?? 'default', sweep, heard });
+  if (primed) console.log('primed filters:', primedVerdicts);
+  writeResults(process.env.IRIS_BENCH_NAME ?? 'room-stop', { parts, rooms_per_voice: perVoice, alone_min: aloneMin, thresholds: kwsSweep, checks, restart_s: restartS ?? 'default', ...(primed ? { primed: primedVerdicts } : {}), sweep, heard });
 }

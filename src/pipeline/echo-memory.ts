@@ -1,0 +1,119 @@
+/**
+ * The room's echo, remembered across restarts. A linear canceller learns the room from IRIS's
+ * voice, and after a start it has heard none: in IRIS's first reply it took ~7 dB of the echo in
+ * its first 2 s, against ~30 once it had heard a minute (docs/room.md, "A room remembered across
+ * restarts"), so "stop" said then was never heard. speexdsp's filter cannot be saved or set, but
+ * it can be read (its impulse response), and a fresh filter that hears noise through that
+ * response learns it: 17–19 dB in those 2 s (`scripts/study-prime.ts`).
+ *
+ * What is kept is the filter's response, the delay and the speaker's clip level: no sound of
+ * the room. The file is the canceller's alone; one that does not fit (another filter, another
+ * version, damaged) is not used, and the next one learned replaces it.
+ */
+import type { Logger } from '../log.js';
+import { SPEECH_FORMAT } from './audio.js';
+import { createJsonStore } from '../toolhost/store.js';
+import { messageOf } from '../errors.js';
+
+/** What a canceller learned of its room (`EchoCanceller.learned`, `EchoCancellerOptions.remembered`). */
+export interface RoomEcho {
+  /** The long filter's impulse response, one tap per sample (1 = the reference as it is), the reference aligned `MARGIN` early. */
+  taps: Float32Array;
+  /** Speaker to microphone, as last measured (ms). */
+  delayMs: number;
+  /** The level the speaker clipped at (`clipModel`), if it did. */
+  clipLevel?: number;
+  /** Seconds of IRIS the filter had heard. */
+  heardS: number;
+}
+
+/** What primes a filter: the engine's `process` (a fresh filter of the canceller's settings). */
+export interface Trainable {
+  readonly frameSamples: number;
+  process(mic: Int16Array, ref: Int16Array): Int16Array;
+}
+
+/**
+ * Noise heard `passes` times (chosen in `study-prime.ts`: 2–4 s heard 8–16 times came within
+ * 1–2 dB of each other; more noise costs more to make, more passes only the filter's time).
+ */
+export const PRIMING = { noiseS: 2, passes: 12, level: 1000 };
+
+/** A seeded generator (the same noise at every start: a start is repeatable). */
+function noise(n: number, level: number): Int16Array {
+  let state = 0x2545f491;
+  const out = new Int16Array(n);
+  for (let i = 0; i < n; i++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    out[i] = Math.round(((state >>> 0) / 0xffffffff - 0.5) * 2 * level);
+  }
+  return out;
+}
+
+/** `taps` applied to `x` (the echo of `x` in the remembered room). */
+export function convolve(x: Int16Array, taps: Float32Array): Int16Array {
+  let last = taps.length;
+  while (last > 0 && taps[last - 1] === 0) last--;
+  const y = new Int16Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    let sum = 0;
+    const top = Math.min(last - 1, i);
+    for (let k = 0; k <= top; k++) sum += (taps[k] as number) * (x[i - k] as number);
+    y[i] = Math.max(-32768, Math.min(32767, Math.round(sum)));
+  }
+  return y;
+}
+
+/** A fresh filter taught the remembered room: noise through `taps` as the microphone, the noise as the reference. */
+export function prime(filter: Trainable, taps: Float32Array, options = PRIMING): void {
+  const ref = noise(Math.round(options.noiseS * SPEECH_FORMAT.rate), options.level);
+  const mic = convolve(ref, taps);
+  const frame = filter.frameSamples;
+  for (let pass = 0; pass < options.passes; pass++) {
+    for (let at = 0; at + frame <= ref.length; at += frame) filter.process(mic.subarray(at, at + frame), ref.subarray(at, at + frame));
+  }
+}
+
+interface Stored {
+  version: number;
+  delay_ms: number;
+  clip_level?: number;
+  heard_s: number;
+  /** Float32 little-endian, base64. */
+  taps: string;
+}
+
+export interface RoomEchoFile {
+  load(): Promise<RoomEcho | undefined>;
+  save(room: RoomEcho): Promise<void>;
+}
+
+/** `echo-room.json` in the state dir. A file that cannot be read is logged and not used. */
+export function roomEchoFile(stateDir: string, log: Logger): RoomEchoFile {
+  const store = createJsonStore<Stored>(stateDir, 'echo-room', log, 1, { mode: 0o600 });
+  return {
+    async load() {
+      try {
+        const stored = await store.read();
+        if (!stored) return undefined;
+        const bytes = Buffer.from(stored.taps, 'base64');
+        const ok = Number.isFinite(stored.delay_ms) && stored.delay_ms >= 0 && Number.isFinite(stored.heard_s) && bytes.length > 0 && bytes.length % 4 === 0;
+        const taps = ok ? new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)) : undefined;
+        if (!taps || !taps.every((t) => Number.isFinite(t) && Math.abs(t) < 64)) {
+          log.warn(`${store.path} is not a room's echo IRIS can use; the canceller starts fresh`);
+          return undefined;
+        }
+        return { taps, delayMs: stored.delay_ms, heardS: stored.heard_s, ...(stored.clip_level === undefined ? {} : { clipLevel: stored.clip_level }) };
+      } catch (error) {
+        log.warn(`the room's echo could not be read (${messageOf(error)}); the canceller starts fresh`);
+        return undefined;
+      }
+    },
+    async save(room) {
+      const bytes = Buffer.from(room.taps.buffer, room.taps.byteOffset, room.taps.byteLength);
+      await store.write({ version: 1, delay_ms: room.delayMs, heard_s: room.heardS, ...(room.clipLevel === undefined ? {} : { clip_level: room.clipLevel }), taps: bytes.toString('base64') });
+    },
+  };
+}
