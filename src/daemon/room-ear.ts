@@ -76,6 +76,9 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         engine: config.audio.echo_canceller,
         onFallback: (reason) => log.warn(`echo canceller ${reason}`),
         onDelay: (delayMs) => log.info(`echo canceller ${canceller?.engine ?? ''}: speaker-to-microphone delay ${Math.round(delayMs)} ms`),
+        onJudged: (verdict, tookDb) => log.info(verdict === 'kept'
+          ? `echo canceller: the room it remembered fits (${tookDb.toFixed(0)} dB of IRIS's first second taken)`
+          : `echo canceller: the room it remembered does not fit (${tookDb.toFixed(0)} dB taken: the speaker or the room changed); learning it afresh`),
       });
       why = canceller.engine;
     } catch (error) {

@@ -18,7 +18,7 @@
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { DelayDrift, readDrifting } from './drift.js';
-import { prime, type RoomEcho } from './echo-memory.js';
+import { prime, throughRoom, type RoomEcho } from './echo-memory.js';
 import { REHEARSAL, Rehearsal, type RehearsalOptions } from './rehearsal.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
@@ -315,6 +315,8 @@ export interface EchoCancellerOptions {
   rehearsal?: RehearsalOptions | false;
   /** What a canceller learned of this room before a restart (`learned()`): the filter starts from it. speexdsp only. */
   remembered?: RoomEcho;
+  /** Called when a filter started from `remembered` has been judged over IRIS's first second: kept or dropped, and the echo it took there (dB). */
+  onJudged?: (verdict: 'kept' | 'dropped', tookDb: number) => void;
   /** How long the long filter must have left 1 dB less than the warm one before it takes over, in seconds of IRIS sounding; default `WARM_AHEAD_S` (bench-room's variants). */
   warmAheadS?: number;
 }
@@ -420,8 +422,8 @@ export interface EchoStats {
 }
 
 /**
- * Seconds of IRIS a primed filter is judged over, and the echo it must take there (dB) to be
- * kept. Primed, it took 12–19 dB in those 2 s of a remembered room, a fresh one 2–7
+ * Seconds of IRIS a primed filter is judged over (once this run's delay is measured: the filter
+ * runs from then), and the echo it must take there (dB) to be kept. Primed, it took 12–19 dB in those 2 s of a remembered room, a fresh one 2–7
  * (`study-prime.ts`, test/echo-filter.test.ts); the room's echo turned over, it added 2 dB.
  */
 const PRIMED_JUDGE_S = 1;
@@ -488,15 +490,18 @@ export class EchoCanceller {
   /** Shift the reference by the measured delay here (else the engine is told the delay: `EchoEngine.delayMs`). */
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
-  /** The delay came from a remembered room: the first estimate here replaces it at once. */
-  #provisional = false;
-  /** A primed filter being judged: the microphone's and its output's energy over IRIS's first second. */
+  readonly #onJudged: EchoCancellerOptions['onJudged'];
+  /** A primed filter being judged: the microphone's and its output's energy over IRIS's first second (the spare's: from its placing). */
   #judging: { mic: number; out: number; samples: number } | undefined;
   #primed: EchoStats['primed'];
   /** The remembered room's seconds of IRIS, counted in `learned()` unless the primed filter was dropped. */
   #rememberedS = 0;
+  /** The remembered filter's taps, until this run's first delay estimate has placed it (`throughRoom`). */
+  #placing: Float32Array | undefined;
+  /** A second filter primed alike, kept unused until the placing: the one that ran at the remembered delay adapted away from the room where that delay was off. */
+  #spare: EchoEngine | undefined;
 
-  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine }) {
+  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine; spare?: EchoEngine }) {
     this.#reference = reference;
     this.#engine = engine;
     this.#warm = options.warm;
@@ -507,6 +512,7 @@ export class EchoCanceller {
     const fresh = engine.fresh?.bind(engine);
     this.#rehearsal = rehearsal && fresh ? new Rehearsal(fresh, engine.frameSamples, rehearsal) : undefined;
     this.#onDelay = options.onDelay;
+    this.#onJudged = options.onJudged;
     this.#frameSamples = engine.frameSamples;
     this.#refFrame = new Int16Array(engine.frameSamples);
     this.#maxLag = Math.round(((options.maxDelayMs ?? 500) * RATE) / 1000);
@@ -517,9 +523,13 @@ export class EchoCanceller {
     this.#micRing = new Int16Array(this.#window + this.#maxLag + SPEEX_FRAME * 8);
     const remembered = options.remembered;
     if (remembered) {
-      [this.#delay, this.#provisional] = [Math.round((remembered.delayMs * RATE) / 1000), true];
       this.#clip = remembered.clipLevel;
-      [this.#judging, this.#primed, this.#rememberedS] = [{ mic: 0, out: 0, samples: 0 }, 'judging', remembered.heardS];
+      // The remembered delay until this run's first estimate places the filter (`#placing`): live
+      // the delay moved by up to 13 ms from one start to the next. Placed elsewhere, the spare
+      // filter (primed alike, unused) takes over; the one that ran at the remembered delay had
+      // adapted away from the room.
+      this.#delay = Math.round((remembered.delayMs * RATE) / 1000);
+      [this.#judging, this.#primed, this.#rememberedS, this.#placing, this.#spare] = [{ mic: 0, out: 0, samples: 0 }, 'judging', remembered.heardS, remembered.taps, options.spare];
     }
   }
 
@@ -550,9 +560,10 @@ export class EchoCanceller {
     // A remembered room of this filter's length: the long filter starts from it, and no warm one is needed.
     const { remembered, ...rest } = options;
     const room = remembered?.taps.length === filterSamples ? remembered : undefined;
-    if (room) prime(long, room.taps);
+    const spare = room ? long.fresh() : undefined;
+    if (room && spare) prime([long, spare], room.taps);
     const warm = !room && filterSamples > WARM_FILTER_MS * (RATE / 1000) ? await SpeexEcho.create({ ...speexOptions, filterSamples: WARM_FILTER_MS * (RATE / 1000) }) : undefined;
-    return new EchoCanceller(reference, long, { ...rest, ...(warm ? { warm } : {}), ...(room ? { remembered: room } : {}) });
+    return new EchoCanceller(reference, long, { ...rest, ...(warm ? { warm } : {}), ...(room && spare ? { remembered: room, spare } : {}) });
   }
 
   /**
@@ -583,12 +594,13 @@ export class EchoCanceller {
   }
 
   /**
-   * What this canceller has learned of the room, for the next start (`remembered`): once the
-   * long filter answers (no warm one) and it has heard `LEARNED_S` of IRIS (a kept remembered
-   * room's seconds count); undefined before, or where the engine cannot give its filter.
+   * What this canceller has learned of the room, for the next start (`remembered`): the long
+   * filter, once it has heard `LEARNED_S` of IRIS (a kept remembered room's seconds count), whether
+   * or not it has taken over from the warm one (in a room with a short tail the warm one may
+   * answer as well for good); undefined before, or where the engine cannot give its filter.
    */
   learned(): RoomEcho | undefined {
-    if (this.#warm || this.#delay === undefined || this.#judging || !this.#engine.impulseResponse) return undefined;
+    if (this.#delay === undefined || this.#judging || !this.#engine.impulseResponse) return undefined;
     const { heardS } = this.stats;
     if (heardS < LEARNED_S) return undefined;
     return { taps: this.#engine.impulseResponse(), delayMs: (this.#delayOf(this.#micEnd) * 1000) / RATE, heardS, ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }) };
@@ -631,6 +643,7 @@ export class EchoCanceller {
 
   destroy(): void {
     this.#engine.destroy();
+    this.#spare?.destroy();
     this.#warm?.destroy();
     this.#rehearsal?.destroy();
   }
@@ -663,7 +676,7 @@ export class EchoCanceller {
       if (this.#delay === undefined || !this.#stepped) this.#step();
     } else if (this.#clipJob) {
       if (!this.#stepped) this.#stepClip();
-    } else if (this.#sinceEstimate >= (this.#delay === undefined || this.#provisional ? RATE / 2 : this.#every)) this.#track(at + frame);
+    } else if (this.#sinceEstimate >= (this.#delay === undefined || this.#placing ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
@@ -673,7 +686,8 @@ export class EchoCanceller {
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     if (this.#clip !== undefined) clipInPlace(ref, this.#clip);
     let out = this.#engine.process(mic, ref);
-    this.#adopt(this.#rehearsal?.heard(mic, ref, out));
+    // Not while a remembered filter is unplaced: those frames' reference may stand a few ms off.
+    if (!this.#placing) this.#adopt(this.#rehearsal?.heard(mic, ref, out));
     if (this.#warm) {
       const early = this.#warm.process(mic, ref);
       if (!this.#handOver.frame(energy(out), energy(early), frame)) out = early;
@@ -707,6 +721,7 @@ export class EchoCanceller {
       this.#engine.destroy();
       this.#engine = fresh;
     } else this.#primed = 'kept';
+    this.#onJudged?.(this.#primed, took);
   }
 
   /**
@@ -739,7 +754,10 @@ export class EchoCanceller {
     if (energy(ref, this.#maxLag) === 0) return;
     const mic = new Int16Array(this.#window + this.#maxLag);
     for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
-    this.#job = delaySteps(mic, ref, this.#maxLag);
+    // A primed filter is placed where it fits: the microphone against the reference through the
+    // remembered room, not the reference alone (whose best lag moves with the words by a few
+    // samples, and a filter learned a few samples off takes little).
+    this.#job = delaySteps(mic, this.#placing ? throughRoom(ref, this.#placing, MARGIN_SAMPLES) : ref, this.#maxLag);
     this.#jobWindows = { mic, ref };
     this.#jobAt = end - this.#window / 2;
     this.#step();
@@ -753,6 +771,7 @@ export class EchoCanceller {
     this.#job = undefined;
     const estimate = step.value;
     if (!estimate || estimate.strength < this.#minStrength) return;
+    if (this.#placing) this.#place(estimate.delaySamples);
     if (this.#clipModel && this.#jobWindows) this.#clipJob = clipSteps(this.#jobWindows.mic, this.#jobWindows.ref, estimate.delaySamples, this.#maxLag);
     const rate = this.#drift.add(this.#jobAt, estimate.delaySamples);
     if (rate !== undefined && rate !== this.#rate && this.#delay !== undefined) {
@@ -760,14 +779,31 @@ export class EchoCanceller {
       [this.#delay, this.#delayAt, this.#rate] = [this.#delayOf(this.#micEnd), this.#micEnd, rate];
     }
     const known = this.#delay === undefined ? undefined : this.#delayOf(this.#jobAt);
-    const provisional = this.#provisional;
-    this.#provisional = false;
     if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs
-    if (known === undefined || provisional || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
+    if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
       [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
       this.#pending = undefined;
       this.#onDelay?.((estimate.delaySamples * 1000) / RATE);
     } else this.#pending = { delay: estimate.delaySamples };
+  }
+
+  /**
+   * The remembered filter placed by this run's first estimate: where the remembered delay was
+   * within what the filter absorbs, the filter that ran at it goes on; else the spare takes over
+   * at the measured delay.
+   */
+  #place(delay: number): void {
+    const known = this.#delayOf(this.#jobAt);
+    this.#placing = undefined;
+    const spare = this.#spare;
+    this.#spare = undefined;
+    if (Math.abs(delay - known) <= MARGIN_SAMPLES / 4) spare?.destroy();
+    else {
+      [this.#delay, this.#delayAt] = [delay, this.#jobAt];
+      if (spare) this.#adopt(spare);
+      if (this.#judging) this.#judging = { mic: 0, out: 0, samples: 0 }; // the spare is judged from here
+    }
+    this.#onDelay?.((this.#delayOf(this.#jobAt) * 1000) / RATE);
   }
 
   /**

@@ -139,6 +139,8 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
    */
   const primed = process.env.IRIS_BENCH_PRIMED === '1' || process.env.IRIS_BENCH_PRIMED === 'elsewhere';
   const elsewhere = process.env.IRIS_BENCH_PRIMED === 'elsewhere';
+  /** IRIS_BENCH_PRIMED_MOVED=ms: the same room, its delay that much longer than when it was learned (live it moved 1–13 ms between starts: a new speaker stream, a new clock anchor). */
+  const moved = Number(process.env.IRIS_BENCH_PRIMED_MOVED ?? 0);
   /** Primed rooms whose earlier canceller had learned nothing to keep (too little of IRIS), and the verdicts on the primed filters. */
   const primedVerdicts: Record<string, number> = {};
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
@@ -268,7 +270,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
           let remembered: RoomEcho | undefined;
           if (primed) {
             const there: Condition = elsewhere ? { ...said, reverb: 80, esrDb: 12 } : said;
-            const before = room(talkedBefore({ ...there, firstReply: false }, 2, draws.pick, newReplies), roomPart, person, elsewhere ? { ...draws, delayMs: 250 - draws.delayMs } : draws);
+            const before = room(talkedBefore({ ...there, firstReply: false }, 2, draws.pick, newReplies), roomPart, person, elsewhere ? { ...draws, delayMs: 250 - draws.delayMs } : { ...draws, delayMs: draws.delayMs - moved });
             remembered = (await cancel(before.mic, referenceOf(before.played))).learned;
             if (!remembered) primedVerdicts['nothing learned'] = (primedVerdicts['nothing learned'] ?? 0) + 1;
           }
