@@ -251,11 +251,13 @@ describe('a room remembered across restarts', () => {
     return { firstDb: 10 * Math.log10(energy(mic.subarray(from, to)) / energy(out.subarray(from, to))), lastDb: 10 * Math.log10(energy(mic.subarray(-4 * RATE)) / energy(out.subarray(-4 * RATE))), learned, stats, delays };
   };
   const twice = (x: Int16Array) => concatSamples([x, x]);
+  /** A canceller that heard IRIS's two replies twice in the reverberant room (24 s): what it keeps (made once, shared). */
+  let earlierRun: ReturnType<typeof run> | undefined;
+  const earlier = () => (earlierRun ??= run(reverberantRoomOf(twice(twoReplies())), twice(twoReplies())));
 
   it('a canceller that heard 20 s of IRIS keeps its filter, and one started from it removes IRIS\'s first 2.5 s after a start 10 dB better than a fresh one (real speexdsp)', async () => {
     const played = twoReplies();
-    const earlier = await run(reverberantRoomOf(twice(played)), twice(played));
-    const room = earlier.learned;
+    const room = (await earlier()).learned;
     expect(room).toBeDefined();
     if (!room) return;
     expect(room.taps).toHaveLength(6144);
@@ -284,7 +286,7 @@ describe('a room remembered across restarts', () => {
 
   it('a remembered room that is not this one (the echo turned over) is dropped after IRIS\'s first second, and a fresh filter learns the room', async () => {
     const played = twoReplies();
-    const room = (await run(reverberantRoomOf(twice(played)), twice(played))).learned;
+    const room = (await earlier()).learned;
     expect(room).toBeDefined();
     if (!room) return;
     const other = reverberantRoomOf(played).map((v) => -v);
@@ -312,6 +314,24 @@ describe('a room remembered across restarts', () => {
     expect(saved[0]?.heardS).toBeGreaterThanOrEqual(20);
     expect(saved[1]?.heardS).toBeGreaterThan((saved[0]?.heardS ?? 0) + 20); // the remembered seconds count on
     expect(logs.filter((line) => /starts from the room it learned before/.test(line))).toHaveLength(1);
+  });
+
+  it('a room whose delay moved since (a new speaker stream): the first estimate places the remembered filter, the spare taking over where it moved more than 2 samples', async () => {
+    const played = twoReplies();
+    const room = (await earlier()).learned;
+    expect(room).toBeDefined();
+    if (!room) return;
+    for (const movedMs of [1, 5]) {
+      const moved = { ...room, delayMs: room.delayMs - movedMs }; // what was learned then, the room as it is now
+      const mic = reverberantRoomOf(played);
+      const fresh = await run(mic, played);
+      const from = fresh.delays.findIndex((d) => d !== undefined);
+      const primed = await run(mic, played, moved, 2, from);
+      expect(primed.stats.primed).toBe('kept');
+      expect(primed.stats.delayMs).toBeCloseTo(room.delayMs, 0);
+      // The 2 s from this run's first estimate (both cancellers make it at the same chunk).
+      expect(primed.firstDb - (await run(mic, played, undefined, 2, from)).firstDb).toBeGreaterThanOrEqual(6);
+    }
   });
 
   it('a remembered filter of another length is not used', async () => {

@@ -428,6 +428,12 @@ export interface EchoStats {
  */
 const PRIMED_JUDGE_S = 1;
 const PRIMED_DROP_DB = 3;
+/**
+ * How far (samples) this run's delay may be from the remembered one for the filter that ran at it
+ * to go on: a primed filter 1 ms (16 samples) off took 0 dB of the echo (a filter that learned the
+ * room itself absorbs `MARGIN_SAMPLES / 4` by adapting).
+ */
+const PLACED_WITHIN = 2;
 /** A filter is remembered once it has heard this much of IRIS (the rehearsal's young seconds: it has converged). */
 const LEARNED_S = 20;
 
@@ -673,7 +679,7 @@ export class EchoCanceller {
     this.#sinceEstimate += frame;
     // Tracking (the delay known): one step per chunk, so no chunk carries more than ~1 ms of it.
     if (this.#job) {
-      if (this.#delay === undefined || !this.#stepped) this.#step();
+      if (this.#delay === undefined || this.#placing || !this.#stepped) this.#step();
     } else if (this.#clipJob) {
       if (!this.#stepped) this.#stepClip();
     } else if (this.#sinceEstimate >= (this.#delay === undefined || this.#placing ? RATE / 2 : this.#every)) this.#track(at + frame);
@@ -712,7 +718,7 @@ export class EchoCanceller {
     const judging = this.#judging;
     if (!judging) return;
     [judging.mic, judging.out, judging.samples] = [judging.mic + mic, judging.out + out, judging.samples + samples];
-    if (judging.samples < PRIMED_JUDGE_S * RATE) return;
+    if (judging.samples < PRIMED_JUDGE_S * RATE || this.#placing) return; // no verdict before the placing
     this.#judging = undefined;
     const took = judging.out > 0 ? 10 * Math.log10(judging.mic / judging.out) : Infinity;
     if (took < PRIMED_DROP_DB && this.#engine.fresh) {
@@ -789,15 +795,15 @@ export class EchoCanceller {
 
   /**
    * The remembered filter placed by this run's first estimate: where the remembered delay was
-   * within what the filter absorbs, the filter that ran at it goes on; else the spare takes over
-   * at the measured delay.
+   * within `PLACED_WITHIN`, the filter that ran at it goes on; else the spare takes over at the
+   * measured delay.
    */
   #place(delay: number): void {
     const known = this.#delayOf(this.#jobAt);
     this.#placing = undefined;
     const spare = this.#spare;
     this.#spare = undefined;
-    if (Math.abs(delay - known) <= MARGIN_SAMPLES / 4) spare?.destroy();
+    if (Math.abs(delay - known) <= PLACED_WITHIN) spare?.destroy();
     else {
       [this.#delay, this.#delayAt] = [delay, this.#jobAt];
       if (spare) this.#adopt(spare);
