@@ -10,7 +10,8 @@ import { meanPower } from '../src/pipeline/audio.js';
 import { SpeexEcho } from '../src/pipeline/speexdsp.js';
 import { random } from './lib/bench.js';
 import { roomBenchOptions } from './lib/room-bench/options.js';
-import { CONDITIONS, REPLIES, RATE, drawsOf, referenceOf, room } from './lib/room-bench/room.js';
+import { CONDITIONS, RATE, referenceOf } from './lib/room-bench/room.js';
+import { twoRepliesRoom } from './lib/room-bench/study.js';
 
 const rand = random(Number(process.env.SEED ?? 18));
 const rooms = Number(process.env.ROOMS ?? 4);
@@ -27,14 +28,7 @@ for (const name of names) {
   const base = CONDITIONS.find((c) => c.name === name);
   if (!base) throw new Error(name);
   for (let k = 0; k < rooms; k++) {
-    const draws = drawsOf(rand);
-    const first = REPLIES[draws.pick] ?? '';
-    const second = REPLIES[(draws.pick + 1) % REPLIES.length] ?? '';
-    const r = room({ ...base, says: 'nothing', irisSays: [first, second] }, 'dev', undefined, draws);
-    const shift = Math.round((draws.delayMs * RATE) / 1000) - 160;
-    const ref = new Int16Array(r.mic.length);
-    ref.set(r.played.subarray(0, r.mic.length - shift), shift);
-    const cut = Math.floor(((r.currentS ?? 0) * RATE) / F) * F; // first reply (and its gap) ends
+    const { r, ref, cut } = twoRepliesRoom(base, rand, F);
     const row: string[] = [];
     const erleOf = (out: Int16Array, from: number): number[] => {
       const erles: number[] = [];

@@ -5,7 +5,7 @@ import { decodeWav } from '../../../src/pipeline/wav.js';
 import { random } from '../bench.js';
 import { synthesize, type Voice } from '../speech-set.js';
 import type { RoomBenchOptions } from './options.js';
-import { CACHE, COMMANDS, CONDITIONS, PEOPLE, commandClip, drawsOf, licenceParagraphs, referenceOf, room, sox, type Condition, type Part } from './room.js';
+import { CACHE, COMMANDS, CONDITIONS, PEOPLE, RATE, REPLIES, commandClip, drawsOf, licenceParagraphs, referenceOf, room, sox, type Condition, type Part, type Room } from './room.js';
 
 /** Each command room of `part` (bench-room's draws: the same rooms as the main bench's first held-out set), through the canceller where IRIS plays. */
 export async function* cancelledCommandRooms(options: RoomBenchOptions, part: Part, only?: string[]): AsyncGenerator<{ condition: Condition; voice: Voice; command: string; heard: Int16Array; personS: [number, number] }> {
@@ -45,3 +45,20 @@ export function readingSources(tempos: string[], pitches: string[]): { name: str
   });
   return sources;
 }
+
+/**
+ * IRIS's two replies in a room of `base` (no person), drawn from `rand`; the reference aligned at
+ * the room's true delay less the canceller's 10 ms margin; `cut`: where the first reply (and its
+ * gap) ends, on a `frame` boundary (study-rehearse.ts, study-prime.ts).
+ */
+export function twoRepliesRoom(base: Condition, rand: () => number, frame: number): { r: Room; ref: Int16Array; cut: number } {
+  const draws = drawsOf(rand);
+  const first = REPLIES[draws.pick] ?? '';
+  const second = REPLIES[(draws.pick + 1) % REPLIES.length] ?? '';
+  const r = room({ ...base, says: 'nothing', irisSays: [first, second] }, 'dev', undefined, draws);
+  const shift = Math.round((draws.delayMs * RATE) / 1000) - 160;
+  const ref = new Int16Array(r.mic.length);
+  ref.set(r.played.subarray(0, r.mic.length - shift), shift);
+  return { r, ref, cut: Math.floor(((r.currentS ?? 0) * RATE) / frame) * frame };
+}
+
