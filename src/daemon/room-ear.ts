@@ -69,7 +69,8 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let why = 'off ([audio] echo_cancel = false)';
   if (config.audio.echo_cancel) {
     try {
-      const remembered = await input.echoRoom?.load();
+      // speexdsp's filter only (webrtc's cannot be read out).
+      const remembered = config.audio.echo_canceller === 'webrtc' ? undefined : await input.echoRoom?.load();
       if (remembered) log.info(`echo canceller starts from the room it learned before (${Math.round(remembered.heardS)} s of IRIS, delay ${Math.round(remembered.delayMs)} ms)`);
       canceller = await EchoCanceller.create(reference, {
         ...(remembered ? { remembered } : {}),
