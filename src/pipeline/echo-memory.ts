@@ -83,13 +83,14 @@ export function throughRoom(ref: Int16Array, taps: Float32Array, advance: number
     sum += (taps[k] as number) ** 2 - (k >= PLACING_TAPS ? (taps[k - PLACING_TAPS] as number) ** 2 : 0);
     if (k >= PLACING_TAPS - 1 && sum > bestEnergy) [bestEnergy, best] = [sum, k - PLACING_TAPS + 1];
   }
+  // echo[n] = Σ taps[best + k] · ref[n + advance − best − k]: the span's echo of `ref`, read advance − best later.
+  const shift = advance - best;
+  const padded = new Int16Array(ref.length + Math.max(0, shift));
+  padded.set(ref);
+  const heard = convolve(padded, taps.subarray(best, best + PLACING_TAPS));
   const echo = new Int16Array(ref.length);
-  for (let n = 0; n < ref.length; n++) {
-    let sum = 0;
-    const top = Math.min(PLACING_TAPS - 1, n + advance - best);
-    for (let k = Math.max(0, n + advance - best - ref.length + 1); k <= top; k++) sum += (taps[best + k] as number) * (ref[n + advance - best - k] as number);
-    echo[n] = Math.max(-32768, Math.min(32767, Math.round(sum)));
-  }
+  if (shift >= 0) echo.set(heard.subarray(shift, shift + ref.length));
+  else echo.set(heard.subarray(0, ref.length + shift), -shift);
   return echo;
 }
 

@@ -438,6 +438,19 @@ const PLACED_WITHIN = 2;
 /** A filter is remembered once it has heard this much of IRIS (the rehearsal's young seconds: it has converged). */
 const LEARNED_S = 20;
 
+/** A canceller started from a remembered room. */
+interface Primed {
+  verdict: NonNullable<EchoStats['primed']>;
+  /** The remembered room's seconds of IRIS: the canceller's age (`heardS`) once kept. */
+  heardS: number;
+  /** The remembered taps, until this run's first delay estimate has placed the filter (`throughRoom`). */
+  placing: Float32Array | undefined;
+  /** A second filter primed alike, unused until the placing: the one that ran at the remembered delay adapted away from the room where that delay was off. */
+  spare: EchoEngine | undefined;
+  /** The microphone's and the output's energy over IRIS's first second (the spare's: from its placing), until the verdict. */
+  judged: { mic: number; out: number; samples: number } | undefined;
+}
+
 /**
  * The microphone with the echo of what IRIS played removed. Fed 16 kHz frames with the clock
  * sample each starts at; returns the cleaned frames. Only while the reference sounds (and the
@@ -498,15 +511,8 @@ export class EchoCanceller {
   readonly #alignHere: boolean;
   readonly #onDelay: ((delayMs: number) => void) | undefined;
   readonly #onJudged: EchoCancellerOptions['onJudged'];
-  /** A primed filter being judged: the microphone's and its output's energy over IRIS's first second (the spare's: from its placing). */
-  #judging: { mic: number; out: number; samples: number } | undefined;
-  #primed: EchoStats['primed'];
-  /** The remembered room's seconds of IRIS, counted in `learned()` unless the primed filter was dropped. */
-  #rememberedS = 0;
-  /** The remembered filter's taps, until this run's first delay estimate has placed it (`throughRoom`). */
-  #placing: Float32Array | undefined;
-  /** A second filter primed alike, kept unused until the placing: the one that ran at the remembered delay adapted away from the room where that delay was off. */
-  #spare: EchoEngine | undefined;
+  /** A filter started from a remembered room (`remembered`); undefined: started fresh. */
+  #primed: Primed | undefined;
 
   private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine; spare?: EchoEngine }) {
     this.#reference = reference;
@@ -531,12 +537,12 @@ export class EchoCanceller {
     const remembered = options.remembered;
     if (remembered) {
       this.#clip = remembered.clipLevel;
-      // The remembered delay until this run's first estimate places the filter (`#placing`): live
+      // The remembered delay until this run's first estimate places the filter (`Primed.placing`): live
       // the delay moved by up to 13 ms from one start to the next. Placed elsewhere, the spare
       // filter (primed alike, unused) takes over; the one that ran at the remembered delay had
       // adapted away from the room.
       this.#delay = Math.round((remembered.delayMs * RATE) / 1000);
-      [this.#judging, this.#primed, this.#rememberedS, this.#placing, this.#spare] = [{ mic: 0, out: 0, samples: 0 }, 'judging', remembered.heardS, remembered.taps, options.spare];
+      this.#primed = { verdict: 'judging', heardS: remembered.heardS, placing: remembered.taps, spare: options.spare, judged: { mic: 0, out: 0, samples: 0 } };
     }
   }
 
@@ -593,11 +599,11 @@ export class EchoCanceller {
       erleDb: this.#outEnergy > 0 && this.#micEnergy > 0 ? 10 * Math.log10(this.#micEnergy / this.#outEnergy) : undefined,
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
-      heardS: this.#sounding / RATE + (this.#primed === 'kept' ? this.#rememberedS : 0),
+      heardS: this.#sounding / RATE + (this.#primed?.verdict === 'kept' ? this.#primed.heardS : 0),
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
       ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),
-      ...(this.#primed ? { primed: this.#primed } : {}),
+      ...(this.#primed ? { primed: this.#primed.verdict } : {}),
     };
   }
 
@@ -608,7 +614,7 @@ export class EchoCanceller {
    * answer as well for good); undefined before, or where the engine cannot give its filter.
    */
   learned(): RoomEcho | undefined {
-    if (this.#delay === undefined || this.#judging || !this.#engine.impulseResponse) return undefined;
+    if (this.#delay === undefined || this.#primed?.verdict === 'judging' || !this.#engine.impulseResponse) return undefined;
     const { heardS } = this.stats;
     if (heardS < LEARNED_S) return undefined;
     return { taps: this.#engine.impulseResponse(), delayMs: (this.#delayOf(this.#micEnd) * 1000) / RATE, heardS, ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }) };
@@ -651,9 +657,14 @@ export class EchoCanceller {
 
   destroy(): void {
     this.#engine.destroy();
-    this.#spare?.destroy();
+    this.#primed?.spare?.destroy();
     this.#warm?.destroy();
     this.#rehearsal?.destroy();
+  }
+
+  /** Estimates come every half second and are stepped every frame: the delay is not known yet, or a remembered filter is not yet placed. */
+  get #measuring(): boolean {
+    return this.#delay === undefined || this.#primed?.placing !== undefined;
   }
 
   /** A rehearsed filter takes over from the next frame (`Rehearsal`). */
@@ -681,10 +692,10 @@ export class EchoCanceller {
     this.#sinceEstimate += frame;
     // Tracking (the delay known): one step per chunk, so no chunk carries more than ~1 ms of it.
     if (this.#job) {
-      if (this.#delay === undefined || this.#placing || !this.#stepped) this.#step();
+      if (this.#measuring || !this.#stepped) this.#step();
     } else if (this.#clipJob) {
       if (!this.#stepped) this.#stepClip();
-    } else if (this.#sinceEstimate >= (this.#delay === undefined || this.#placing ? RATE / 2 : this.#every)) this.#track(at + frame);
+    } else if (this.#sinceEstimate >= (this.#measuring ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
@@ -695,7 +706,7 @@ export class EchoCanceller {
     if (this.#clip !== undefined) clipInPlace(ref, this.#clip);
     let out = this.#engine.process(mic, ref);
     // Not while a remembered filter is unplaced: those frames' reference may stand a few ms off.
-    if (!this.#placing) this.#adopt(this.#rehearsal?.heard(mic, ref, out));
+    if (!this.#primed?.placing) this.#adopt(this.#rehearsal?.heard(mic, ref, out));
     if (this.#warm) {
       const early = this.#warm.process(mic, ref);
       if (!this.#handOver.frame(energy(out), energy(early), frame)) out = early;
@@ -707,7 +718,7 @@ export class EchoCanceller {
     }
     this.#micEnergy += energy(mic);
     this.#outEnergy += energy(out);
-    if (this.#judging) this.#judge(energy(mic), energy(out), frame);
+    if (this.#primed?.judged) this.#judge(this.#primed, energy(mic), energy(out), frame);
     return out;
   }
 
@@ -716,20 +727,20 @@ export class EchoCanceller {
    * on either way (its filters take over where they leave less; in the test's room they did not,
    * and the primed filter ended a second reply at 30 dB against a fresh canceller's 34).
    */
-  #judge(mic: number, out: number, samples: number): void {
-    const judging = this.#judging;
-    if (!judging) return;
-    [judging.mic, judging.out, judging.samples] = [judging.mic + mic, judging.out + out, judging.samples + samples];
-    if (judging.samples < PRIMED_JUDGE_S * RATE || this.#placing) return; // no verdict before the placing
-    this.#judging = undefined;
-    const took = judging.out > 0 ? 10 * Math.log10(judging.mic / judging.out) : Infinity;
+  #judge(primed: Primed, mic: number, out: number, samples: number): void {
+    const judged = primed.judged;
+    if (!judged) return;
+    [judged.mic, judged.out, judged.samples] = [judged.mic + mic, judged.out + out, judged.samples + samples];
+    if (judged.samples < PRIMED_JUDGE_S * RATE || primed.placing) return; // no verdict before the placing
+    primed.judged = undefined;
+    const took = judged.out > 0 ? 10 * Math.log10(judged.mic / judged.out) : Infinity;
     if (took < PRIMED_DROP_DB && this.#engine.fresh) {
-      this.#primed = 'dropped';
+      primed.verdict = 'dropped';
       const fresh = this.#engine.fresh();
       this.#engine.destroy();
       this.#engine = fresh;
-    } else this.#primed = 'kept';
-    this.#onJudged?.(this.#primed, took);
+    } else primed.verdict = 'kept';
+    this.#onJudged?.(primed.verdict, took);
   }
 
   /**
@@ -765,7 +776,8 @@ export class EchoCanceller {
     // A primed filter is placed where it fits: the microphone against the reference through the
     // remembered room, not the reference alone (whose best lag moves with the words by a few
     // samples, and a filter learned a few samples off takes little).
-    this.#job = delaySteps(mic, this.#placing ? throughRoom(ref, this.#placing, MARGIN_SAMPLES) : ref, this.#maxLag);
+    const placing = this.#primed?.placing;
+    this.#job = delaySteps(mic, placing ? throughRoom(ref, placing, MARGIN_SAMPLES) : ref, this.#maxLag);
     this.#jobWindows = { mic, ref };
     this.#jobAt = end - this.#window / 2;
     this.#step();
@@ -779,7 +791,7 @@ export class EchoCanceller {
     this.#job = undefined;
     const estimate = step.value;
     if (!estimate || estimate.strength < this.#minStrength) return;
-    if (this.#placing) this.#place(estimate.delaySamples);
+    if (this.#primed?.placing) this.#place(this.#primed, estimate.delaySamples);
     if (this.#clipModel && this.#jobWindows) this.#clipJob = clipSteps(this.#jobWindows.mic, this.#jobWindows.ref, estimate.delaySamples, this.#maxLag);
     const rate = this.#drift.add(this.#jobAt, estimate.delaySamples);
     if (rate !== undefined && rate !== this.#rate && this.#delay !== undefined) {
@@ -800,16 +812,15 @@ export class EchoCanceller {
    * within `PLACED_WITHIN`, the filter that ran at it goes on; else the spare takes over at the
    * measured delay.
    */
-  #place(delay: number): void {
+  #place(primed: Primed, delay: number): void {
     const known = this.#delayOf(this.#jobAt);
-    this.#placing = undefined;
-    const spare = this.#spare;
-    this.#spare = undefined;
+    const spare = primed.spare;
+    [primed.placing, primed.spare] = [undefined, undefined];
     if (Math.abs(delay - known) <= PLACED_WITHIN) spare?.destroy();
     else {
       [this.#delay, this.#delayAt] = [delay, this.#jobAt];
       if (spare) this.#adopt(spare);
-      if (this.#judging) this.#judging = { mic: 0, out: 0, samples: 0 }; // the spare is judged from here
+      if (primed.judged) primed.judged = { mic: 0, out: 0, samples: 0 }; // the spare is judged from here
     }
     this.#onDelay?.((this.#delayOf(this.#jobAt) * 1000) / RATE);
   }
