@@ -278,7 +278,7 @@ describe('a room remembered across restarts', () => {
     // the reply's end the primed filter leaves 30 dB against a fresh one's 34 (docs/room.md).
     expect((primed.stats.rehearsals?.tookOver ?? 0) + (primed.stats.rehearsals?.turnedDown ?? 0)).toBeGreaterThanOrEqual(1);
     expect(primed.lastDb).toBeGreaterThanOrEqual(fresh.lastDb - 5);
-    // Its seconds of IRIS count (the stop word's young canceller is the filter's age): what it keeps is ready at once.
+    // Its seconds of IRIS count toward what it keeps, ready at once.
     expect(primed.stats.heardS).toBeCloseTo(primed.stats.soundingS + room.heardS, 5);
     expect(fresh.stats.heardS).toBe(fresh.stats.soundingS);
     expect(primed.learned?.heardS).toBeGreaterThan(room.heardS);

@@ -90,8 +90,11 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let stopWord: StopWordWhilePlaying | undefined;
   if (config.audio.stop_word) {
     try {
-      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause); a remembered room's count.
-      const heardS = canceller ? () => canceller?.stats.heardS ?? 0 : undefined;
+      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause).
+      // This run's only: with a remembered room's seconds counted (`stats.heardS`) a primed filter
+      // was trusted over IRIS's own spotter in its first seconds, and IRIS stopped itself once
+      // (docs/room.md, "A room remembered across restarts").
+      const heardS = canceller ? () => canceller?.stats.soundingS ?? 0 : undefined;
       stopWord = new StopWordWhilePlaying(await StopWord.prepare(heardS ? { heardS } : {}), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {
       log.warn(`stop word off: ${messageOf(error)}`);

@@ -403,8 +403,9 @@ export interface EchoStats {
   soundingS: number;
   /**
    * Seconds of IRIS the filter has learned from: `soundingS`, and a remembered room's once its
-   * filter is kept (`primed`): the stop word's young canceller (`StopCheck.young`) is the filter's
-   * age, not this run's.
+   * filter is kept (`primed`): what `learned()` keeps. The stop word's young canceller
+   * (`StopCheck.young`) stays this run's `soundingS`: counted from the remembered room, a primed
+   * filter was trusted over IRIS's own spotter in its first seconds and IRIS stopped itself once.
    */
   heardS: number;
   /** When the long filter took over from the warm one (clock seconds: a recording's own); undefined while the warm one answers (or there is none). */

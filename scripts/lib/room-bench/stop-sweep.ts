@@ -222,7 +222,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     for (let at = 0; at + 1280 <= mic.length; at += 1280) {
       out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
       own.set(canceller.played(at, 1280, RATE / 5), at);
-      heard.push(canceller.stats.heardS);
+      heard.push(canceller.stats.soundingS);
     }
     const learned = canceller.learned();
     const verdict = remembered ? (canceller.stats.primed ?? 'none') : undefined;
