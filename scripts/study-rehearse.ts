@@ -3,10 +3,12 @@
  * IRIS's first reply again (K passes) cancel more in the next reply? speexdsp alone, the reference
  * aligned at the true delay (PASSES=1,2,3,5); or the whole canceller with each IRIS_BENCH_REHEARSAL
  * setting (ARMS='off;{}'). ERLE over 2 s windows of the first and the second reply, dev rooms; with ARMS,
- * each arm's canceller CPU per second of audio too.
+ * each arm's canceller CPU per second of audio too; PRIMED=1: each canceller started from the room
+ * learned over the same two replies heard twice (the daemon started again there, echo-memory.ts).
  * Run: OMP_NUM_THREADS=1 taskset -c 0 npx tsx scripts/study-rehearse.ts
  */
-import { meanPower } from '../src/pipeline/audio.js';
+import { concatSamples, meanPower } from '../src/pipeline/audio.js';
+import type { RoomEcho } from '../src/pipeline/echo-memory.js';
 import { SpeexEcho } from '../src/pipeline/speexdsp.js';
 import { random } from './lib/bench.js';
 import { roomBenchOptions } from './lib/room-bench/options.js';
@@ -24,6 +26,18 @@ const winS = 2;
 const sums = new Map<string, number[]>();
 /** Each arm's canceller CPU (s) and the audio it heard (s), the arms run in turn on each room (so a busy machine weighs on each alike). */
 const cpu = new Map<string, [number, number]>();
+/** PRIMED=1 (with ARMS): each arm's canceller starts from a room learned there before (echo-memory.ts); `startCpu`: its creation's CPU (the priming), s. */
+const primed = process.env.PRIMED === '1';
+const startCpu = new Map<string, number>();
+async function learnedIn(mic: Int16Array, played: Int16Array): Promise<RoomEcho | undefined> {
+  const twice = (a: Int16Array) => concatSamples([a, a]);
+  const canceller = await roomBenchOptions(['node', 'x'], process.env).makeCanceller(referenceOf(twice(played)));
+  const heard = twice(mic);
+  for (let at = 0; at + 1280 <= heard.length; at += 1280) canceller.process(heard.subarray(at, at + 1280), at);
+  const learned = canceller.learned();
+  canceller.destroy();
+  return learned;
+}
 for (const name of names) {
   const base = CONDITIONS.find((c) => c.name === name);
   if (!base) throw new Error(name);
@@ -52,9 +66,14 @@ for (const name of names) {
       sums.set(key, s);
       row.push(`${key.slice(name.length + 1)}: ${erles.map((e) => e.toFixed(1)).join(' ')}`);
     };
+    // PRIMED=1: the daemon started again in this room, its canceller from what one learned over the same two replies heard twice.
+    const remembered = arms && primed ? await learnedIn(r.mic, r.played) : undefined;
     for (const arm of arms ?? []) {
       const options = roomBenchOptions(['node', 'x'], { ...process.env, IRIS_BENCH_REHEARSAL: arm });
-      const canceller = await options.makeCanceller(referenceOf(r.played));
+      const starting = process.cpuUsage();
+      const canceller = await options.makeCanceller(referenceOf(r.played), remembered ? { remembered } : {});
+      const started = process.cpuUsage(starting);
+      startCpu.set(arm, (startCpu.get(arm) ?? 0) + (started.user + started.system) / 1e6);
       const out = new Int16Array(r.mic.length);
       const before = process.cpuUsage();
       for (let at = 0; at + 1280 <= r.mic.length; at += 1280) out.set(canceller.process(r.mic.subarray(at, at + 1280), at), at);
@@ -81,7 +100,7 @@ for (const name of names) {
     console.log(`${name} room ${k} first ${(cut / RATE).toFixed(1)} s | ${row.join(' | ')}`);
   }
 }
-for (const [arm, [cpuS, audioS]] of cpu) console.log(`${arm}: the canceller ${(cpuS / audioS).toFixed(4)} s of CPU per s of audio (${audioS.toFixed(0)} s of rooms, each ~${(audioS / rooms / names.length).toFixed(0)} s from IRIS's first word)`);
+for (const [arm, [cpuS, audioS]] of cpu) console.log(`${arm}: the canceller ${(cpuS / audioS).toFixed(4)} s of CPU per s of audio (${audioS.toFixed(0)} s of rooms, each ~${(audioS / rooms / names.length).toFixed(0)} s from IRIS's first word)${primed ? `; its start (the priming) ${((startCpu.get(arm) ?? 0) / rooms / names.length).toFixed(2)} s each` : ''}`);
 for (const [key, s] of sums) {
   const mean = s.slice(0, 8).map((v) => (v / (s[8] ?? 1)).toFixed(1));
   console.log(`${key}: first reply ${mean.slice(0, 4).join(' / ')} · second ${mean.slice(4).join(' / ')} dB (2 s windows)`);

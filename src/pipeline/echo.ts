@@ -724,9 +724,10 @@ export class EchoCanceller {
   }
 
   /**
-   * A primed filter over IRIS's first second: kept, or dropped for a fresh one. The rehearsal goes
-   * on either way (its filters take over where they leave less; in the test's room they did not,
-   * and the primed filter ended a second reply at 30 dB against a fresh canceller's 34).
+   * A primed filter over IRIS's first second: kept, or dropped for a fresh one. Kept, it is not
+   * rehearsed (`RehearsalOptions.afterKept`): 0–2 s into IRIS's second reply it takes ~27 dB, as a
+   * fresh canceller's rehearsal does, for a quarter of the CPU (docs/room.md, session 21); dropped,
+   * the rehearsal goes on as after a fresh start.
    */
   #judge(primed: Primed, mic: number, out: number, samples: number): void {
     const judged = primed.judged;
@@ -740,7 +741,10 @@ export class EchoCanceller {
       const fresh = this.#engine.fresh();
       this.#engine.destroy();
       this.#engine = fresh;
-    } else primed.verdict = 'kept';
+    } else {
+      primed.verdict = 'kept';
+      this.#rehearsal?.roomKept();
+    }
     this.#onJudged?.(primed.verdict, took);
   }
 

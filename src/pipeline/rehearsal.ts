@@ -28,15 +28,23 @@ export interface RehearsalOptions {
   firstS: number;
   /** After this many seconds of frames heard, no more rounds (the recording is let go). */
   youngS: number;
+  /**
+   * Whether it goes on after a start from a remembered room that fit (echo.ts `Primed`: kept).
+   * Off by default: the primed filter takes 26.9 / 27.5 dB 0–2 s into the second reply at 0 / +12 dB
+   * without it, 27.7 / 28.5 with it, at 0.015 s of CPU per second of audio against 0.060
+   * (`PRIMED=1 scripts/study-rehearse.ts`, session 21).
+   */
+  afterKept: boolean;
 }
 
 /**
  * Ten frames per live frame: about 0.04 s of CPU per second of audio over the first ~30 s of IRIS
- * after a start, 0.057 over the first 15 (the canceller alone 0.015), over the issue's 0.03. Seven
+ * after a start in a room it does not remember, 0.057 over the first 15 (the canceller alone 0.015),
+ * over the issue's 0.03. Seven
  * (session 19, `scripts/study-rehearse.ts`): 0.045, still over, and "stop" with IRIS 12 dB louder
  * fell from 100 to 75 % dev and 83 to 50 % on held-out 9 (docs/room.md): not chosen.
  */
-export const REHEARSAL: RehearsalOptions = { passes: 4, perFrame: 10, firstS: 1, youngS: 20 };
+export const REHEARSAL: RehearsalOptions = { passes: 4, perFrame: 10, firstS: 1, youngS: 20, afterKept: false };
 
 /** Zero frames between passes: longer than the filter, so no pass's end is in the next one's history. */
 const GAP_FRAMES = 32;
@@ -100,6 +108,11 @@ export class Rehearsal<E extends Filter> {
   /** Rehearse while the live filter is idle (IRIS silent): the recording does not grow. */
   idle(budget = this.#options.perFrame): E | undefined {
     return this.#done ? undefined : this.#train(budget);
+  }
+
+  /** The canceller started from a remembered room that fit (echo.ts `Primed`: kept): no more rounds unless `afterKept`. */
+  roomKept(): void {
+    if (!this.#options.afterKept) this.destroy();
   }
 
   destroy(): void {

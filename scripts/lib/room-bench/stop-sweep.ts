@@ -4,7 +4,7 @@ import type { RoomEcho } from '../../../src/pipeline/echo-memory.js';
 import { DEFAULT_LEVEL_ROUTE, DEFAULT_STOP_CHECK, StopWord, ownWord, passesCheck, type StopCandidate, type StopCheck } from '../../../src/pipeline/stopword.js';
 import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword.js';
 import { random, round, writeResults } from '../bench.js';
-import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, talkedBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel, benchConfig } from './room.js';
+import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, REPLIES, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, talkedBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
 
 /**
@@ -123,13 +123,25 @@ const ANNOUNCEMENTS = [
   'Hey jarvis, a reminder: call the plumber about the kitchen sink.',
 ];
 
+/** IRIS_BENCH_STOP_FIRST=alone: what IRIS says in its first reply, in turn (dev: its own words, the announcements and the replies of dev and held-out 2–5; held-out: the replies of held-out 6–10). */
+const FIRST_ALONE: Record<Part, string[]> = {
+  dev: [SELF, ...ANNOUNCEMENTS, ...REPLIES, ...(['heldout2', 'heldout3', 'heldout4', 'heldout5'] as const).flatMap((p) => NEW_ROOMS[p].replies)],
+  heldout: [SELF, ...(['heldout6', 'heldout7', 'heldout8', 'heldout9', 'heldout10'] as const).flatMap((p) => NEW_ROOMS[p].replies)],
+};
+
 export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): Promise<void> {
   const { only, makeCanceller, stopOptions, envParts, kwsDelay } = options;
   const parts = envParts as SweepPart[];
   const perVoice = Number(process.env.IRIS_BENCH_STOP_ROOMS ?? 4);
   const aloneMin = Number(process.env.IRIS_BENCH_STOP_ALONE_MIN ?? 0);
-  /** IRIS_BENCH_STOP_FIRST=1: "stop" begun 0.8–1.8 s into IRIS's first reply since a start instead (a canceller that has heard nothing before it; `StopCheck.young`). */
-  const first = process.env.IRIS_BENCH_STOP_FIRST === '1';
+  /**
+   * IRIS_BENCH_STOP_FIRST=1: "stop" begun 0.8–1.8 s into IRIS's first reply since a start instead (a
+   * canceller that has heard nothing before it; `StopCheck.young`). IRIS_BENCH_STOP_FIRST=alone: IRIS's
+   * first reply with no one speaking, IRIS_BENCH_STOP_ROOMS rooms a level, each saying one of
+   * `FIRST_ALONE`'s texts in turn: self-stops in a young canceller's seconds.
+   */
+  const firstAlone = process.env.IRIS_BENCH_STOP_FIRST === 'alone';
+  const first = process.env.IRIS_BENCH_STOP_FIRST === '1' || firstAlone;
   /**
    * IRIS_BENCH_PRIMED=1 (with STOP_FIRST): the daemon started again in a room it had learned — the
    * canceller starts from what one learned there before (`RoomEcho`), over the same room with IRIS
@@ -175,7 +187,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean, wakeS: number[], heard?: number[]): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
     let chunk = 0;
-    // Primed: the canceller's age as the daemon hands it over (a kept remembered room's seconds count).
+    // Primed: the canceller's age as the daemon hands it over (this run's seconds: `stats.soundingS`).
     const heardS = heard ? { heardS: () => heard[chunk] ?? 0 } : {};
     const stopWord = await StopWord.create({ threshold, ...stopOptions, ...heardS, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
@@ -252,7 +264,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     const commandRand = random(324 + seed);
     // "stop" at +12 dB (a speaker beside the microphone) last, so the rooms drawn before it stay those measured before.
     const sweepConditions = first
-      ? [0, 6, 12].map((esrDb): Condition => ({ name: `stop in IRIS's first reply ${esrDb ? `+${esrDb}` : 0} dB`, esrDb, reverb: 50, says: 'stop', firstReply: true }))
+      ? [0, 6, 12].map((esrDb): Condition => ({ name: `${firstAlone ? 'IRIS alone' : 'stop'} in IRIS's first reply ${esrDb ? `+${esrDb}` : 0} dB`, esrDb, reverb: 50, says: firstAlone ? 'nothing' : 'stop', firstReply: true }))
       : CONDITIONS.filter((c) => c.says !== 'command').concat(CONDITIONS.filter((c) => c.name === 'echo 0 dB'), [{ name: 'stop over echo +12 dB', esrDb: 12, reverb: 50, says: 'stop' }]);
     for (const condition of aloneMin > 0 ? [] : sweepConditions.filter((c) => only === undefined || only.includes(c.name))) {
       for (const voice of condition.says === 'nothing' ? PEOPLE[roomPart].slice(0, 1) : PEOPLE[roomPart]) {
@@ -262,7 +274,10 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
           if (condition.says === 'command') person = commandClip(command, voice);
           if (k >= perVoice && condition.says !== 'command') break;
           const draws = drawsOf(condition.says === 'command' ? commandRand : rand);
-          const irisSays: [string, string] | undefined = newReplies ? [newReplies[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (newReplies[(draws.pick + 1) % newReplies.length] ?? '')] : undefined;
+          const alone = FIRST_ALONE[roomPart];
+          const irisSays: [string, string] | undefined = firstAlone
+            ? [alone[(k + 1) % alone.length] ?? '', alone[k % alone.length] ?? '']
+            : newReplies ? [newReplies[draws.pick] ?? '', condition.says === 'nothing' ? SELF : (newReplies[(draws.pick + 1) % newReplies.length] ?? '')] : undefined;
           const said: Condition = irisSays ? { ...condition, irisSays } : condition;
           // IRIS_BENCH_STEADY: IRIS talked in this room before (its times count in the room: self-stops there too).
           const r = room(talkedBefore(said, options.steadyReplies, draws.pick, newReplies), roomPart, person, draws);
