@@ -24,7 +24,7 @@
  * The main bench's loop runs with the wake word's own-voice veto as the daemon does (IRIS_BENCH_OWN_VETO=0: without;
  * IRIS_BENCH_LOOK_NEAR_DB its level rule for a look's near miss); IRIS_BENCH_LOOKS=1 lists every detection in
  * each room instead (with IRIS_BENCH_WAKE_CHECK='{"fromScore":0.1,"maxFit":1e9}': every look). Held-out sets
- * made after one had been seen: IRIS_BENCH_HELDOUT2=1, …3 … …7 (room.ts `NEW_HELDOUT`), with `--part heldout`. IRIS_BENCH_ANSWER=yes|no: the person answers IRIS's "Did you say …?" and the loop runs with the daemon's gates (options.ts). IRIS_BENCH_STEADY=8: IRIS said eight replies in each echo room first (a canceller that has learned the room, not one in its second reply).
+ * made after one had been seen: IRIS_BENCH_HELDOUT2=1, …3 … …7 (room.ts `NEW_HELDOUT`), with `--part heldout`. IRIS_BENCH_ANSWER=yes|no: the person answers IRIS's "Did you say …?" and the loop runs with the daemon's gates (options.ts). IRIS_BENCH_STEADY=8: IRIS said eight replies in each echo room first (a canceller that has learned the room, not one in its second reply). IRIS_BENCH_FIRST=1: the person speaks into IRIS's first reply since a start; IRIS_BENCH_PRIMED=1|elsewhere (IRIS_BENCH_PRIMED_MOVED=ms): the canceller starts from the room it learned before (options.ts `primed`; the stop bench too).
  *
  * The canceller: `--echo webrtc` (or IRIS_BENCH_ECHO=webrtc) runs webrtc-audio-processing's AEC
  * instead of speexdsp (default: echo.ts `DEFAULT_ECHO_ENGINE`); IRIS_BENCH_WEBRTC='{"delayAgnostic":true}'

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import { supervise } from '../supervise.js';
 import type { AudioSink, AudioSource } from '../pipeline/audio.js';
 import { arecordSource } from '../pipeline/capture.js';
-import { EchoReference } from '../pipeline/echo.js';
+import { EchoReference, YOUNG_CANCELLER_S } from '../pipeline/echo.js';
 import { TAKE_BACK_NEAR_DB } from '../pipeline/early.js';
 import { Speaker, earcon } from '../pipeline/playback.js';
 import { PlayerStream } from '../pipeline/player.js';
@@ -196,6 +196,7 @@ export class VoiceService<R> {
       ...loopOptions(config, parts, sink, this.#o.respond),
       overSpeech: overSpeechOf(sink),
       echoDistorted: () => this.#ear?.stats().clipping ?? false,
+      echoYoung: () => (this.#ear?.stats().heardS ?? Infinity) < YOUNG_CANCELLER_S,
       ...ownVoice,
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       ...(answersEarly && config.audio.early_answer ? {

@@ -29,6 +29,15 @@ const RATE = SPEECH_FORMAT.rate;
 export const MAX_MIC_LAG_S = 30;
 
 /**
+ * A canceller that has heard less of IRIS than this since it was made is young: it takes ~2 dB in
+ * its first 2 s, ~11 in the next (primed from a remembered room ~18 dB), and the residual it
+ * leaves is neither low nor well predicted. The stop word judges words there without trusting it
+ * (stopword.ts `StopCheck.young`), and a command heard over its echo is asked about, never acted
+ * on at once (voice.ts `echoYoung`). Seconds.
+ */
+export const YOUNG_CANCELLER_S = 6;
+
+/**
  * What a reference holds by default (seconds): as far back as the reader may lag, plus a long
  * clip, which is written whole when it is handed to the player. With 8 s, a loaded machine's
  * loop 4–6 s behind read silence where IRIS's echo was, and the echo went through uncancelled

@@ -14,7 +14,7 @@
  * candidate is checked on the audio around it before it stops anything (`StopCheck`).
  */
 import { meanPower, SPEECH_FORMAT } from './audio.js';
-import { EchoReference } from './echo.js';
+import { EchoReference, YOUNG_CANCELLER_S } from './echo.js';
 import { db, OWN_LEAD_S, ResidualEcho, type ResidualLevels } from './residual.js';
 import { SttError } from './stt.js';
 import { decodeUtterance, loadLibrary, type PocketsphinxLibrary } from './pocketsphinx-binding.js';
@@ -285,7 +285,7 @@ export interface StopCandidate {
 }
 
 /** The check a candidate is held to by default: chosen on the bench's dev rooms and IRIS talking on (docs/room.md, "stop" with the check). */
-export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 10, riseDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, young: { untilS: 6, minNearDb: 12 } };
+export const DEFAULT_STOP_CHECK: StopCheck = { minNearDb: 5, minRiseDb: 3, minKeptDb: -12, farOver: { nearDb: 10, riseDb: 12, minKeptDb: -18 }, maxKeptDb: 0, maxFit: 30, settled: true, trustCanceller: true, trustMinKeptDb: -10, young: { untilS: YOUNG_CANCELLER_S, minNearDb: 12 } };
 
 /** Whether `c` is IRIS's own word by its own spotter's veto, under `check` (`false`: the veto always). */
 export function ownWord(c: StopCandidate, check: StopCheck | false): boolean {

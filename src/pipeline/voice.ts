@@ -133,6 +133,14 @@ export interface VoiceLoopOptions<R> {
    * (`StreamOptions.echoDistorted`) and forgives nothing over the echo. Default: never. */
   echoDistorted?: () => boolean;
   /**
+   * The echo canceller is young (it has heard too little of IRIS since the daemon started:
+   * echo.ts `YOUNG_CANCELLER_S`): a command whose wake word came over IRIS's audio then is never
+   * acted on at once — it is asked about (`clarifyFrom`) or dropped. In IRIS's first reply after a
+   * start, with the canceller primed from a remembered room, "set a timer for ten minutes" over
+   * IRIS was heard as "two second timer" at 0.70 and acted on (docs/room.md, session 21). Default: never.
+   */
+  echoYoung?: () => boolean;
+  /**
    * IRIS's own wake word never wakes it: `audio(chunk)` is what IRIS played for that
    * microphone chunk, a little ahead of its echo (none while nothing plays), and `veto` runs the
    * wake word on it too (a second detector state) and drops a detection on the microphone that
@@ -166,6 +174,8 @@ interface Command {
   voiced?: boolean;
   /** The wake word came over IRIS's own audio (`overSpeech`). */
   overSpeech?: boolean;
+  /** …while the canceller was young (`echoYoung`): nothing is acted on at once. */
+  echoYoung?: boolean;
   /** Frames quieter than this are the room's background, not the person (vad.ts `voiceFloorDb`). */
   floorDb?: number;
   /** The power (mean square) of each chunk the person was heard in, before any early answer: how loud they speak here. */
@@ -300,6 +310,7 @@ export class VoiceLoop<R> {
     let lastTurn: Promise<void> | undefined;
     const startCommand = async (run: number, followUp: boolean, wake?: Detection, before: AudioChunk[] = [], overSpeech = false) => {
       const start = ++starts;
+      const echoYoung = overSpeech && (this.#o.echoYoung?.() ?? false);
       if (wake) this.#emit(run, 'wake-end', { word: wake.word, score: wake.score, atS: wake.atS });
       this.#emit(run, 'end_of_speech-start');
       const boundary = await this.#wordBoundary(before);
@@ -318,7 +329,7 @@ export class VoiceLoop<R> {
         report(this.#finish({ ...noCommand(run, followUp, wake), ...(stream ? { stream } : {}) }, 'cancelled'));
         return;
       }
-      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}), ...(overSpeech ? { overSpeech } : {}), ...(floorDb === undefined ? {} : { floorDb }) };
+      command = { run, chunks: audio.map((c) => c.samples), endpointer: new Endpointer(endpoint), followUp, ...(wake ? { wake } : {}), ...(stream ? { stream } : {}), ...(overSpeech ? { overSpeech } : {}), ...(echoYoung ? { echoYoung } : {}), ...(floorDb === undefined ? {} : { floorDb }) };
       stream?.push(concatSamples(command.chunks));
       this.#o.vad.reset();
       this.#state = 'command';
@@ -570,8 +581,7 @@ export class VoiceLoop<R> {
   /** The pipeline from speech to text on, over the command's words. */
   #runCommand(command: Command, input: RunInput, signal: AbortSignal, emit: (type: VoiceEventType, data?: Record<string, unknown>, atMs?: number) => void, respond = this.#o.respond): Promise<RunResult<R>> {
     const { stt, tts, sink, notUnderstood } = this.#o;
-    // A command spoken over IRIS's own voice acts only at the stricter gate.
-    const minConfidence = command.overSpeech ? Math.max(this.#o.minConfidence ?? 0, this.#o.overSpeechMinConfidence ?? 0) : this.#o.minConfidence;
+    const minConfidence = this.#actsFrom(command);
     return runPipeline(input, {
       start: 'stt', end: this.#o.end === undefined || this.#o.end === 'wake' ? 'tts' : this.#o.end, signal, stt, tts, sink, respond,
       ...(minConfidence === undefined ? {} : { minConfidence }),
@@ -581,6 +591,15 @@ export class VoiceLoop<R> {
       ...(command.wake ? { wakeWord: command.wake.word } : {}),
       emit,
     });
+  }
+
+  /**
+   * The confidence `command`'s words act at: spoken over IRIS's own voice, the stricter gate; over
+   * a young canceller's echo, none (they are asked about).
+   */
+  #actsFrom(command: Command): number | undefined {
+    if (command.echoYoung) return Infinity;
+    return command.overSpeech ? Math.max(this.#o.minConfidence ?? 0, this.#o.overSpeechMinConfidence ?? 0) : this.#o.minConfidence;
   }
 
   /**
@@ -653,7 +672,7 @@ export class VoiceLoop<R> {
     const decide = async (): Promise<Transcript | undefined> => {
       const words = await settle.words;
       const text = stripWakeWord(words.text, command.wake?.word);
-      if (text === '' || words.confidence < (this.#o.minConfidence ?? 0) || signal.aborted) return undefined;
+      if (text === '' || words.confidence < (this.#actsFrom(command) ?? 0) || signal.aborted) return undefined;
       return (await judge(text)) && !signal.aborted ? words : undefined;
     };
     const words = decide().catch(() => undefined);

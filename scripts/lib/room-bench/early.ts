@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { TurnResult } from '../../../src/conversation/engine.js';
 import { prefixState } from '../../../src/intents/prefix.js';
 import type { AudioChunk, AudioSink, AudioSource } from '../../../src/pipeline/audio.js';
-import { EchoReference } from '../../../src/pipeline/echo.js';
+import { EchoReference, YOUNG_CANCELLER_S } from '../../../src/pipeline/echo.js';
 import { frontEnd, ownAudio } from '../../../src/pipeline/frontend.js';
 import { StopWord } from '../../../src/pipeline/stopword.js';
 import { createSileroVad } from '../../../src/pipeline/vad.js';
@@ -145,6 +145,7 @@ export async function earlyRooms(options: RoomBenchOptions): Promise<void> {
             commandState: prefixState, completePauseS: earlyConfig.audio.complete_pause_s, incompletePauseS: earlyConfig.audio.incomplete_pause_s,
             // As the daemon's `overSpeechOf`: IRIS sounded within the pre-roll before the wake word.
             overSpeech: () => (over = reference.sounding(nowAt() - Math.round(2.5 * RATE), nowAt())),
+            echoYoung: () => (canceller?.stats.soundingS ?? Infinity) < YOUNG_CANCELLER_S,
             respond: (text, signal, heard) => conversation.turn(text, signal, heard),
             earlyAnswer: (text: string) => conversation.answersEarly(text), takeBackS: earlyConfig.audio.take_back_s,
             // As the daemon: the answer's own echo does not take it back (IRIS_BENCH_TAKE_BACK_DB: the level over its residual, 'off': any speech).

@@ -7,7 +7,7 @@ import { prefixState } from '../../../src/intents/prefix.js';
 import { RIVALS } from '../../../src/intents/sentences.js';
 import { silentLogger } from '../../../src/log.js';
 import { samplesSource } from '../../../src/pipeline/capture.js';
-import { EchoReference } from '../../../src/pipeline/echo.js';
+import { EchoReference, YOUNG_CANCELLER_S } from '../../../src/pipeline/echo.js';
 import { createEspeak } from '../../../src/pipeline/espeak.js';
 import { CollectingSink } from '../../../src/pipeline/playback.js';
 import { createPocketsphinx } from '../../../src/pipeline/pocketsphinx.js';
@@ -20,7 +20,7 @@ import { nativeHost } from '../../../test/helpers/tools.js';
 import { random, round, writeResults } from '../bench.js';
 import { RATE, CACHE, type Part, PEOPLE, COMMANDS, NEW_HELDOUT, SELF, CONDITIONS, talkedBefore, type Room, drawsOf, room, commandClip, stopClip, answeredClip, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
-import { recorded, type FrontEndResult } from './front-end.js';
+import { learnedBefore, recorded, type FrontEndResult } from './front-end.js';
 
 /** A detection as a row keeps it. */
 const wakeOf = (d: Detection) => ({ wakeAtS: d.atS, wakeScore: round(d.score, 3), ...(d.fit === undefined ? {} : { wakeFit: round(d.fit, 1) }), ...(d.nearDb === undefined ? {} : { wakeNearDb: d.nearDb }) });
@@ -50,6 +50,8 @@ interface OwnWake { atS: number; score: number; fit?: number; nearDb?: number }
 interface Row {
   part: Part; condition: string; person: string; says: string; expected: string; over: boolean; delayMs: number;
   measuredDelayMs?: number; erleDb?: number;
+  /** A remembered room's verdict (IRIS_BENCH_PRIMED). */
+  primed?: string;
   /** Where the person's clip starts and ends (seconds). */
   personS?: [number, number];
   cancelled: { wake: boolean; wakeAtS?: number; wakeScore?: number; wakeFit?: number; wakeNearDb?: number; ownWakes?: OwnWake[]; endS?: number; endState?: string; right: boolean; wrong: boolean; askedRight?: boolean; askedWrong?: boolean; asked?: boolean; afterNo?: boolean; answerHeard?: string; stop: boolean; stopsS?: number[]; selfStops: number; transcript: string; confidence: number; made: string; details?: Record<string, unknown> };
@@ -83,7 +85,8 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
 
   /** `distorted`: the canceller found the speaker clipping (the daemon's `echoDistorted`, room-ear.ts `RoomStats.clipping`). */
   /** `own`: IRIS's own audio for each chunk (the front end's), for the own-voice veto as the daemon runs it (none: no veto: the raw microphone's baseline, or IRIS_BENCH_OWN_VETO=0). */
-  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[]): Promise<LoopResult> {
+  /** `heardS`: the canceller's seconds of IRIS after each chunk (the daemon's `echoYoung`; none: never young). */
+  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[], heardS?: number[]): Promise<LoopResult> {
     const ownWakes: OwnWake[] = [];
     const conversation = new Conversation({
       config, host, log: silentLogger,
@@ -94,6 +97,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const gates = answer === undefined || end === 'wake' ? undefined : { followUpS: config.assistant.follow_up_s, minConfidence: config.stt.min_confidence, overSpeechMinConfidence: config.stt.over_speech_confidence, clarifyFrom: config.stt.clarify_confidence };
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, ...gates, end: gates ? 'tts' : end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
+      ...(heardS ? { echoYoung: () => (heardS[Math.max(0, Math.round((lastAtS * RATE) / 1280))] ?? Infinity) < YOUNG_CANCELLER_S } : {}),
       ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, options.veto), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
@@ -109,7 +113,11 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     let details: Record<string, unknown> | undefined;
     let ended: { endS: number; endState: string } | undefined;
     wake.reset();
-    const runs = await loop.run(samplesSource(samples), new AbortController().signal, gates === undefined);
+    // Where the loop is (the chunk it was given last): the canceller's age there.
+    let lastAtS = 0;
+    const source = samplesSource(samples);
+    const watched = { ...source, frames: async function* (signal: AbortSignal) { for await (const c of source.frames(signal)) { lastAtS = c.atS; yield c; } } };
+    const runs = await loop.run(watched, new AbortController().signal, gates === undefined);
     const run = runs[0];
     // The first tool call of any run: the command's, or its words' after the yes.
     const call = runs.flatMap((r) => (r.result?.route === 'local' ? r.result.tool_calls : []))[0];
@@ -167,9 +175,12 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           const draws = drawsOf(rand);
           // Held-out 3 and 4: IRIS says their own replies (IRIS alone still says SELF, its wake and stop words).
           const replies = set?.replies ?? [];
-          const said = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] as [string, string] } : condition;
+          const saidBy = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] as [string, string] } : condition;
+          // IRIS_BENCH_FIRST: the person over IRIS's first reply since a start; IRIS_BENCH_PRIMED: its canceller from the room it learned before.
+          const said = options.firstReply && condition.esrDb !== undefined ? { ...saidBy, firstReply: true } : saidBy;
+          const remembered = options.primed && condition.esrDb !== undefined ? await learnedBefore(options, said, part, person, draws, replies.length > 0 ? replies : undefined) : undefined;
           const roomOf = talkedBefore(said, options.steadyReplies, draws.pick, replies.length > 0 ? replies : undefined);
-          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), ...(options.steadyReplies ? [`steady${options.steadyReplies}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
+          const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), ...(options.steadyReplies ? [`steady${options.steadyReplies}`] : []), ...(options.firstReply ? ['first'] : []), ...(options.primed ? [`primed${options.primed.elsewhere ? 'E' : ''}${options.primed.movedMs}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
           let front: FrontEndResult;
           try {
@@ -178,12 +189,12 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             r = { ...meta.room, mic: decodeWav(readFileSync(`${cached}-mic.wav`)), played: new Int16Array(0) };
             front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)), own: unjoin(decodeWav(readFileSync(`${cached}-own.wav`)), meta.ownLengths) };
           } catch {
-            [r, front] = await recorded(room(roomOf, part, person, draws), options);
+            [r, front] = await recorded(room(roomOf, part, person, draws), options, remembered);
             if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
               // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
               // the recording it would make is the same room with IRIS cut there.
               const heard = await runLoop(front.samples, 'wake', false, false, front.own);
-              if (heard.wakeAtS !== undefined) [r, front] = await recorded(room(roomOf, part, person, draws, (r.fromS ?? 0) + heard.wakeAtS + bargeCutS), options);
+              if (heard.wakeAtS !== undefined) [r, front] = await recorded(room(roomOf, part, person, draws, (r.fromS ?? 0) + heard.wakeAtS + bargeCutS), options, remembered);
             }
             if (reuseFront) {
               const { mic: _m, played: _p, ...roomMeta } = r;
@@ -222,7 +233,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           }
           // IRIS's own audio only where it plays (the bench's reference holds silence in the other rooms; the daemon's holds nothing there).
           const own = condition.esrDb === undefined ? undefined : front.own;
-          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own) : none;
+          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own, front.heardS) : none;
           const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
           const [from, to] = r.personS ?? [Infinity, Infinity];
           const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);
@@ -232,6 +243,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             part, condition: condition.name, person: `${voice.synth}:${voice.name}`, says: command, expected, over, delayMs: r.delayMs,
             ...(front.delayMs === undefined ? {} : { measuredDelayMs: round(front.delayMs, 1) }),
             ...(front.erleDb === undefined ? {} : { erleDb: round(front.erleDb, 1) }),
+            ...(front.primed === undefined ? {} : { primed: front.primed }),
             ...(r.personS ? { personS: [round(r.personS[0], 2), round(r.personS[1], 2)] as [number, number] } : {}),
             cancelled: { ...judge(withFront), ...askedOf(withFront), ...(withFront.wakeAtS === undefined ? {} : { wakeAtS: round(withFront.wakeAtS, 2), wakeScore: withFront.wakeScore, wakeFit: withFront.wakeFit, wakeNearDb: withFront.wakeNearDb }), ...(withFront.ownWakes ? { ownWakes: withFront.ownWakes } : {}), ...(withFront.endS === undefined ? {} : { endS: withFront.endS, endState: withFront.endState }), stop: stopHeard, selfStops, ...(front.stops.length ? { stopsS: front.stops.map((s) => round(s, 2)) } : {}), transcript: withFront.transcript, confidence: withFront.confidence, made: withFront.made, ...(withFront.details ? { details: withFront.details } : {}) },
             baseline: judge(without),
@@ -278,6 +290,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
         self_stops: set.reduce((s, r) => s + r.cancelled.selfStops, 0),
         ...(erles.length ? { erle_db_mean: round(erles.reduce((a, b) => a + b, 0) / erles.length, 1) } : {}),
         ...(delayErrors.length ? { delay_error_ms_max: round(Math.max(...delayErrors), 1) } : {}),
+        ...(options.primed && condition.esrDb !== undefined ? { primed_kept: set.filter((r) => r.primed === 'kept').length } : {}),
       });
     }
   }

@@ -77,6 +77,17 @@ export interface RoomBenchOptions {
   steadyReplies: number;
   /** IRIS_BENCH_REHEARSAL=off | JSON of `RehearsalOptions` fields: the young canceller's rehearsal (rehearsal.ts) off or set otherwise. */
   rehearsal: RehearsalOptions | false | undefined;
+  /**
+   * IRIS_BENCH_PRIMED=1: the daemon started again in a room it had learned — each echo room's
+   * canceller starts from what one learned there before (`RoomEcho`: the same room with IRIS saying
+   * two more replies, the person in it too, as in a room that had been used; front-end.ts
+   * `learnedBefore`). `elsewhere`: learned in another room (RT60 ~0.6, the speaker 12 dB louder,
+   * another delay): a speaker moved, a card changed. IRIS_BENCH_PRIMED_MOVED=ms: the same room, its
+   * delay that much longer than when it was learned (live it moved 1–13 ms between starts).
+   */
+  primed: { elsewhere: boolean; movedMs: number } | undefined;
+  /** IRIS_BENCH_FIRST=1 (the main bench): the person speaks 0.8–1.8 s into IRIS's first reply since a start, with no reply before it. */
+  firstReply: boolean;
   /** The canceller under test; one that cannot load fails the bench (a fallback would measure the other one). */
   makeCanceller: (reference: EchoReference, options?: EchoCancellerOptions) => Promise<EchoCanceller>;
 }
@@ -116,6 +127,8 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     filterMs,
     clipModel,
     rehearsal,
+    primed: env.IRIS_BENCH_PRIMED === '1' || env.IRIS_BENCH_PRIMED === 'elsewhere' ? { elsewhere: env.IRIS_BENCH_PRIMED === 'elsewhere', movedMs: Number(env.IRIS_BENCH_PRIMED_MOVED ?? 0) } : undefined,
+    firstReply: env.IRIS_BENCH_FIRST === '1',
     wakeCheck: env.IRIS_BENCH_WAKE_CHECK === undefined ? WAKE_CHECK : env.IRIS_BENCH_WAKE_CHECK === '0' ? false : { ...WAKE_CHECK, ...(JSON.parse(env.IRIS_BENCH_WAKE_CHECK) as Partial<WakeCheckOptions>) },
     ownVeto: env.IRIS_BENCH_OWN_VETO !== '0',
     veto: {

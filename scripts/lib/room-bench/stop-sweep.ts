@@ -6,6 +6,7 @@ import { createOpenWakeWord, OwnVoiceVeto } from '../../../src/pipeline/wakeword
 import { random, round, writeResults } from '../bench.js';
 import { RATE, type Part, PEOPLE, COMMANDS, IRIS_VOICE, SELF, type Condition, CONDITIONS, REPLIES, sox, espeak, speechPower, addInto, toInt16, pink, drawsOf, talkedBefore, room, licenceParagraphs, voiced, commandClip, stopClip, referenceOf, toMicLevel, benchConfig } from './room.js';
 import type { RoomBenchOptions } from './options.js';
+import { learnedBefore } from './front-end.js';
 
 /**
  * The stop word alone (IRIS_BENCH_KWS="1e-10,1e-15,…", the mic spotter's `-kws_threshold`s to
@@ -142,17 +143,8 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
    */
   const firstAlone = process.env.IRIS_BENCH_STOP_FIRST === 'alone';
   const first = process.env.IRIS_BENCH_STOP_FIRST === '1' || firstAlone;
-  /**
-   * IRIS_BENCH_PRIMED=1 (with STOP_FIRST): the daemon started again in a room it had learned — the
-   * canceller starts from what one learned there before (`RoomEcho`), over the same room with IRIS
-   * saying two more replies first (the person's "stop" in it too, as in a room that had been used).
-   * IRIS_BENCH_PRIMED=elsewhere: what was learned in another room (RT60 ~0.6, the speaker 12 dB
-   * louder, another delay): a speaker moved, a card changed — the self-stops of a filter that is wrong.
-   */
-  const primed = process.env.IRIS_BENCH_PRIMED === '1' || process.env.IRIS_BENCH_PRIMED === 'elsewhere';
-  const elsewhere = process.env.IRIS_BENCH_PRIMED === 'elsewhere';
-  /** IRIS_BENCH_PRIMED_MOVED=ms: the same room, its delay that much longer than when it was learned (live it moved 1–13 ms between starts: a new speaker stream, a new clock anchor). */
-  const moved = Number(process.env.IRIS_BENCH_PRIMED_MOVED ?? 0);
+  /** IRIS_BENCH_PRIMED (options.ts `primed`; with STOP_FIRST, or IRIS's second reply after a restart without it). */
+  const primed = options.primed !== undefined;
   /** Primed rooms whose earlier canceller had learned nothing to keep (too little of IRIS), and the verdicts on the primed filters. */
   const primedVerdicts: Record<string, number> = {};
   const aloneDb = (process.env.IRIS_BENCH_STOP_ALONE_DB ?? '0,6,12').split(',').map(Number);
@@ -226,7 +218,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     return candidates;
   };
   /** The canceller once over `mic`: its output and IRIS's own audio as the front end hands them on. */
-  const cancel = async (mic: Int16Array, reference: EchoReference, remembered?: RoomEcho): Promise<{ out: Int16Array; own: Int16Array; heard: number[]; learned?: RoomEcho }> => {
+  const cancel = async (mic: Int16Array, reference: EchoReference, remembered?: RoomEcho): Promise<{ out: Int16Array; own: Int16Array; heard: number[] }> => {
     const canceller = await makeCanceller(reference, remembered ? { remembered } : {});
     const out = new Int16Array(mic.length);
     const own = new Int16Array(mic.length);
@@ -236,11 +228,10 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
       own.set(canceller.played(at, 1280, RATE / 5), at);
       heard.push(canceller.stats.soundingS);
     }
-    const learned = canceller.learned();
     const verdict = remembered ? (canceller.stats.primed ?? 'none') : undefined;
     if (verdict) primedVerdicts[verdict] = (primedVerdicts[verdict] ?? 0) + 1;
     canceller.destroy();
-    return { out, own, heard, ...(learned ? { learned } : {}) };
+    return { out, own, heard };
   };
   /** openWakeWord's hey_jarvis score per 80 ms chunk of the cancelled microphone (no second look), as the daemon's wake word hears it. */
   const wake = await createOpenWakeWord({ model: 'hey_jarvis', check: false });
@@ -284,9 +275,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
           const reference = referenceOf(r.played);
           let remembered: RoomEcho | undefined;
           if (primed) {
-            const there: Condition = elsewhere ? { ...said, reverb: 80, esrDb: 12 } : said;
-            const before = room(talkedBefore({ ...there, firstReply: false }, 2, draws.pick, newReplies), roomPart, person, elsewhere ? { ...draws, delayMs: 250 - draws.delayMs } : { ...draws, delayMs: draws.delayMs - moved });
-            remembered = (await cancel(before.mic, referenceOf(before.played))).learned;
+            remembered = await learnedBefore(options, said, roomPart, person, draws, newReplies);
             if (!remembered) primedVerdicts['nothing learned'] = (primedVerdicts['nothing learned'] ?? 0) + 1;
           }
           const { out, own, heard: heardS } = await cancel(r.mic, reference, remembered);
