@@ -31,8 +31,8 @@ export interface RoomStats {
   erleDb?: number;
   /** The canceller found IRIS's speaker clipping (echo.ts `clipModel`): its echo is distorted. */
   clipping: boolean;
-  /** Seconds of IRIS the canceller has heard since the voice started (echo.ts `stats.soundingS`). */
-  heardS?: number;
+  /** Seconds of IRIS the canceller has heard since the voice started (echo.ts `stats.soundingS`: a remembered room's not counted). */
+  soundingS?: number;
   /** Where the stop word was last heard (stream seconds). */
   stopAtS?: number;
 }
@@ -155,7 +155,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         canceller: why,
         cancelling: canceller !== undefined,
         clipping: echo?.clipLevel !== undefined,
-        ...(echo ? { heardS: echo.soundingS } : {}),
+        ...(echo ? { soundingS: echo.soundingS } : {}),
         ...(echo?.delayMs === undefined ? {} : { delayMs: echo.delayMs }),
         ...(echo?.erleDb === undefined ? {} : { erleDb: echo.erleDb }),
         ...(stopAtS === undefined ? {} : { stopAtS }),

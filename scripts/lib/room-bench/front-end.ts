@@ -17,7 +17,7 @@ export interface FrontEndResult {
   cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number;
   /** A remembered room's verdict (`EchoCanceller.stats.primed`). */
   primed?: string;
-  /** The canceller's seconds of IRIS after each 80 ms chunk (`stats.soundingS`: room-ear.ts `RoomStats.heardS`). */
+  /** The canceller's seconds of IRIS after each 80 ms chunk (`stats.soundingS`: room-ear.ts `RoomStats.soundingS`). */
   heardS: number[] }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
