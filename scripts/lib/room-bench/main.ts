@@ -85,8 +85,8 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
 
   /** `distorted`: the canceller found the speaker clipping (the daemon's `echoDistorted`, room-ear.ts `RoomStats.clipping`). */
   /** `own`: IRIS's own audio for each chunk (the front end's), for the own-voice veto as the daemon runs it (none: no veto: the raw microphone's baseline, or IRIS_BENCH_OWN_VETO=0). */
-  /** `heardS`: the canceller's seconds of IRIS after each chunk (the daemon's `echoYoung`; none: never young). */
-  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[], heardS?: number[]): Promise<LoopResult> {
+  /** `soundingS`: the canceller's seconds of IRIS after each chunk (the daemon's `echoYoung`; none: never young). */
+  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[], soundingS?: number[]): Promise<LoopResult> {
     const ownWakes: OwnWake[] = [];
     const conversation = new Conversation({
       config, host, log: silentLogger,
@@ -97,7 +97,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const gates = answer === undefined || end === 'wake' ? undefined : { followUpS: config.assistant.follow_up_s, minConfidence: config.stt.min_confidence, overSpeechMinConfidence: config.stt.over_speech_confidence, clarifyFrom: config.stt.clarify_confidence };
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, ...gates, end: gates ? 'tts' : end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
-      ...(heardS ? { echoYoung: () => (heardS[Math.max(0, Math.round((lastAtS * RATE) / 1280))] ?? Infinity) < YOUNG_CANCELLER_S } : {}),
+      ...(soundingS ? { echoYoung: () => (soundingS[Math.round((lastAtS * RATE) / 1280)] ?? Infinity) < YOUNG_CANCELLER_S } : {}),
       ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, options.veto), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
@@ -178,7 +178,6 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           const saidBy = replies.length > 0 && condition.esrDb !== undefined ? { ...condition, irisSays: [replies[draws.pick % replies.length] ?? '', condition.says === 'nothing' ? SELF : (replies[(draws.pick + 1) % replies.length] ?? '')] as [string, string] } : condition;
           // IRIS_BENCH_FIRST: the person over IRIS's first reply since a start; IRIS_BENCH_PRIMED: its canceller from the room it learned before.
           const said = options.firstReply && condition.esrDb !== undefined ? { ...saidBy, firstReply: true } : saidBy;
-          const remembered = options.primed && condition.esrDb !== undefined ? await learnedBefore(options, said, part, person, draws, replies.length > 0 ? replies : undefined) : undefined;
           const roomOf = talkedBefore(said, options.steadyReplies, draws.pick, replies.length > 0 ? replies : undefined);
           const cached = join(CACHE, `front-${[part, condition.name, voice.synth, voice.name, command, bargeIn, suppressDb ?? 'd', quick ? 'quick' : 'full', echoEngine, JSON.stringify(webrtcSettings ?? {}), ...(bargeCutS === 0.2 ? [] : [`cut${bargeCutS}`]), `filter${filterMs}`, ...(clipModel === undefined ? [] : [`clip${Number(clipModel)}`]), ...(setName ? [`h${setName}`] : []), ...(answer ? [`ans-${answer}`] : []), ...(options.steadyReplies ? [`steady${options.steadyReplies}`] : []), ...(options.firstReply ? ['first'] : []), ...(options.primed ? [`primed${options.primed.elsewhere ? 'E' : ''}${options.primed.movedMs}`] : []), 'own'].join('_').replace(/[^a-z0-9+.-]+/gi, '_')}`);
           let r: Room;
@@ -189,6 +188,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
             r = { ...meta.room, mic: decodeWav(readFileSync(`${cached}-mic.wav`)), played: new Int16Array(0) };
             front = { ...meta.front, samples: decodeWav(readFileSync(`${cached}-front.wav`)), own: unjoin(decodeWav(readFileSync(`${cached}-own.wav`)), meta.ownLengths) };
           } catch {
+            const remembered = options.primed && condition.esrDb !== undefined ? await learnedBefore(options, said, part, person, draws, replies.length > 0 ? replies : undefined) : undefined;
             [r, front] = await recorded(room(roomOf, part, person, draws), options, remembered);
             if (bargeIn && condition.says === 'command' && condition.esrDb !== undefined) {
               // The daemon stops talking when it hears the wake word (barge-in, within 200 ms):
@@ -233,7 +233,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           }
           // IRIS's own audio only where it plays (the bench's reference holds silence in the other rooms; the daemon's holds nothing there).
           const own = condition.esrDb === undefined ? undefined : front.own;
-          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own, front.heardS) : none;
+          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own, front.soundingS) : none;
           const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
           const [from, to] = r.personS ?? [Infinity, Infinity];
           const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);
