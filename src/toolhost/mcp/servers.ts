@@ -475,7 +475,9 @@ export class McpServers {
       await this.#saveCache(server);
       this.onChange();
     } catch (error) {
-      this.#log.warn(`${server.name}: could not re-list tools: ${messageOf(error)}`);
+      // A list that changed as the session closed (stopped, reconfigured): nothing is wrong.
+      const closed = server.connection !== connection;
+      this.#log[closed ? 'debug' : 'warn'](`${server.name}: could not re-list tools${closed ? ' (the session closed meanwhile)' : ''}: ${messageOf(error)}`);
     }
   }
 
