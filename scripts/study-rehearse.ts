@@ -8,12 +8,12 @@
  * Run: OMP_NUM_THREADS=1 taskset -c 0 npx tsx scripts/study-rehearse.ts
  */
 import { concatSamples, meanPower } from '../src/pipeline/audio.js';
-import type { RoomEcho } from '../src/pipeline/echo-memory.js';
 import { SpeexEcho } from '../src/pipeline/speexdsp.js';
 import { random } from './lib/bench.js';
 import { roomBenchOptions } from './lib/room-bench/options.js';
 import { CONDITIONS, RATE, referenceOf } from './lib/room-bench/room.js';
 import { twoRepliesRoom } from './lib/room-bench/study.js';
+import { learnedOver } from './lib/room-bench/front-end.js';
 
 const rand = random(Number(process.env.SEED ?? 18));
 const rooms = Number(process.env.ROOMS ?? 4);
@@ -29,15 +29,7 @@ const cpu = new Map<string, [number, number]>();
 /** PRIMED=1 (with ARMS): each arm's canceller starts from a room learned there before (echo-memory.ts); `startCpu`: its creation's CPU (the priming), s. */
 const primed = process.env.PRIMED === '1';
 const startCpu = new Map<string, number>();
-async function learnedIn(mic: Int16Array, played: Int16Array): Promise<RoomEcho | undefined> {
-  const twice = (a: Int16Array) => concatSamples([a, a]);
-  const canceller = await roomBenchOptions(['node', 'x'], process.env).makeCanceller(referenceOf(twice(played)));
-  const heard = twice(mic);
-  for (let at = 0; at + 1280 <= heard.length; at += 1280) canceller.process(heard.subarray(at, at + 1280), at);
-  const learned = canceller.learned();
-  canceller.destroy();
-  return learned;
-}
+const twice = (a: Int16Array) => concatSamples([a, a]);
 for (const name of names) {
   const base = CONDITIONS.find((c) => c.name === name);
   if (!base) throw new Error(name);
@@ -67,7 +59,7 @@ for (const name of names) {
       row.push(`${key.slice(name.length + 1)}: ${erles.map((e) => e.toFixed(1)).join(' ')}`);
     };
     // PRIMED=1: the daemon started again in this room, its canceller from what one learned over the same two replies heard twice.
-    const remembered = arms && primed ? await learnedIn(r.mic, r.played) : undefined;
+    const remembered = arms && primed ? await learnedOver(roomBenchOptions(['node', 'x'], process.env), twice(r.mic), twice(r.played)) : undefined;
     for (const arm of arms ?? []) {
       const options = roomBenchOptions(['node', 'x'], { ...process.env, IRIS_BENCH_REHEARSAL: arm });
       const starting = process.cpuUsage();

@@ -78,8 +78,13 @@ export async function learnedBefore(options: RoomBenchOptions, condition: Condit
   const { elsewhere = false, movedMs = 0 } = options.primed ?? {};
   const there: Condition = { ...condition, firstReply: false, ...(elsewhere ? { reverb: 80, esrDb: 12 } : {}) };
   const before = room(talkedBefore(there, 2, draws.pick, replies), part, person, { ...draws, delayMs: elsewhere ? 250 - draws.delayMs : draws.delayMs - movedMs });
-  const canceller = await options.makeCanceller(referenceOf(before.played));
-  for (let at = 0; at + CHUNK <= before.mic.length; at += CHUNK) canceller.process(before.mic.subarray(at, at + CHUNK), at);
+  return learnedOver(options, before.mic, before.played);
+}
+
+/** What the bench's canceller learned over `mic`, IRIS having played `played` (`EchoCanceller.learned`); undefined if too little to keep. */
+export async function learnedOver(options: RoomBenchOptions, mic: Int16Array, played: Int16Array): Promise<RoomEcho | undefined> {
+  const canceller = await options.makeCanceller(referenceOf(played));
+  for (let at = 0; at + CHUNK <= mic.length; at += CHUNK) canceller.process(mic.subarray(at, at + CHUNK), at);
   const learned = canceller.learned();
   canceller.destroy();
   return learned;
