@@ -31,8 +31,8 @@ export interface RoomStats {
   erleDb?: number;
   /** The canceller found IRIS's speaker clipping (echo.ts `clipModel`): its echo is distorted. */
   clipping: boolean;
-  /** Seconds of IRIS the canceller has heard since the voice started (echo.ts `stats.soundingS`: a remembered room's not counted). */
-  soundingS?: number;
+  /** Seconds of IRIS the canceller's echo estimate rests on (echo.ts `stats.ageS`: this run's, and a placed remembered room's). */
+  ageS?: number;
   /** Where the stop word was last heard (stream seconds). */
   stopAtS?: number;
 }
@@ -71,7 +71,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let why = 'off ([audio] echo_cancel = false)';
   if (config.audio.echo_cancel) {
     try {
-      // speexdsp's filter only (webrtc's cannot be read out).
+      // With speexdsp only (the remembered room was measured there; webrtc is not the default).
       const remembered = config.audio.echo_canceller === 'webrtc' ? undefined : await input.echoRoom?.load();
       if (remembered) log.info(`echo canceller starts from the room it learned before (${Math.round(remembered.heardS)} s of IRIS, delay ${Math.round(remembered.delayMs)} ms)`);
       canceller = await EchoCanceller.create(reference, {
@@ -80,7 +80,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         onFallback: (reason) => log.warn(`echo canceller ${reason}`),
         onDelay: (delayMs) => log.info(`echo canceller ${canceller?.engine ?? ''}: speaker-to-microphone delay ${Math.round(delayMs)} ms`),
         onJudged: (verdict, tookDb) => log.info(verdict === 'kept'
-          ? `echo canceller: the room it remembered fits (${tookDb.toFixed(0)} dB of IRIS's first second taken)`
+          ? `echo canceller: the room it remembered fits (${tookDb.toFixed(0)} dB of IRIS's first second from its placing taken)`
           : `echo canceller: the room it remembered does not fit (${tookDb.toFixed(0)} dB taken: the speaker or the room changed); learning it afresh`),
       });
       why = canceller.engine;
@@ -92,11 +92,9 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   let stopWord: StopWordWhilePlaying | undefined;
   if (config.audio.stop_word) {
     try {
-      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause).
-      // This run's only: with a remembered room's seconds counted (`stats.heardS`) a primed filter
-      // was trusted over IRIS's own spotter in its first seconds, and IRIS stopped itself once
-      // (docs/room.md, "A room remembered across restarts").
-      const heardS = canceller ? () => canceller?.stats.soundingS ?? 0 : undefined;
+      // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause):
+      // this run's, and a remembered room's once placed (echo.ts `stats.ageS`).
+      const heardS = canceller ? () => canceller?.stats.ageS ?? 0 : undefined;
       stopWord = new StopWordWhilePlaying(await StopWord.prepare(heardS ? { heardS } : {}), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {
       log.warn(`stop word off: ${messageOf(error)}`);
@@ -139,8 +137,9 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   // What the canceller learned, kept now and then and at the end: the next start begins from it.
   let keptS = 0;
   const keep = async (): Promise<void> => {
-    const learned = input.echoRoom && canceller?.learned();
-    if (!learned || learned.heardS < keptS + KEEP_MORE_S) return;
+    if (!input.echoRoom || !canceller || canceller.stats.heardS < keptS + KEEP_MORE_S) return;
+    const learned = await canceller.learned();
+    if (!learned) return;
     keptS = learned.heardS;
     await input.echoRoom?.save(learned).catch((error: unknown) => log.warn(`the room's echo could not be kept: ${messageOf(error)}`));
   };
@@ -155,7 +154,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         canceller: why,
         cancelling: canceller !== undefined,
         clipping: echo?.clipLevel !== undefined,
-        ...(echo ? { soundingS: echo.soundingS } : {}),
+        ...(echo ? { ageS: echo.ageS } : {}),
         ...(echo?.delayMs === undefined ? {} : { delayMs: echo.delayMs }),
         ...(echo?.erleDb === undefined ? {} : { erleDb: echo.erleDb }),
         ...(stopAtS === undefined ? {} : { stopAtS }),

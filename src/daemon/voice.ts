@@ -196,7 +196,7 @@ export class VoiceService<R> {
       ...loopOptions(config, parts, sink, this.#o.respond),
       overSpeech: overSpeechOf(sink),
       echoDistorted: () => this.#ear?.stats().clipping ?? false,
-      echoYoung: () => (this.#ear?.stats().soundingS ?? Infinity) < YOUNG_CANCELLER_S,
+      echoYoung: () => (this.#ear?.stats().ageS ?? Infinity) < YOUNG_CANCELLER_S,
       ...ownVoice,
       ...(this.#o.onWake ? { onWake: this.#o.onWake } : {}),
       ...(answersEarly && config.audio.early_answer ? {

@@ -1,55 +1,32 @@
 /**
  * The room's echo, remembered across restarts. A linear canceller learns the room from IRIS's
  * voice, and after a start it has heard none: in IRIS's first reply it took ~7 dB of the echo in
- * its first 2 s, against ~30 once it had heard a minute (docs/room.md, "A room remembered across
- * restarts"), so "stop" said then was never heard. speexdsp's filter cannot be saved or set, but
- * it can be read (its impulse response), and a fresh filter that hears noise through that
- * response learns it: 17–19 dB in those 2 s (`scripts/study-prime.ts`).
+ * its first 2 s, against ~30 once it had heard a minute, so "stop" said then was never heard.
+ * What is kept is the room's response, solved by least squares from what IRIS played and the
+ * microphone heard (room-response.ts); after a start it is placed by the first delay estimate and
+ * taken off the microphone before the adaptive filter: 29–31 dB from the placing on (docs/room.md,
+ * "The room's response by least squares"). Until session 22 a fresh speexdsp filter was taught
+ * the taps speexdsp itself reads out (~12 dB of the room; primed, 17–19 dB).
  *
- * What is kept is the filter's response, the delay and the speaker's clip level: no sound of
- * the room. The file is the canceller's alone; one that does not fit (another filter, another
- * version, damaged) is not used, and the next one learned replaces it.
+ * What is kept is the response, the delay and the speaker's clip level: no sound of the room.
+ * The file is the canceller's alone; one that does not fit (another filter, another version,
+ * damaged) is not used, and the next one learned replaces it.
  */
+import { readFile, rm } from 'node:fs/promises';
 import type { Logger } from '../log.js';
-import { SPEECH_FORMAT } from './audio.js';
 import { createJsonStore } from '../toolhost/store.js';
 import { messageOf } from '../errors.js';
 
 /** What a canceller learned of its room (`EchoCanceller.learned`, `EchoCancellerOptions.remembered`). */
 export interface RoomEcho {
-  /** The long filter's impulse response, one tap per sample (1 = the reference as it is), the reference aligned `MARGIN` early. */
+  /** The room's response, one tap per sample (1 = the reference as it is), the reference aligned `MARGIN` early: the filter's length. */
   taps: Float32Array;
   /** Speaker to microphone, as last measured (ms): told in the log; each start measures it again (live it moved 142–153 ms from one start to the next, and a filter placed 6 ms off took nothing). */
   delayMs: number;
   /** The level the speaker clipped at (`clipModel`), if it did. */
   clipLevel?: number;
-  /** Seconds of IRIS the filter had heard. */
+  /** Seconds of IRIS the canceller had heard. */
   heardS: number;
-}
-
-/** What primes a filter: the engine's `process` (a fresh filter of the canceller's settings). */
-export interface Trainable {
-  readonly frameSamples: number;
-  process(mic: Int16Array, ref: Int16Array): Int16Array;
-}
-
-/**
- * Noise heard `passes` times (chosen in `study-prime.ts`: 2–4 s heard 8–16 times came within
- * 1–2 dB of each other; more noise costs more to make, more passes only the filter's time).
- */
-export const PRIMING = { noiseS: 2, passes: 12, level: 1000 };
-
-/** A seeded generator (the same noise at every start: a start is repeatable). */
-function noise(n: number, level: number): Int16Array {
-  let state = 0x2545f491;
-  const out = new Int16Array(n);
-  for (let i = 0; i < n; i++) {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    out[i] = Math.round(((state >>> 0) / 0xffffffff - 0.5) * 2 * level);
-  }
-  return out;
 }
 
 /** `taps` applied to `x` (the echo of `x` in the remembered room). */
@@ -94,24 +71,8 @@ export function throughRoom(ref: Int16Array, taps: Float32Array, advance: number
   return echo;
 }
 
-/**
- * Fresh filters taught the remembered room: noise through `taps` as the microphone, the noise as
- * the reference; silence longer than the filter after each pass, so no pass starts with the last
- * one's noise in the filter's memory, and the filter meets IRIS with none (without it its first
- * output frames stood 25 dB over the microphone).
- */
-export function prime(filters: Trainable[], taps: Float32Array, options = PRIMING): void {
-  const ref = noise(Math.round(options.noiseS * SPEECH_FORMAT.rate), options.level);
-  const mic = convolve(ref, taps);
-  for (const filter of filters) {
-    const frame = filter.frameSamples;
-    const silence = new Int16Array(frame);
-    for (let pass = 0; pass < options.passes; pass++) {
-      for (let at = 0; at + frame <= ref.length; at += frame) filter.process(mic.subarray(at, at + frame), ref.subarray(at, at + frame));
-      for (let at = 0; at < taps.length + frame; at += frame) filter.process(silence, silence);
-    }
-  }
-}
+/** 2: the least-squares response (session 22); 1 held speexdsp's read-out, not used again (the next one learned replaces it). */
+const VERSION = 2;
 
 interface Stored {
   version: number;
@@ -122,6 +83,16 @@ interface Stored {
   taps: string;
 }
 
+/** Whether `path` holds a room's echo of an older version than this IRIS writes. */
+async function olderVersion(path: string): Promise<boolean> {
+  try {
+    const version = (JSON.parse(await readFile(path, 'utf8')) as { version?: unknown }).version;
+    return typeof version === 'number' && version < VERSION;
+  } catch {
+    return false;
+  }
+}
+
 export interface RoomEchoFile {
   load(): Promise<RoomEcho | undefined>;
   save(room: RoomEcho): Promise<void>;
@@ -129,7 +100,8 @@ export interface RoomEchoFile {
 
 /** `echo-room.json` in the state dir. A file that cannot be read is logged and not used. */
 export function roomEchoFile(stateDir: string, log: Logger): RoomEchoFile {
-  const store = createJsonStore<Stored>(stateDir, 'echo-room', log, 1, { mode: 0o600 });
+  const open = () => createJsonStore<Stored>(stateDir, 'echo-room', log, VERSION, { mode: 0o600 });
+  let store = open();
   return {
     async load() {
       try {
@@ -144,13 +116,20 @@ export function roomEchoFile(stateDir: string, log: Logger): RoomEchoFile {
         }
         return { taps, delayMs: stored.delay_ms, heardS: stored.heard_s, ...(stored.clip_level === undefined ? {} : { clipLevel: stored.clip_level }) };
       } catch (error) {
+        if (await olderVersion(store.path)) {
+          // An older IRIS's description of the room: this one learns it again and writes its own.
+          await rm(store.path, { force: true });
+          store = open();
+          log.info(`${store.path} was kept by an older IRIS; the room's echo is learned again`);
+          return undefined;
+        }
         log.warn(`the room's echo could not be read (${messageOf(error)}); the canceller starts fresh`);
         return undefined;
       }
     },
     async save(room) {
       const bytes = Buffer.from(room.taps.buffer, room.taps.byteOffset, room.taps.byteLength);
-      await store.write({ version: 1, delay_ms: room.delayMs, heard_s: room.heardS, ...(room.clipLevel === undefined ? {} : { clip_level: room.clipLevel }), taps: bytes.toString('base64') });
+      await store.write({ version: VERSION, delay_ms: room.delayMs, heard_s: room.heardS, ...(room.clipLevel === undefined ? {} : { clip_level: room.clipLevel }), taps: bytes.toString('base64') });
     },
   };
 }

@@ -11,14 +11,18 @@
  * or webrtc-audio-processing's (webrtc-aec.ts), `ECHO_ENGINES`.
  * The filter is kept from one reply to the next: in one room the echo path hardly changes,
  * and a linear canceller takes seconds of IRIS's voice to converge; while it is young, a fresh one
- * hears what it was fed again and takes over (rehearsal.ts). A speaker driven into clipping
+ * hears what it was fed again and takes over (rehearsal.ts). The room's response is solved from
+ * what IRIS played and the microphone heard (room-response.ts) and kept across restarts
+ * (echo-memory.ts): after a start it is taken off the microphone first, once placed by the first
+ * delay estimate, and the filter learns what it leaves. A speaker driven into clipping
  * is modelled in front of the filter (`clipModel`, `clipLevel`): a linear filter cannot remove
  * the distortion.
  */
 import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { DelayDrift, readDrifting } from './drift.js';
-import { prime, throughRoom, type RoomEcho } from './echo-memory.js';
+import { throughRoom, type RoomEcho } from './echo-memory.js';
+import { ResponseEstimate, RoomFilter } from './room-response.js';
 import { REHEARSAL, Rehearsal, type RehearsalOptions } from './rehearsal.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
@@ -30,7 +34,8 @@ export const MAX_MIC_LAG_S = 30;
 
 /**
  * A canceller that has heard less of IRIS than this since it was made is young: it takes ~2 dB in
- * its first 2 s, ~11 in the next (primed from a remembered room ~18 dB), and the residual it
+ * its first 2 s, ~11 in the next (a remembered room's response, once placed, ~30 dB: its seconds
+ * count, `EchoStats.ageS`), and the residual it
  * leaves is neither low nor well predicted. The stop word judges words there without trusting it
  * (stopword.ts `StopCheck.young`), and a command heard over its echo is asked about, never acted
  * on at once (voice.ts `echoYoung`). Seconds.
@@ -411,12 +416,19 @@ export interface EchoStats {
   processedS: number;
   soundingS: number;
   /**
-   * Seconds of IRIS the filter has learned from: `soundingS`, and a remembered room's once its
-   * filter is kept (`primed`): what `learned()` keeps. The stop word's young canceller
-   * (`StopCheck.young`) stays this run's `soundingS`: counted from the remembered room, a primed
-   * filter was trusted over IRIS's own spotter in its first seconds and IRIS stopped itself once.
+   * Seconds of IRIS the filter has learned from: `soundingS`, and a remembered room's once it is
+   * kept (`primed`).
    */
   heardS: number;
+  /**
+   * Seconds of IRIS the canceller's echo estimate rests on, what a young canceller is judged by
+   * (`YOUNG_CANCELLER_S`: the stop word's `StopCheck.young`, the voice loop's `echoYoung`): this
+   * run's, and a remembered room's from its placing on (not once dropped). Until session 22 this
+   * was this run's alone: a filter primed from a remembered room took ~18 dB and moved as it
+   * adapted, and counted as older it let IRIS stop itself once; the placed response takes ~30 dB
+   * and does not move.
+   */
+  ageS: number;
   /** When the long filter took over from the warm one (clock seconds: a recording's own); undefined while the warm one answers (or there is none). */
   handedOverS?: number;
   /** The level the speaker was found to clip IRIS's audio at (`clipModel`; the reference's units, 32767 = full scale); undefined: none found. */
@@ -432,20 +444,20 @@ export interface EchoStats {
 }
 
 /**
- * Seconds of IRIS a primed filter is judged over (no verdict before it is placed; the spare from
- * its placing), and the echo it must take there (dB) to be kept. Primed, it took 12–19 dB of IRIS's
- * first seconds in a remembered room, a fresh one 2–7 (`study-prime.ts`, test/echo-filter.test.ts);
- * with the room's echo turned over, 0–2.
+ * Seconds of IRIS a remembered room is judged over from its placing, and the echo it must take
+ * there (dB) to be kept (the room changed: a speaker moved, another card). Its response took
+ * 29–31 dB of the next reply in the room it was learned in, a fresh filter 2–7
+ * (`study-room-response.ts`); with the room's echo turned over it adds to the echo.
  */
 const PRIMED_JUDGE_S = 1;
 const PRIMED_DROP_DB = 3;
 /**
- * How far (samples) this run's delay may be from the remembered one for the filter that ran at it
- * to go on: a primed filter 1 ms (16 samples) off took 0 dB of the echo (a filter that learned the
- * room itself absorbs `MARGIN_SAMPLES / 4` by adapting).
+ * How often a remembered room's placing is tried (samples of IRIS sounding): until it is placed
+ * the echo is left as a fresh filter leaves it, and a person's "stop" comes 0.8 s into the reply.
+ * Correlated through the remembered room, a quarter second of IRIS places it.
  */
-const PLACED_WITHIN = 2;
-/** A filter is remembered once it has heard this much of IRIS (the rehearsal's young seconds: it has converged). */
+const PLACING_EVERY = RATE / 4;
+/** A room is remembered once this much of IRIS has been heard to solve its response from (docs/room.md: 7 s already took 29–31 dB). */
 const LEARNED_S = 20;
 
 /** A canceller started from a remembered room. */
@@ -453,11 +465,9 @@ interface Primed {
   verdict: NonNullable<EchoStats['primed']>;
   /** The remembered room's seconds of IRIS: the canceller's age (`heardS`) once kept. */
   heardS: number;
-  /** The remembered taps, until this run's first delay estimate has placed the filter (`throughRoom`). */
+  /** The remembered response, until this run's first delay estimate has placed it (`throughRoom`). */
   placing: Float32Array | undefined;
-  /** A second filter primed alike, unused until the placing: the one that ran at the remembered delay adapted away from the room where that delay was off. */
-  spare: EchoEngine | undefined;
-  /** The microphone's and the output's energy over IRIS's first second (the spare's: from its placing), until the verdict. */
+  /** The microphone's and the output's energy from the placing over `PRIMED_JUDGE_S`, until the verdict. */
   judged: { mic: number; out: number; samples: number } | undefined;
 }
 
@@ -523,8 +533,14 @@ export class EchoCanceller {
   readonly #onJudged: EchoCancellerOptions['onJudged'];
   /** A filter started from a remembered room (`remembered`); undefined: started fresh. */
   #primed: Primed | undefined;
+  /** The remembered room's response, taken off the microphone before the engine once placed (`RoomFilter`). */
+  #room: RoomFilter | undefined;
+  /** The placed response has heard the reference of the frames before its first (`#fillRoom`). */
+  #roomFilled = false;
+  /** The room's response being learned from what this run hears (`learned()`). */
+  readonly #response: ResponseEstimate | undefined;
 
-  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine; spare?: EchoEngine }) {
+  private constructor(reference: EchoReference, engine: EchoEngine, options: EchoCancellerOptions & { alignHere?: boolean; warm?: EchoEngine; learn?: number }) {
     this.#reference = reference;
     this.#engine = engine;
     this.#warm = options.warm;
@@ -547,13 +563,13 @@ export class EchoCanceller {
     const remembered = options.remembered;
     if (remembered) {
       this.#clip = remembered.clipLevel;
-      // The remembered delay until this run's first estimate places the filter (`Primed.placing`): live
-      // the delay moved by up to 13 ms from one start to the next. Placed elsewhere, the spare
-      // filter (primed alike, unused) takes over; the one that ran at the remembered delay had
-      // adapted away from the room.
+      // The remembered delay until this run's first estimate places the response (`Primed.placing`):
+      // live the delay moved by up to 13 ms from one start to the next, and a response 1 ms off adds
+      // to the echo. Until then the engine runs alone, as after a fresh start.
       this.#delay = Math.round((remembered.delayMs * RATE) / 1000);
-      this.#primed = { verdict: 'judging', heardS: remembered.heardS, placing: remembered.taps, spare: options.spare, judged: { mic: 0, out: 0, samples: 0 } };
+      this.#primed = { verdict: 'judging', heardS: remembered.heardS, placing: remembered.taps, judged: { mic: 0, out: 0, samples: 0 } };
     }
+    this.#response = options.learn ? new ResponseEstimate(options.learn, RATE) : undefined;
   }
 
   static async create(reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> {
@@ -581,13 +597,11 @@ export class EchoCanceller {
       noiseSuppressDb: options.noiseSuppressDb ?? 0,
     };
     const long = await SpeexEcho.create(speexOptions);
-    // A remembered room of this filter's length: the long filter starts from it, and no warm one is needed.
+    // A remembered room of this filter's length is taken off first once placed, and no warm filter is needed.
     const { remembered, ...rest } = options;
     const room = remembered?.taps.length === filterSamples ? remembered : undefined;
-    const spare = room ? long.fresh() : undefined;
-    if (room && spare) prime([long, spare], room.taps);
     const warm = !room && filterSamples > WARM_FILTER_MS * (RATE / 1000) ? await SpeexEcho.create({ ...speexOptions, filterSamples: WARM_FILTER_MS * (RATE / 1000) }) : undefined;
-    return new EchoCanceller(reference, long, { ...rest, ...(warm ? { warm } : {}), ...(room && spare ? { remembered: room, spare } : {}) });
+    return new EchoCanceller(reference, long, { ...rest, ...(warm ? { warm } : {}), ...(room ? { remembered: room } : {}), learn: filterSamples });
   }
 
   /**
@@ -610,6 +624,7 @@ export class EchoCanceller {
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
       heardS: this.#sounding / RATE + (this.#primed?.verdict === 'kept' ? this.#primed.heardS : 0),
+      ageS: this.#sounding / RATE + (this.#room && this.#primed ? this.#primed.heardS : 0),
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
       ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),
@@ -618,16 +633,18 @@ export class EchoCanceller {
   }
 
   /**
-   * What this canceller has learned of the room, for the next start (`remembered`): the long
-   * filter, once it has heard `LEARNED_S` of IRIS (a kept remembered room's seconds count), whether
-   * or not it has taken over from the warm one (in a room with a short tail the warm one may
-   * answer as well for good); undefined before, or where the engine cannot give its filter.
+   * What this canceller has learned of the room, for the next start (`remembered`): the room's
+   * response solved from what this run heard, once it has heard `LEARNED_S` of IRIS; undefined
+   * before, or where the engine is not speexdsp. What is heard is read at the call; the solve
+   * (~0.3 s of CPU) is spread over the event loop's turns.
    */
-  learned(): RoomEcho | undefined {
-    if (this.#delay === undefined || this.#primed?.verdict === 'judging' || !this.#engine.impulseResponse) return undefined;
+  async learned(): Promise<RoomEcho | undefined> {
+    if (this.#delay === undefined || this.#primed?.verdict === 'judging' || !this.#response || this.#response.heardS < LEARNED_S) return undefined;
     const { heardS } = this.stats;
-    if (heardS < LEARNED_S) return undefined;
-    return { taps: this.#engine.impulseResponse(), delayMs: (this.#delayOf(this.#micEnd) * 1000) / RATE, heardS, ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }) };
+    const delayMs = (this.#delayOf(this.#micEnd) * 1000) / RATE;
+    const clip = this.#clip;
+    const taps = await this.#response.solve();
+    return taps && { taps, delayMs, heardS, ...(clip === undefined ? {} : { clipLevel: clip }) };
   }
 
   /** `samples` from clock sample `at`, with the echo removed (a new array, same length). */
@@ -667,7 +684,6 @@ export class EchoCanceller {
 
   destroy(): void {
     this.#engine.destroy();
-    this.#primed?.spare?.destroy();
     this.#warm?.destroy();
     this.#rehearsal?.destroy();
   }
@@ -694,6 +710,10 @@ export class EchoCanceller {
     const frame = this.#frameSamples;
     const sounding = this.#reference.sounding(at - Math.max(lookback, this.#maxLag) - this.#tail, at + frame);
     if (!sounding) {
+      if (this.#running) {
+        this.#response?.pause();
+        this.#room?.clear();
+      }
       this.#running = false;
       this.#adopt(this.#rehearsal?.idle());
       return mic;
@@ -705,7 +725,7 @@ export class EchoCanceller {
       if (this.#measuring || !this.#stepped) this.#step();
     } else if (this.#clipJob) {
       if (!this.#stepped) this.#stepClip();
-    } else if (this.#sinceEstimate >= (this.#measuring ? RATE / 2 : this.#every)) this.#track(at + frame);
+    } else if (this.#sinceEstimate >= (this.#primed?.placing ? PLACING_EVERY : this.#measuring ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
@@ -714,9 +734,12 @@ export class EchoCanceller {
     // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
     if (this.#clip !== undefined) clipInPlace(ref, this.#clip);
-    let out = this.#engine.process(mic, ref);
-    // Not while a remembered filter is unplaced: those frames' reference may stand a few ms off.
-    if (!this.#primed?.placing) this.#adopt(this.#rehearsal?.heard(mic, ref, out));
+    if (this.#room && !this.#roomFilled) this.#fillRoom(this.#room, at - shift);
+    this.#response?.add(mic, ref);
+    let out = this.#engine.process(this.#room ? this.#room.cancel(mic, ref) : mic, ref);
+    // Not while a remembered room is unplaced (those frames' reference may stand a few ms off), nor
+    // while it is taken off (the engine learns what it leaves; a rehearsed filter learns all of it).
+    if (!this.#primed?.placing && !this.#room) this.#adopt(this.#rehearsal?.heard(mic, ref, out));
     if (this.#warm) {
       const early = this.#warm.process(mic, ref);
       if (!this.#handOver.frame(energy(out), energy(early), frame)) out = early;
@@ -747,9 +770,8 @@ export class EchoCanceller {
     const took = judged.out > 0 ? 10 * Math.log10(judged.mic / judged.out) : Infinity;
     if (took < PRIMED_DROP_DB && this.#engine.fresh) {
       primed.verdict = 'dropped';
-      const fresh = this.#engine.fresh();
-      this.#engine.destroy();
-      this.#engine = fresh;
+      this.#room = undefined;
+      this.#adopt(this.#engine.fresh());
     } else {
       primed.verdict = 'kept';
       this.#rehearsal?.roomKept();
@@ -822,21 +844,35 @@ export class EchoCanceller {
   }
 
   /**
-   * The remembered filter placed by this run's first estimate: where the remembered delay was
-   * within `PLACED_WITHIN`, the filter that ran at it goes on; else the spare takes over at the
-   * measured delay.
+   * The remembered room placed by this run's first estimate: from here its response is taken off
+   * the microphone at the measured delay, and a fresh engine learns what it leaves (the one that
+   * ran so far learned the whole echo).
    */
   #place(primed: Primed, delay: number): void {
-    const known = this.#delayOf(this.#jobAt);
-    const spare = primed.spare;
-    [primed.placing, primed.spare] = [undefined, undefined];
-    if (Math.abs(delay - known) <= PLACED_WITHIN) spare?.destroy();
-    else {
-      [this.#delay, this.#delayAt] = [delay, this.#jobAt];
-      if (spare) this.#adopt(spare);
-      if (primed.judged) primed.judged = { mic: 0, out: 0, samples: 0 }; // the spare is judged from here
-    }
+    const taps = primed.placing;
+    if (!taps || !this.#engine.fresh) return;
+    primed.placing = undefined;
+    [this.#delay, this.#delayAt] = [delay, this.#jobAt];
+    this.#room = new RoomFilter(taps, this.#frameSamples);
+    this.#roomFilled = false;
+    this.#adopt(this.#engine.fresh());
+    if (primed.judged) primed.judged = { mic: 0, out: 0, samples: 0 }; // judged from here
     this.#onDelay?.((this.#delayOf(this.#jobAt) * 1000) / RATE);
+  }
+
+  /**
+   * A response placed just now hears the reference of the frames before `from` (without it, the
+   * echo of what IRIS played in the filter's length before the placing would be left whole).
+   */
+  #fillRoom(room: RoomFilter, from: number): void {
+    const frame = this.#frameSamples;
+    const silence = new Int16Array(frame);
+    for (let k = room.frames; k > 0; k--) {
+      const past = this.#reference.read(from - k * frame, frame);
+      if (this.#clip !== undefined) clipInPlace(past, this.#clip);
+      room.cancel(silence, past);
+    }
+    this.#roomFilled = true;
   }
 
   /**

@@ -30,9 +30,8 @@ export interface RehearsalOptions {
   youngS: number;
   /**
    * Whether it goes on after a start from a remembered room that fit (echo.ts `Primed`: kept).
-   * Off by default: the primed filter takes 26.9 / 27.5 dB 0–2 s into the second reply at 0 / +12 dB
-   * without it, 27.7 / 28.5 with it, at 0.015 s of CPU per second of audio against 0.060
-   * (`PRIMED=1 scripts/study-rehearse.ts`, session 21).
+   * Off by default: the remembered room's response takes ~30 dB from its placing, and while it is
+   * taken off, a rehearsed filter (which learns the whole echo) could not take over anyway.
    */
   afterKept: boolean;
 }

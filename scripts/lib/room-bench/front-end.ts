@@ -17,8 +17,8 @@ export interface FrontEndResult {
   cpuS: number; cancellerCpuS: number; chunkMs: number[]; erleDb?: number; delayMs?: number; clipLevel?: number;
   /** A remembered room's verdict (`EchoCanceller.stats.primed`). */
   primed?: string;
-  /** The canceller's seconds of IRIS after each 80 ms chunk (`stats.soundingS`: room-ear.ts `RoomStats.soundingS`). */
-  soundingS: number[] }
+  /** The canceller's age in seconds of IRIS after each 80 ms chunk (`stats.ageS`: room-ear.ts `RoomStats.ageS`). */
+  ageS: number[] }
 
 /** The daemon's front end over a recording (room-ear.ts's file wiring), timed. */
 export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch: { options?: EchoCancellerOptions; onChunk?: (at: number, mic: Int16Array, out: Int16Array, canceller: EchoCanceller) => void } = {}): Promise<FrontEndResult> {
@@ -30,14 +30,14 @@ export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch:
   const cancelProcess = canceller.process.bind(canceller);
   const ownOf = ownAudio((from, length) => reference.read(from, length), () => Math.round(((canceller.stats.delayMs ?? 0) * RATE) / 1000), RATE / 5);
   const own: (Int16Array | undefined)[] = [];
-  const soundingS: number[] = [];
+  const ageS: number[] = [];
   canceller.process = (samples, at) => {
     const before = process.cpuUsage();
     const out = cancelProcess(samples, at);
     const used = process.cpuUsage(before);
     cancellerCpuUs += used.user + used.system;
     own.push(reference.sounding(at - RATE / 4, at + samples.length) ? ownOf(at, samples.length) : undefined); // as room-ear.ts: only while armed
-    soundingS.push(canceller.stats.soundingS);
+    ageS.push(canceller.stats.ageS);
     watch.onChunk?.(at, samples, out, canceller);
     return out;
   };
@@ -66,7 +66,7 @@ export async function throughFrontEnd(options: RoomBenchOptions, r: Room, watch:
   const { erleDb, delayMs, clipLevel, primed } = canceller.stats;
   canceller.destroy();
   stopWord.free();
-  return { samples, stops, own, soundingS, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }), ...(primed === undefined ? {} : { primed }) };
+  return { samples, stops, own, ageS, cpuS: (cpu.user + cpu.system) / 1e6, cancellerCpuS: cancellerCpuUs / 1e6, chunkMs, ...(erleDb === undefined ? {} : { erleDb }), ...(delayMs === undefined ? {} : { delayMs }), ...(clipLevel === undefined ? {} : { clipLevel }), ...(primed === undefined ? {} : { primed }) };
 }
 
 /**
@@ -85,7 +85,7 @@ export async function learnedBefore(options: RoomBenchOptions, condition: Condit
 export async function learnedOver(options: RoomBenchOptions, mic: Int16Array, played: Int16Array): Promise<RoomEcho | undefined> {
   const canceller = await options.makeCanceller(referenceOf(played));
   for (let at = 0; at + CHUNK <= mic.length; at += CHUNK) canceller.process(mic.subarray(at, at + CHUNK), at);
-  const learned = canceller.learned();
+  const learned = await canceller.learned();
   canceller.destroy();
   return learned;
 }
@@ -104,6 +104,6 @@ export async function recorded(r: Room, options: RoomBenchOptions, remembered?: 
   const shift = (s: number) => s - fromS;
   return [
     { ...r, mic: r.mic.subarray(from), played: r.played.subarray(from), ...(r.currentS === undefined ? {} : { currentS: shift(r.currentS) }), ...(r.personS ? { personS: [shift(r.personS[0]), shift(r.personS[1])] } : {}) },
-    { ...front, samples: front.samples.subarray(from), own: front.own.slice(chunks), soundingS: front.soundingS.slice(chunks), chunkMs: front.chunkMs.slice(chunks), stops: front.stops.map(shift).filter((s) => s >= 0) },
+    { ...front, samples: front.samples.subarray(from), own: front.own.slice(chunks), ageS: front.ageS.slice(chunks), chunkMs: front.chunkMs.slice(chunks), stops: front.stops.map(shift).filter((s) => s >= 0) },
   ];
 }

@@ -85,8 +85,8 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
 
   /** `distorted`: the canceller found the speaker clipping (the daemon's `echoDistorted`, room-ear.ts `RoomStats.clipping`). */
   /** `own`: IRIS's own audio for each chunk (the front end's), for the own-voice veto as the daemon runs it (none: no veto: the raw microphone's baseline, or IRIS_BENCH_OWN_VETO=0). */
-  /** `soundingS`: the canceller's seconds of IRIS after each chunk (the daemon's `echoYoung`; none: never young). */
-  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[], soundingS?: number[]): Promise<LoopResult> {
+  /** `ageS`: the canceller's seconds of IRIS after each chunk (the daemon's `echoYoung`; none: never young). */
+  async function runLoop(samples: Int16Array, end: 'conversation' | 'wake' = 'conversation', overSpeech = false, distorted = false, own?: (Int16Array | undefined)[], ageS?: number[]): Promise<LoopResult> {
     const ownWakes: OwnWake[] = [];
     const conversation = new Conversation({
       config, host, log: silentLogger,
@@ -97,7 +97,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
     const gates = answer === undefined || end === 'wake' ? undefined : { followUpS: config.assistant.follow_up_s, minConfidence: config.stt.min_confidence, overSpeechMinConfidence: config.stt.over_speech_confidence, clarifyFrom: config.stt.clarify_confidence };
     const loop = new VoiceLoop<TurnResult>({
       wake, vad, stt, tts, sink: new CollectingSink(), followUpS: 0, minConfidence: 0, ...gates, end: gates ? 'tts' : end, ...(preRollS === undefined ? {} : { preRollS }), ...(echoTailS === undefined ? {} : { echoTailS }), overSpeech: () => overSpeech, echoDistorted: () => distorted,
-      ...(soundingS ? { echoYoung: () => (soundingS[Math.round((lastAtS * RATE) / 1280)] ?? Infinity) < YOUNG_CANCELLER_S } : {}),
+      ...(ageS ? { echoYoung: () => (ageS[Math.round((lastAtS * RATE) / 1280)] ?? Infinity) < YOUNG_CANCELLER_S } : {}),
       ...(own && options.ownVeto ? { ownVoice: { veto: new OwnVoiceVeto(ownWake, options.veto), audio: (chunk) => own[Math.round((chunk.atS * RATE) / 1280)] } } : {}),
       commandState: prefixState, completePauseS: config.audio.complete_pause_s, incompletePauseS: config.audio.incomplete_pause_s,
       respond: (text, signal, heard) => conversation.turn(text, signal, heard),
@@ -233,7 +233,7 @@ export async function roomBench(options: RoomBenchOptions): Promise<void> {
           }
           // IRIS's own audio only where it plays (the bench's reference holds silence in the other rooms; the daemon's holds nothing there).
           const own = condition.esrDb === undefined ? undefined : front.own;
-          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own, front.soundingS) : none;
+          const withFront = condition.says === 'command' || condition.says === 'nothing' ? await runLoop(front.samples, 'conversation', over, front.clipLevel !== undefined, own, front.ageS) : none;
           const without = baselineOn && (condition.says === 'command' || condition.says === 'nothing') ? await runLoop(r.mic, 'conversation', over) : none;
           const [from, to] = r.personS ?? [Infinity, Infinity];
           const stopHeard = front.stops.some((s) => s >= from && s <= to + 0.3);

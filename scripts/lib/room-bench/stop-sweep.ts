@@ -179,7 +179,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
   const spot = async (threshold: number, out: Int16Array, raw: Int16Array, own: Int16Array, armed: (at: number) => boolean, wakeS: number[], heard?: number[]): Promise<StopCandidate[]> => {
     const candidates: StopCandidate[] = [];
     let chunk = 0;
-    // Primed: the canceller's age as the daemon hands it over (this run's seconds: `stats.soundingS`).
+    // Primed: the canceller's age as the daemon hands it over (`stats.ageS`).
     const heardS = heard ? { heardS: () => heard[chunk] ?? 0 } : {};
     const stopWord = await StopWord.create({ threshold, ...stopOptions, ...heardS, ...(live ? {} : { check: false }), onCandidate: (c) => candidates.push(c), ...(restartS === undefined ? {} : { restartS }), ...(kwsDelay === undefined ? {} : { kwsDelay }) });
     let wasArmed = false;
@@ -226,7 +226,7 @@ export async function stopSweep(options: RoomBenchOptions, kwsSweep: number[]): 
     for (let at = 0; at + 1280 <= mic.length; at += 1280) {
       out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
       own.set(canceller.played(at, 1280, RATE / 5), at);
-      heard.push(canceller.stats.soundingS);
+      heard.push(canceller.stats.ageS);
     }
     const verdict = remembered ? (canceller.stats.primed ?? 'none') : undefined;
     if (verdict) primedVerdicts[verdict] = (primedVerdicts[verdict] ?? 0) + 1;
