@@ -79,9 +79,11 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
         engine: config.audio.echo_canceller,
         onFallback: (reason) => log.warn(`echo canceller ${reason}`),
         onDelay: (delayMs) => log.info(`echo canceller ${canceller?.engine ?? ''}: speaker-to-microphone delay ${Math.round(delayMs)} ms`),
-        onJudged: (verdict, tookDb) => log.info(verdict === 'kept'
-          ? `echo canceller: the room it remembered fits (${tookDb.toFixed(0)} dB of IRIS's first second from its placing taken)`
-          : `echo canceller: the room it remembered does not fit (${tookDb.toFixed(0)} dB taken: the speaker or the room changed); learning it afresh`),
+        onJudged: (verdict, tookDb, room) => log.info(room === 'learned'
+          ? `echo canceller: the room's response learned from IRIS's first seconds ${verdict === 'kept' ? 'is taken off from here' : 'took less than the filter did; the filter goes on'} (${tookDb.toFixed(0)} dB of IRIS's next second)`
+          : verdict === 'kept'
+            ? `echo canceller: the room it remembered fits (${tookDb.toFixed(0)} dB of IRIS's first second from its placing taken)`
+            : `echo canceller: the room it remembered does not fit (${tookDb.toFixed(0)} dB taken: the speaker or the room changed); learning it afresh`),
       });
       why = canceller.engine;
     } catch (error) {

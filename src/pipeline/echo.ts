@@ -22,7 +22,7 @@ import { messageOf } from '../errors.js';
 import { SPEECH_FORMAT, type AudioChunk } from './audio.js';
 import { DelayDrift, readDrifting } from './drift.js';
 import { throughRoom, type RoomEcho } from './echo-memory.js';
-import { ResponseEstimate, RoomFilter } from './room-response.js';
+import { RESPONSE_LOAD, ResponseEstimate, RoomFilter } from './room-response.js';
 import { REHEARSAL, Rehearsal, type RehearsalOptions } from './rehearsal.js';
 import { SpeexEcho, type SpeexEchoOptions } from './speexdsp.js';
 import { WebrtcEcho, type WebrtcEchoOptions } from './webrtc-aec.js';
@@ -327,10 +327,19 @@ export interface EchoCancellerOptions {
   clipModel?: boolean;
   /** A fresh filter hears IRIS's first seconds again and takes over (`Rehearsal`); default `REHEARSAL`, false: off. Engines without `fresh()` never do. */
   rehearsal?: RehearsalOptions | false;
+  /**
+   * Seconds of IRIS after which a room it does not remember is learned and taken off in the run
+   * (`#learnRoom`; `LEARN_AFTER_S`, 3, measured); default Infinity: never, the rehearsal instead.
+   * Not on by default (session 22): the second reply's canceller is as good as the rehearsal's for
+   * half the CPU and "stop" was heard as often or more, but commands were understood a room or two
+   * less often, three rooms of 72 decoded nothing after the wake word, and a person's "stop" after
+   * a clip placed two samples off was split by a residual burst and missed (docs/room.md).
+   */
+  learnAfterS?: number;
   /** What a canceller learned of this room before a restart (`learned()`): the filter starts from it. speexdsp only. */
   remembered?: RoomEcho;
-  /** Called when a filter started from `remembered` has been judged over IRIS's first second: kept or dropped, and the echo it took there (dB). */
-  onJudged?: (verdict: 'kept' | 'dropped', tookDb: number) => void;
+  /** Called when a room's response (remembered, or learned in this run) has been judged over IRIS's first second with it: kept or dropped, and the echo taken there (dB). */
+  onJudged?: (verdict: 'kept' | 'dropped', tookDb: number, room: 'remembered' | 'learned') => void;
   /** How long the long filter must have left 1 dB less than the warm one before it takes over, in seconds of IRIS sounding; default `WARM_AHEAD_S` (bench-room's variants). */
   warmAheadS?: number;
 }
@@ -441,6 +450,8 @@ export interface EchoStats {
    * changed: a fresh filter learns it).
    */
   primed?: 'judging' | 'kept' | 'dropped';
+  /** The room's response learned in this run (`learnAfterS`): judged over IRIS's next second against the filter before it, then kept or dropped. */
+  learned?: 'judging' | 'kept' | 'dropped';
 }
 
 /**
@@ -457,14 +468,36 @@ const PRIMED_DROP_DB = 3;
  * Correlated through the remembered room, a quarter second of IRIS places it.
  */
 const PLACING_EVERY = RATE / 4;
+/** How far (samples) the delay may move before a response taken off is moved with it (1 sample off it still takes most: 62 µs). */
+const ROOM_WITHIN = 1;
+/**
+ * With `learnAfterS` (off by default), a start in a room IRIS does not remember: once it has heard this much of IRIS, the room's
+ * response is solved (a slice per frame, `SOLVE_ROWS` rows: ~100 frames) and taken off the
+ * microphone from the next frame, with a fresh filter after it: judged over IRIS's next second against what the filter
+ * before took over its last (within `LEARNED_MARGIN_DB`), else that filter goes on and the solve is
+ * tried again after twice as much. Its least squares over the first reply took 29–31 dB of the next
+ * one where the rehearsal had brought speexdsp to ~27 (docs/room.md, session 22).
+ */
+export const LEARN_AFTER_S = 3;
+const SOLVE_ROWS = 64;
+const LEARNED_MARGIN_DB = 1;
+/** The recent echo taken, `#recent`: its time constant (seconds of IRIS sounding). */
+const RECENT_S = 1;
 /** A room is remembered once this much of IRIS has been heard to solve its response from (docs/room.md: 7 s already took 29–31 dB). */
 const LEARNED_S = 20;
 
-/** A canceller started from a remembered room. */
+/**
+ * A room's response taken off the microphone first: remembered from before the start, or learned
+ * in this run (`#learnRoom`); judged, then kept or dropped.
+ */
 interface Primed {
   verdict: NonNullable<EchoStats['primed']>;
-  /** The remembered room's seconds of IRIS: the canceller's age (`heardS`) once kept. */
+  /** The remembered room's seconds of IRIS: the canceller's age (`heardS`) once kept; 0 for one learned in this run. */
   heardS: number;
+  /** Learned in this run, not remembered. */
+  learned: boolean;
+  /** Learned in this run: the filter that answered before, to go back to if it took less (dB) than that filter did over its last second, `against`. */
+  before?: { engine: EchoEngine; against: number } | undefined;
   /** The remembered response, until this run's first delay estimate has placed it (`throughRoom`). */
   placing: Float32Array | undefined;
   /** The microphone's and the output's energy from the placing over `PRIMED_JUDGE_S`, until the verdict. */
@@ -537,6 +570,14 @@ export class EchoCanceller {
   #room: RoomFilter | undefined;
   /** The placed response has heard the reference of the frames before its first (`#fillRoom`). */
   #roomFilled = false;
+  /** A room's response being solved in this run (`#learnRoom`), or solved and waiting for a pause; and how much of IRIS to have heard before the next try. */
+  #solving: Generator<void, Float32Array | undefined> | undefined;
+  #solved: Float32Array | undefined;
+  #learnAtS: number;
+  /** A remembered room's verdict, once a room learned in this run has taken its place. */
+  #remembered: EchoStats['primed'];
+  /** The microphone's and the output's energy over IRIS's last `RECENT_S` sounding (exponential): what the filter takes now. */
+  readonly #recent = { mic: 0, out: 0 };
   /** The room's response being learned from what this run hears (`learned()`). */
   readonly #response: ResponseEstimate | undefined;
 
@@ -567,9 +608,10 @@ export class EchoCanceller {
       // live the delay moved by up to 13 ms from one start to the next, and a response 1 ms off adds
       // to the echo. Until then the engine runs alone, as after a fresh start.
       this.#delay = Math.round((remembered.delayMs * RATE) / 1000);
-      this.#primed = { verdict: 'judging', heardS: remembered.heardS, placing: remembered.taps, judged: { mic: 0, out: 0, samples: 0 } };
+      this.#primed = { verdict: 'judging', heardS: remembered.heardS, placing: remembered.taps, judged: { mic: 0, out: 0, samples: 0 }, learned: false };
     }
     this.#response = options.learn ? new ResponseEstimate(options.learn, RATE) : undefined;
+    this.#learnAtS = options.learnAfterS ?? Infinity;
   }
 
   static async create(reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> {
@@ -628,7 +670,8 @@ export class EchoCanceller {
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
       ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),
-      ...(this.#primed ? { primed: this.#primed.verdict } : {}),
+      ...(this.#primed && !this.#primed.learned ? { primed: this.#primed.verdict } : this.#remembered ? { primed: this.#remembered } : {}),
+      ...(this.#primed?.learned ? { learned: this.#primed.verdict } : {}),
     };
   }
 
@@ -684,6 +727,7 @@ export class EchoCanceller {
 
   destroy(): void {
     this.#engine.destroy();
+    this.#primed?.before?.engine.destroy();
     this.#warm?.destroy();
     this.#rehearsal?.destroy();
   }
@@ -716,6 +760,7 @@ export class EchoCanceller {
       }
       this.#running = false;
       this.#adopt(this.#rehearsal?.idle());
+      this.#learnRoom();
       return mic;
     }
     this.#sounding += frame;
@@ -729,7 +774,12 @@ export class EchoCanceller {
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
-    if (!this.#running && this.#ran) this.#resume(at);
+    if (!this.#running && this.#ran) {
+      this.#resume(at);
+      // After a pause the speaker stream may be a new one, its lag a few samples other: with a
+      // response taken off, the delay is measured again a quarter second in.
+      if (this.#room) this.#sinceEstimate = Math.max(0, this.#every - PLACING_EVERY);
+    }
     [this.#running, this.#ran] = [true, true];
     // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
     const ref = this.#rate === 0 ? this.#reference.read(at - shift, frame, this.#refFrame) : readDrifting((from, n) => this.#reference.read(from, n), at - shift, 1 - this.#rate, frame, this.#refFrame);
@@ -749,9 +799,13 @@ export class EchoCanceller {
         this.#handedOverS = (at + frame) / RATE;
       }
     }
-    this.#micEnergy += energy(mic);
-    this.#outEnergy += energy(out);
-    if (this.#primed?.judged) this.#judge(this.#primed, energy(mic), energy(out), frame);
+    const [micEnergy, outEnergy] = [energy(mic), energy(out)];
+    this.#micEnergy += micEnergy;
+    this.#outEnergy += outEnergy;
+    const keep = Math.exp(-frame / (RECENT_S * RATE));
+    [this.#recent.mic, this.#recent.out] = [this.#recent.mic * keep + micEnergy, this.#recent.out * keep + outEnergy];
+    if (this.#primed?.judged) this.#judge(this.#primed, micEnergy, outEnergy, frame);
+    this.#learnRoom();
     return out;
   }
 
@@ -768,15 +822,19 @@ export class EchoCanceller {
     if (judged.samples < PRIMED_JUDGE_S * RATE || primed.placing) return; // no verdict before the placing
     primed.judged = undefined;
     const took = judged.out > 0 ? 10 * Math.log10(judged.mic / judged.out) : Infinity;
-    if (took < PRIMED_DROP_DB && this.#engine.fresh) {
+    const before = primed.before;
+    if ((before ? took < before.against - LEARNED_MARGIN_DB : took < PRIMED_DROP_DB) && this.#engine.fresh) {
       primed.verdict = 'dropped';
       this.#room = undefined;
-      this.#adopt(this.#engine.fresh());
+      this.#adopt(before?.engine ?? this.#engine.fresh());
+      this.#learnAtS = Math.max(this.#learnAtS, 2 * (this.#response?.heardS ?? 0));
     } else {
       primed.verdict = 'kept';
+      before?.engine.destroy();
       this.#rehearsal?.roomKept();
     }
-    this.#onJudged?.(primed.verdict, took);
+    primed.before = undefined;
+    this.#onJudged?.(primed.verdict, took, primed.learned ? 'learned' : 'remembered');
   }
 
   /**
@@ -812,8 +870,9 @@ export class EchoCanceller {
     // A primed filter is placed where it fits: the microphone against the reference through the
     // remembered room, not the reference alone (whose best lag moves with the words by a few
     // samples, and a filter learned a few samples off takes little).
-    const placing = this.#primed?.placing;
-    this.#job = delaySteps(mic, placing ? throughRoom(ref, placing, MARGIN_SAMPLES) : ref, this.#maxLag);
+    // So is a response taken off since: a few samples off, it adds to the echo instead.
+    const room = this.#primed?.placing ?? this.#room?.taps;
+    this.#job = delaySteps(mic, room ? throughRoom(ref, room, MARGIN_SAMPLES) : ref, this.#maxLag);
     this.#jobWindows = { mic, ref };
     this.#jobAt = end - this.#window / 2;
     this.#step();
@@ -835,6 +894,12 @@ export class EchoCanceller {
       [this.#delay, this.#delayAt, this.#rate] = [this.#delayOf(this.#micEnd), this.#micEnd, rate];
     }
     const known = this.#delay === undefined ? undefined : this.#delayOf(this.#jobAt);
+    if (known !== undefined && this.#room && Math.abs(estimate.delaySamples - known) > ROOM_WITHIN) {
+      // The response does not adapt: moved (a new speaker stream after a pause), it is moved at once.
+      [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
+      this.#onDelay?.((estimate.delaySamples * 1000) / RATE);
+      return;
+    }
     if (known !== undefined && Math.abs(estimate.delaySamples - known) <= MARGIN_SAMPLES / 4) return; // within what the filter absorbs
     if (known === undefined || (this.#pending && Math.abs(this.#pending.delay - estimate.delaySamples) <= 16)) {
       [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
@@ -858,6 +923,41 @@ export class EchoCanceller {
     this.#adopt(this.#engine.fresh());
     if (primed.judged) primed.judged = { mic: 0, out: 0, samples: 0 }; // judged from here
     this.#onDelay?.((this.#delayOf(this.#jobAt) * 1000) / RATE);
+  }
+
+  /**
+   * A start in a room IRIS does not remember: the room's response solved a slice a frame from what
+   * this run heard, then taken off the microphone with a fresh filter after it from the next frame,
+   * the filter before kept aside until IRIS's next second has judged them (`LEARN_AFTER_S`).
+   */
+  #learnRoom(): void {
+    if (this.#room || this.#primed?.verdict === 'judging' || !this.#response || !this.#engine.fresh || this.#delay === undefined) return;
+    if (!this.#solved) {
+      if (!this.#solving) {
+        if (this.#response.heardS < this.#learnAtS) return;
+        this.#solving = this.#response.solveSteps(RESPONSE_LOAD, SOLVE_ROWS);
+      }
+      const step = this.#solving.next();
+      if (!step.done) return;
+      this.#solving = undefined;
+      if (!step.value) {
+        this.#learnAtS = this.#response.heardS * 2;
+        return;
+      }
+      this.#solved = step.value;
+    }
+    const against = this.#recent.out > 0 ? 10 * Math.log10(this.#recent.mic / this.#recent.out) : 0;
+    const taps = this.#solved;
+    if (!taps) return;
+    this.#room = new RoomFilter(taps, this.#frameSamples);
+    this.#roomFilled = false;
+    this.#solved = undefined;
+    const before = this.#engine;
+    this.#engine = before.fresh?.() ?? before;
+    this.#warm?.destroy();
+    this.#warm = undefined;
+    if (this.#primed && !this.#primed.learned) this.#remembered = this.#primed.verdict;
+    this.#primed = { verdict: 'judging', heardS: 0, placing: undefined, judged: { mic: 0, out: 0, samples: 0 }, learned: true, before: { engine: before, against } };
   }
 
   /**

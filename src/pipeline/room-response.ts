@@ -85,17 +85,22 @@ export class ResponseEstimate {
    * to the event loop every `LEVINSON_ROWS` rows, so the audio path goes on meanwhile.
    */
   async solve(load = RESPONSE_LOAD): Promise<Float32Array | undefined> {
-    if (this.#fill > 0) this.#flush();
-    const r = Float64Array.from(this.#xx);
-    if (!((r[0] ?? 0) > 0)) return undefined;
-    r[0] = (r[0] ?? 0) * (1 + load);
-    const steps = levinson(r, Float64Array.from(this.#xy));
+    const steps = this.solveSteps(load);
     let step = steps.next();
     while (!step.done) {
       await new Promise((resolve) => setImmediate(resolve));
       step = steps.next();
     }
     return step.value;
+  }
+
+  /** `solve` as steps of `rows` rows each, for a caller on the audio path to take one per frame. */
+  *solveSteps(load = RESPONSE_LOAD, rows = LEVINSON_ROWS): Generator<void, Float32Array | undefined> {
+    if (this.#fill > 0) this.#flush();
+    const r = Float64Array.from(this.#xx);
+    if (!((r[0] ?? 0) > 0)) return undefined;
+    r[0] = (r[0] ?? 0) * (1 + load);
+    return yield* levinson(r, Float64Array.from(this.#xy), rows);
   }
 
   /** The block's correlations added in (the reference's history, then the block; what is past the fill is silence). */
@@ -151,9 +156,9 @@ const LEVINSON_ROWS = 256;
 
 /**
  * `T x = y` for the symmetric Toeplitz `T` whose first row is `r` (Levinson's recursion, O(n²));
- * undefined where it breaks down (`T` not positive definite). Yields every `LEVINSON_ROWS` rows.
+ * undefined where it breaks down (`T` not positive definite). Yields every `rows` rows.
  */
-export function* levinson(r: Float64Array, y: Float64Array): Generator<void, Float32Array | undefined> {
+export function* levinson(r: Float64Array, y: Float64Array, rows = LEVINSON_ROWS): Generator<void, Float32Array | undefined> {
   const n = r.length;
   const r0 = r[0] ?? 0;
   let forward = new Float64Array(n);
@@ -162,7 +167,7 @@ export function* levinson(r: Float64Array, y: Float64Array): Generator<void, Flo
   forward[0] = 1 / r0;
   x[0] = (y[0] ?? 0) / r0;
   for (let m = 1; m < n; m++) {
-    if (m % LEVINSON_ROWS === 0) yield;
+    if (m % rows === 0) yield;
     let ef = 0;
     let ex = 0;
     for (let i = 0; i < m; i++) {
@@ -198,7 +203,7 @@ export class RoomFilter {
   readonly #sum: Float64Array;
   #newest = 0;
 
-  constructor(taps: Float32Array, frame: number) {
+  constructor(readonly taps: Float32Array, frame: number) {
     this.#frame = frame;
     this.#fft = new FFT(2 * frame);
     const count = Math.ceil(taps.length / frame);

@@ -2,7 +2,7 @@
  * bench-room's command line and environment (scripts/bench-room.ts documents the modes), read
  * once and handed to each mode; with them the canceller under test, made as they set it.
  */
-import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
+import { DEFAULT_ECHO_ENGINE, ECHO_ENGINES, EchoCanceller, FILTER_MS, LEARN_AFTER_S, type EchoCancellerOptions, type EchoEngineName, type EchoReference } from '../../../src/pipeline/echo.js';
 import { REHEARSAL, type RehearsalOptions } from '../../../src/pipeline/rehearsal.js';
 import type { StopWordOptions } from '../../../src/pipeline/stopword.js';
 import { WAKE_CHECK, type WakeCheckOptions } from '../../../src/pipeline/wake-check.js';
@@ -105,6 +105,8 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
   const webrtcSettings = env.IRIS_BENCH_WEBRTC === undefined ? undefined : (JSON.parse(env.IRIS_BENCH_WEBRTC) as EchoCancellerOptions['webrtc']);
   const filterMs = Number(env.IRIS_BENCH_FILTER_MS ?? FILTER_MS);
   const clipModel = env.IRIS_BENCH_CLIP_MODEL === undefined ? undefined : env.IRIS_BENCH_CLIP_MODEL === '1';
+  // IRIS_BENCH_LEARN=on (after `LEARN_AFTER_S`) or seconds: the room's response learned and taken off in the run (echo.ts `learnAfterS`).
+  const learnAfterS = env.IRIS_BENCH_LEARN === undefined ? undefined : env.IRIS_BENCH_LEARN === 'on' ? LEARN_AFTER_S : Number(env.IRIS_BENCH_LEARN);
   const rehearsal = env.IRIS_BENCH_REHEARSAL === undefined ? undefined : env.IRIS_BENCH_REHEARSAL === 'off' ? false : { ...REHEARSAL, ...(JSON.parse(env.IRIS_BENCH_REHEARSAL) as Partial<RehearsalOptions>) };
   return Object.freeze({
     quick: argv.includes('--quick'),
@@ -139,6 +141,6 @@ export function roomBenchOptions(argv: string[], env: NodeJS.ProcessEnv): RoomBe
     stopOptions: JSON.parse(env.IRIS_BENCH_STOP_OPTIONS ?? '{}') as StopWordOptions,
     kwsDelay: numberOr(env.IRIS_BENCH_KWS_DELAY),
     makeCanceller: (reference: EchoReference, options: EchoCancellerOptions = {}): Promise<EchoCanceller> =>
-      EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...(rehearsal === undefined ? {} : { rehearsal }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } }),
+      EchoCanceller.create(reference, { filterMs, ...(clipModel === undefined ? {} : { clipModel }), ...(rehearsal === undefined ? {} : { rehearsal }), ...(learnAfterS === undefined ? {} : { learnAfterS }), ...options, engine: echoEngine, ...(webrtcSettings ? { webrtc: webrtcSettings } : {}), onFallback: (reason) => { throw new Error(`the ${echoEngine} canceller did not load: ${reason}`); } }),
   } satisfies RoomBenchOptions);
 }
