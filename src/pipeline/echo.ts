@@ -34,8 +34,7 @@ export const MAX_MIC_LAG_S = 30;
 
 /**
  * A canceller that has heard less of IRIS than this since it was made is young: it takes ~2 dB in
- * its first 2 s, ~11 in the next (a remembered room's response, once placed, ~30 dB: its seconds
- * count, `EchoStats.ageS`), and the residual it
+ * its first 2 s, ~11 in the next (a remembered room's response, once placed, ~30 dB), and the residual it
  * leaves is neither low nor well predicted. The stop word judges words there without trusting it
  * (stopword.ts `StopCheck.young`), and a command heard over its echo is asked about, never acted
  * on at once (voice.ts `echoYoung`). Seconds.
@@ -430,12 +429,12 @@ export interface EchoStats {
    */
   heardS: number;
   /**
-   * Seconds of IRIS the canceller's echo estimate rests on, what a young canceller is judged by
-   * (`YOUNG_CANCELLER_S`: the stop word's `StopCheck.young`, the voice loop's `echoYoung`): this
-   * run's, and a remembered room's from its placing on (not once dropped). Until session 22 this
-   * was this run's alone: a filter primed from a remembered room took ~18 dB and moved as it
-   * adapted, and counted as older it let IRIS stop itself once; the placed response takes ~30 dB
-   * and does not move.
+   * Seconds of IRIS the canceller's echo estimate has been judged on, what a young canceller is
+   * judged by (`YOUNG_CANCELLER_S`: the stop word's `StopCheck.young`, the voice loop's `echoYoung`):
+   * this run's. A remembered room's seconds, counted once its response was placed (session 22), raised
+   * "stop" in the first reply after a restart (dev 67 / 92 / 25 % against 67 / 75 / 17 with a 20 dB
+   * gate and ~67 / 42 / 0 without), but IRIS alone with a speaker clipping at +18 dB then stopped
+   * itself twice in that reply (held-out 10), with or without the gate: not counted.
    */
   ageS: number;
   /** When the long filter took over from the warm one (clock seconds: a recording's own); undefined while the warm one answers (or there is none). */
@@ -666,7 +665,7 @@ export class EchoCanceller {
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
       heardS: this.#sounding / RATE + (this.#primed?.verdict === 'kept' ? this.#primed.heardS : 0),
-      ageS: this.#sounding / RATE + (this.#room && this.#primed ? this.#primed.heardS : 0),
+      ageS: this.#sounding / RATE,
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
       ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),

@@ -1,6 +1,7 @@
 /** What the wake-word studies share (scripts/study-wake-verify.ts, study-wake-kws.ts): the command rooms as the wake word hears them, and continuous speech to find false hits in. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { meanPower } from '../../../src/pipeline/audio.js';
 import { decodeWav } from '../../../src/pipeline/wav.js';
 import { random } from '../bench.js';
 import { synthesize, type Voice } from '../speech-set.js';
@@ -62,3 +63,47 @@ export function twoRepliesRoom(base: Condition, rand: () => number, frame: numbe
   return { r, ref, cut: Math.floor(((r.currentS ?? 0) * RATE) / frame) * frame };
 }
 
+
+/** ERLE (dB) of `out` against `r.mic` over four 2 s windows from `cut`, counting only chunks where `ref` sounds (study-prime.ts, study-room-response.ts). */
+export function windowsAfter(r: Room, ref: Int16Array, cut: number): (out: Int16Array) => number[] {
+  const refMean = meanPower(ref);
+  return (out) => [0, 1, 2, 3].map((w) => {
+    let mic = 0;
+    let res = 0;
+    for (let c = cut + w * 2 * RATE; c < cut + (w + 1) * 2 * RATE && c + 1280 <= r.mic.length; c += 1280) {
+      if (meanPower(ref.subarray(c, c + 1280)) < refMean / 100) continue;
+      mic += meanPower(r.mic.subarray(c, c + 1280));
+      res += meanPower(out.subarray(c, c + 1280));
+    }
+    return 10 * Math.log10(mic / res);
+  });
+}
+
+/** Each arm's windows summed over the rooms (`add`, which also writes the room's row) and their means (`means`). */
+export class ArmTally {
+  readonly #sums = new Map<string, number[]>();
+
+  add(key: string, arm: string, windows: number[], row: string[]): void {
+    const s = this.#sums.get(key) ?? [0, 0, 0, 0, 0];
+    windows.forEach((v, i) => (s[i] = (s[i] ?? 0) + v));
+    s[4] = (s[4] ?? 0) + 1;
+    this.#sums.set(key, s);
+    row.push(`${arm} ${windows.map((v) => v.toFixed(1)).join(' ')}`);
+  }
+
+  means(): [string, string][] {
+    return [...this.#sums].map(([key, s]) => [key, s.slice(0, 4).map((v) => (v / (s[4] ?? 1)).toFixed(1)).join(' / ')]);
+  }
+}
+
+/** `rooms` rooms of IRIS's two replies for each condition in `names` (`twoRepliesRoom`), with the windows' ERLE of an output (`windowsAfter`). */
+export function* twoRepliesRooms(names: string[], rooms: number, rand: () => number, frame: number): Generator<{ name: string; k: number; r: Room; ref: Int16Array; cut: number; erles: (out: Int16Array) => number[] }> {
+  for (const name of names) {
+    const base = CONDITIONS.find((c) => c.name === name);
+    if (!base) throw new Error(name);
+    for (let k = 0; k < rooms; k++) {
+      const { r, ref, cut } = twoRepliesRoom(base, rand, frame);
+      yield { name, k, r, ref, cut, erles: windowsAfter(r, ref, cut) };
+    }
+  }
+}
