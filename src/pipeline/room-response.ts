@@ -8,7 +8,8 @@
  * microphone before the adaptive filter, which then learns only what is left.
  *
  * Both work in blocks through FFTs (fft.js): the correlations cost ~5 ms per second of IRIS, the
- * filter ~5 ms per second it runs; the solve, once when the room is kept, ~0.1 s.
+ * filter ~5 ms per second it runs; the solve ~0.3 s each time the room is kept (room-ear.ts: after
+ * 20 s of IRIS, then each minute with 10 s more, and at a voice stop).
  */
 import FFT from 'fft.js';
 
@@ -19,8 +20,8 @@ const power2 = (n: number): number => 2 ** Math.ceil(Math.log2(n));
 
 /**
  * Tikhonov's load on the reference's autocorrelation (a share of its energy): chosen on dev rooms,
- * 0.001 (29–31 dB) against 0.01 (25–27 dB); speech leaves bands unexcited, and a smaller load lets
- * noise in them grow.
+ * 0.001 (29–31 dB) against 0.01 (25–27 dB). Speech leaves bands unexcited; the load keeps the
+ * response there small instead of fitting noise, and a larger one pulls it down where speech is.
  */
 export const RESPONSE_LOAD = 0.001;
 /** Seconds of IRIS after which what was heard before weighs half (the room may change: a door, a speaker moved). */
