@@ -351,6 +351,32 @@ describe('a room remembered across restarts', () => {
     }
   });
 
+  it('a response taken off is moved with the speaker after a pause (a new stream a few samples other) within a second of the next clip, and the filter after it starts afresh', async () => {
+    const room = (await earlier()).learned;
+    expect(room).toBeDefined();
+    if (!room) return;
+    const reply = twoReplies();
+    const second = reply.length + 2 * RATE; // a pause longer than the delay search and the filter
+    const played = new Int16Array(second + reply.length);
+    played.set(reply);
+    played.set(reply, second);
+    const mic = reverberantRoomOf(played); // where the speaker sounded each clip
+    const reference = new EchoReference(60);
+    reference.write(reply, 0);
+    reference.write(reply, second + 12); // where IRIS placed the second: 12 samples (0.75 ms) off
+    const delays: number[] = [];
+    const canceller = await EchoCanceller.create(reference, { remembered: room, onDelay: (ms) => delays.push(ms) });
+    const out = new Int16Array(mic.length);
+    for (let at = 0; at + 1280 <= mic.length; at += 1280) out.set(canceller.process(mic.subarray(at, at + 1280), at), at);
+    canceller.destroy();
+    // Placed in the first clip at the room's delay, then moved 12 samples early in the second.
+    expect(delays[0]).toBeCloseTo(room.delayMs, 0);
+    expect((delays.at(-1) ?? 0) - (delays[0] ?? 0)).toBeCloseTo(-12 / 16, 1);
+    // From a second into the shifted clip: 45 dB (moved 2.5 s in and the filter after it kept, ~1 dB).
+    const [from, to] = [second + RATE, second + 3 * RATE];
+    expect(10 * Math.log10(energy(mic.subarray(from, to)) / energy(out.subarray(from, to)))).toBeGreaterThanOrEqual(25);
+  });
+
   it('a remembered filter of another length is not used', async () => {
     const played = twoReplies();
     const primed = await run(reverberantRoomOf(played), played, { taps: new Float32Array(100), delayMs: 100, heardS: 30 });

@@ -569,6 +569,8 @@ export class EchoCanceller {
   #room: RoomFilter | undefined;
   /** The placed response has heard the reference of the frames before its first (`#fillRoom`). */
   #roomFilled = false;
+  /** A response taken off is being placed again after a pause (the first estimate since). */
+  #replacing = false;
   /** A room's response being solved in this run (`#learnRoom`), or solved and waiting for a pause; and how much of IRIS to have heard before the next try. */
   #solving: Generator<void, Float32Array | undefined> | undefined;
   #solved: Float32Array | undefined;
@@ -733,7 +735,7 @@ export class EchoCanceller {
 
   /** Estimates come every half second and are stepped every frame: the delay is not known yet, or a remembered filter is not yet placed. */
   get #measuring(): boolean {
-    return this.#delay === undefined || this.#primed?.placing !== undefined;
+    return this.#delay === undefined || this.#primed?.placing !== undefined || this.#replacing;
   }
 
   /** A rehearsed filter takes over from the next frame (`Rehearsal`). */
@@ -769,15 +771,18 @@ export class EchoCanceller {
       if (this.#measuring || !this.#stepped) this.#step();
     } else if (this.#clipJob) {
       if (!this.#stepped) this.#stepClip();
-    } else if (this.#sinceEstimate >= (this.#primed?.placing ? PLACING_EVERY : this.#measuring ? RATE / 2 : this.#every)) this.#track(at + frame);
+    } else if (this.#sinceEstimate >= (this.#primed?.placing || this.#replacing ? PLACING_EVERY : this.#measuring ? RATE / 2 : this.#every)) this.#track(at + frame);
     if (this.#delay === undefined) return mic; // not yet known: nothing to align
     const shift = this.#alignHere ? Math.max(0, this.#delayOf(at) - MARGIN_SAMPLES) : 0;
     if (!this.#alignHere) this.#engine.delayMs = Math.round((this.#delayOf(at) * 1000) / RATE);
     if (!this.#running && this.#ran) {
       this.#resume(at);
       // After a pause the speaker stream may be a new one, its lag a few samples other: with a
-      // response taken off, the delay is measured again a quarter second in.
-      if (this.#room) this.#sinceEstimate = Math.max(0, this.#every - PLACING_EVERY);
+      // response taken off, the delay is measured again every quarter second from here until an
+      // estimate holds (one begun before the pause is dropped), stepped every frame as at the placing.
+      if (this.#room) {
+        [this.#job, this.#clipJob, this.#replacing, this.#sinceEstimate] = [undefined, undefined, true, 0];
+      }
     }
     [this.#running, this.#ran] = [true, true];
     // Two clocks drifting: the reference read at the microphone's rate, so the filter sees a still room.
@@ -861,8 +866,10 @@ export class EchoCanceller {
     if (this.#micEnd - end < 0 || end - this.#window - this.#maxLag < this.#micEnd - this.#micRing.length) return;
     const from = end - this.#window - this.#maxLag;
     if (from < this.#jumpAt) return;
-    this.#sinceEstimate = 0;
     const ref = this.#reference.read(from, this.#window + this.#maxLag);
+    // Silent yet (a clip's leading silence): placing again after a pause, the next frame tries.
+    if (energy(ref, this.#maxLag) === 0 && this.#replacing) return;
+    this.#sinceEstimate = 0;
     if (energy(ref, this.#maxLag) === 0) return;
     const mic = new Int16Array(this.#window + this.#maxLag);
     for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
@@ -893,9 +900,12 @@ export class EchoCanceller {
       [this.#delay, this.#delayAt, this.#rate] = [this.#delayOf(this.#micEnd), this.#micEnd, rate];
     }
     const known = this.#delay === undefined ? undefined : this.#delayOf(this.#jobAt);
+    this.#replacing = false;
     if (known !== undefined && this.#room && Math.abs(estimate.delaySamples - known) > ROOM_WITHIN) {
-      // The response does not adapt: moved (a new speaker stream after a pause), it is moved at once.
+      // The response does not adapt: moved (a new speaker stream after a pause), it is moved at
+      // once, and the filter after it starts afresh (what it learned since the move is wrong).
       [this.#delay, this.#delayAt] = [estimate.delaySamples, this.#jobAt];
+      this.#adopt(this.#engine.fresh?.());
       this.#onDelay?.((estimate.delaySamples * 1000) / RATE);
       return;
     }
