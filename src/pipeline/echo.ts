@@ -571,7 +571,7 @@ export class EchoCanceller {
   #roomFilled = false;
   /** A response taken off is being placed again after a pause (the first estimate since). */
   #replacing = false;
-  /** A room's response being solved in this run (`#learnRoom`), or solved and waiting for a pause; and how much of IRIS to have heard before the next try. */
+  /** A room's response being solved in this run (`#learnRoom`), or solved and not yet taken off; and how much of IRIS to have heard before the next try. */
   #solving: Generator<void, Float32Array | undefined> | undefined;
   #solved: Float32Array | undefined;
   #learnAtS: number;
@@ -867,10 +867,11 @@ export class EchoCanceller {
     const from = end - this.#window - this.#maxLag;
     if (from < this.#jumpAt) return;
     const ref = this.#reference.read(from, this.#window + this.#maxLag);
+    const silent = energy(ref, this.#maxLag) === 0;
     // Silent yet (a clip's leading silence): placing again after a pause, the next frame tries.
-    if (energy(ref, this.#maxLag) === 0 && this.#replacing) return;
+    if (silent && this.#replacing) return;
     this.#sinceEstimate = 0;
-    if (energy(ref, this.#maxLag) === 0) return;
+    if (silent) return;
     const mic = new Int16Array(this.#window + this.#maxLag);
     for (let i = 0; i < mic.length; i++) mic[i] = this.#micRing[(from + i) % this.#micRing.length] ?? 0;
     // A primed filter is placed where it fits: the microphone against the reference through the

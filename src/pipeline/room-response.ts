@@ -202,6 +202,8 @@ export class RoomFilter {
   readonly #history: number[][];
   readonly #input: Float64Array;
   readonly #sum: Float64Array;
+  /** The inverse transform's output, reused frame to frame. */
+  readonly #echo: number[];
   #newest = 0;
 
   constructor(readonly taps: Float32Array, frame: number) {
@@ -216,6 +218,7 @@ export class RoomFilter {
     this.#history = Array.from({ length: count }, () => this.#fft.createComplexArray() as number[]);
     this.#input = new Float64Array(2 * frame);
     this.#sum = new Float64Array(4 * frame);
+    this.#echo = this.#fft.createComplexArray() as number[];
   }
 
   /** `mic` less the echo the response predicts from this frame of the reference (`frame` samples each). */
@@ -244,7 +247,7 @@ export class RoomFilter {
       sum[2 * b] = sum[2 * (2 * frame - b)] as number;
       sum[2 * b + 1] = -(sum[2 * (2 * frame - b) + 1] as number);
     }
-    const echo = this.#fft.createComplexArray() as number[];
+    const echo = this.#echo;
     this.#fft.inverseTransform(echo, sum);
     const out = new Int16Array(frame);
     for (let i = 0; i < frame; i++) out[i] = clamp16((mic[i] as number) - (echo[2 * (frame + i)] as number));
