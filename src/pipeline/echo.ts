@@ -543,8 +543,13 @@ export class EchoCanceller {
   #clipJob: Generator<void, number | undefined> | undefined;
   /** The level the speaker clips at, in reference units (`clipModel`); undefined: it does not clip. */
   #clip: number | undefined;
-  #clipPending: number | undefined;
-  /** A clip level was estimated before (the first is taken at once). */
+  /** A level estimated once and not yet agreed by a second estimate (`level` undefined: none found). */
+  #clipPending: { level: number | undefined } | undefined;
+  /**
+   * A clip level was estimated before (the first is taken at once), or remembered: a remembered
+   * room's response was learned through its clip level, and a first estimate that found none (a
+   * window early in a reply, the delay ~190 ms) cleared it and left ~10 dB of 30 (held-out 10).
+   */
   #ranClip = false;
   readonly #clipModel: boolean;
   /** A step of `#job` was taken in this chunk. */
@@ -605,6 +610,7 @@ export class EchoCanceller {
     const remembered = options.remembered;
     if (remembered) {
       this.#clip = remembered.clipLevel;
+      this.#ranClip = true;
       // The remembered delay until this run's first estimate places the response (`Primed.placing`):
       // live the delay moved by up to 13 ms from one start to the next, and a response 1 ms off adds
       // to the echo. Until then the engine runs alone, as after a fresh start.
@@ -998,8 +1004,8 @@ export class EchoCanceller {
     const level = step.value;
     const near = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? a === b : Math.abs(Math.log2(a / b)) <= 1 / 8 + 1e-9);
     if (near(level, this.#clip)) this.#clipPending = undefined;
-    else if (!this.#ranClip || near(level, this.#clipPending)) [this.#clip, this.#clipPending] = [level, undefined];
-    else this.#clipPending = level;
+    else if (!this.#ranClip || (this.#clipPending && near(level, this.#clipPending.level))) [this.#clip, this.#clipPending] = [level, undefined];
+    else this.#clipPending = { level };
     this.#ranClip = true;
   }
 
