@@ -31,7 +31,7 @@ export interface RoomStats {
   erleDb?: number;
   /** The canceller found IRIS's speaker clipping (echo.ts `clipModel`): its echo is distorted. */
   clipping: boolean;
-  /** Seconds of IRIS the canceller's echo estimate has been judged on (echo.ts `stats.ageS`: this run's). */
+  /** Seconds of IRIS the canceller's echo estimate rests on (echo.ts `stats.ageS`: this run's, and a placed remembered room's). */
   ageS?: number;
   /** Where the stop word was last heard (stream seconds). */
   stopAtS?: number;
@@ -95,7 +95,7 @@ export async function createFrontEnd(config: Config, log: Logger, input: FrontEn
   if (config.audio.stop_word) {
     try {
       // The canceller's age in IRIS's seconds, not the stop word's (made again after each idle pause):
-      // this run's (echo.ts `stats.ageS`: a remembered room's seconds not counted).
+      // this run's and a placed remembered room's (echo.ts `stats.ageS`).
       const heardS = canceller ? () => canceller?.stats.ageS ?? 0 : undefined;
       stopWord = new StopWordWhilePlaying(await StopWord.prepare(heardS ? { heardS } : {}), { onError: (error) => log.warn(`stop word off: ${messageOf(error)}`) });
     } catch (error) {

@@ -34,7 +34,8 @@ export const MAX_MIC_LAG_S = 30;
 
 /**
  * A canceller that has heard less of IRIS than this since it was made is young: it takes ~2 dB in
- * its first 2 s, ~11 in the next (a remembered room's response, once placed, ~30 dB), and the residual it
+ * its first 2 s, ~11 in the next (a remembered room's response, once placed, ~30 dB: its seconds
+ * count, `EchoStats.ageS`), and the residual it
  * leaves is neither low nor well predicted. The stop word judges words there without trusting it
  * (stopword.ts `StopCheck.young`), and a command heard over its echo is asked about, never acted
  * on at once (voice.ts `echoYoung`). Seconds.
@@ -429,12 +430,13 @@ export interface EchoStats {
    */
   heardS: number;
   /**
-   * Seconds of IRIS the canceller's echo estimate has been judged on, what a young canceller is
-   * judged by (`YOUNG_CANCELLER_S`: the stop word's `StopCheck.young`, the voice loop's `echoYoung`):
-   * this run's. A remembered room's seconds, counted once its response was placed (session 22), raised
-   * "stop" in the first reply after a restart (dev 67 / 92 / 25 % against 67 / 75 / 17 with a 20 dB
-   * gate and ~67 / 42 / 0 without), but IRIS alone with a speaker clipping at +18 dB then stopped
-   * itself twice in that reply (held-out 10), with or without the gate: not counted.
+   * Seconds of IRIS the canceller's echo estimate rests on, what a young canceller is judged by
+   * (`YOUNG_CANCELLER_S`: the stop word's `StopCheck.young`, the voice loop's `echoYoung`): this
+   * run's, and a remembered room's from its placing on (not once dropped). Counted so (session 22),
+   * IRIS alone with a speaker clipping at +18 dB stopped itself twice in its first reply after a
+   * restart: the first clip estimate there had found none and thrown away the clip level the
+   * response was learned through (~10 dB taken for 5 s instead of ~30). With the clip level kept
+   * (session 23), 0 self-stops there and in 8 min of IRIS alone on a new held-out set.
    */
   ageS: number;
   /** When the long filter took over from the warm one (clock seconds: a recording's own); undefined while the warm one answers (or there is none). */
@@ -673,7 +675,7 @@ export class EchoCanceller {
       processedS: this.#processed / RATE,
       soundingS: this.#sounding / RATE,
       heardS: this.#sounding / RATE + (this.#primed?.verdict === 'kept' ? this.#primed.heardS : 0),
-      ageS: this.#sounding / RATE,
+      ageS: this.#sounding / RATE + (this.#room && this.#primed ? this.#primed.heardS : 0),
       ...(this.#handedOverS === undefined ? {} : { handedOverS: this.#handedOverS }),
       ...(this.#clip === undefined ? {} : { clipLevel: this.#clip }),
       ...(this.#rehearsal ? { rehearsals: { tookOver: this.#rehearsal.tookOver, turnedDown: this.#rehearsal.turnedDown } } : {}),

@@ -19,6 +19,7 @@ import { earlyClips, earlyFigures, earlyLine, earlyParts, earlyRowOf, pacedSourc
 import { makeClip } from '../speech-set.js';
 import { RATE, CACHE, PEOPLE, type Condition, CONDITIONS, type Room, echoOf, drawsOf, talkedBefore, room } from './room.js';
 import type { RoomBenchOptions } from './options.js';
+import { learnedBefore } from './front-end.js';
 
 /**
  * Last word → first reply audio in these rooms, early answers on (IRIS_BENCH_EARLY=1; issue 24's
@@ -132,7 +133,9 @@ export async function earlyRooms(options: RoomBenchOptions): Promise<void> {
               }
             },
           };
-          const canceller = condition.clean ? undefined : await makeCanceller(reference);
+          // IRIS_BENCH_PRIMED: the daemon started again in this room, what it learned there before remembered.
+          const remembered = options.primed && !condition.clean ? await learnedBefore(options, said, part, person, draws) : undefined;
+          const canceller = condition.clean ? undefined : await makeCanceller(reference, remembered ? { remembered } : {});
           const stopWord = condition.clean ? undefined : await StopWord.create();
           const conversation = shared.conversation();
           let over = false;
