@@ -661,7 +661,7 @@ class LiveRoom {
   /** The speaker: sounds for the clip's length, or until stopped. */
   readonly sink: AudioSink = {
     play: (wav, signal) => new Promise<void>((resolve) => {
-      const samples = Float64Array.from(referenceSamples(wav) ?? new Int16Array(0)); // quick: decodeWav's sinc resampler would delay the sound
+      const samples = Float64Array.from(referenceSamples(wav) ?? new Int16Array(0)); // the reference's band-limited resampler, ~5 ms a second: decodeWav's would delay the sound
       // It sounds once the call's synchronous part is over, as aplay once spawned (AudioSink):
       // copying a long reply took ms the Speaker's stamp, taken after, would count as delay.
       const at = this.now();

@@ -1,8 +1,9 @@
 /**
- * Linear resampling, the one IRIS uses where speed matters more than fidelity: the echo
- * reference made while a clip plays (playback.ts) and the recogniser's check decodes of the
- * audio played faster and slower (pocketsphinx.ts). wavefile's sinc resampler (decodeWav) is
- * the careful one, and takes 0.6 s for 7 s of espeak-ng's 22,050 Hz.
+ * Resampling: linear where speed matters more than fidelity (the recogniser's check decodes of
+ * the audio played faster and slower, pocketsphinx.ts), band-limited where what is heard or
+ * cancelled depends on it (the speaker stream's clips, player.ts; the echo reference made as a
+ * clip starts to play, playback.ts): a windowed sinc read from a table, ~5 ms per second of
+ * audio. wavefile's sinc resampler (decodeWav) takes 0.6 s for 7 s of espeak-ng's 22,050 Hz.
  */
 import { SPEECH_FORMAT } from './audio.js';
 import { wavInfo } from './wav.js';
@@ -56,50 +57,75 @@ export function monoSamples(wav: Buffer): { samples: Float32Array; rate: number 
 }
 
 /**
- * A clip as 16 kHz mono for the echo reference, quickly: it is made while the clip plays. A
- * two-tap low-pass and linear interpolation take a few ms, and the canceller's adaptive filter
- * absorbs the small difference. `offset` (0–1 of a 16 kHz sample): the clip starts that long
- * before the first output sample — a speaker stream places clips between the reference's
- * samples, and a clip rounded to the nearest one stands up to half a sample off its neighbours,
- * which the filter takes ~0.5 s to learn (docs/room.md, "Clip starts"). Undefined for a WAV that
- * is not 16-bit PCM (the player reports it).
+ * A clip as 16 kHz mono for the echo reference, made as the clip starts to play: band-limited as
+ * the speaker's own stream is (`resampleClip`), ~5 ms per second of audio. `offset` (0–1 of a
+ * 16 kHz sample): the clip starts that long before the first output sample — a speaker stream
+ * places clips between the reference's samples, and a clip rounded to the nearest one stands up
+ * to half a sample off its neighbours, which the filter takes ~0.5 s to learn (docs/room.md,
+ * "Clip starts"). Until session 23 a two-tap low-pass and linear interpolation made it: it left
+ * 7–10 kHz of espeak-ng's voice ~6–11 dB low and aliased, so a sibilant's echo stood 6–15 dB over
+ * the residual the canceller left of the rest (an early answer's own "s" took it back), and the
+ * canceller took ~2 dB less overall (docs/room.md, "The echo reference band-limited").
+ * Undefined for a WAV that is not 16-bit PCM (the player reports it).
  */
 export function referenceSamples(wav: Buffer, offset = 0): Int16Array | undefined {
   const clip = monoSamples(wav);
   if (!clip) return undefined;
-  const { samples: mono, rate } = clip;
-  if (rate === SPEECH_FORMAT.rate && offset === 0) return Int16Array.from(mono, Math.round);
-  const step = rate / SPEECH_FORMAT.rate;
-  // Neighbours averaged first (1-2-1) when going down in rate: a gentle low-pass against aliasing.
-  const smooth = rate > SPEECH_FORMAT.rate ? mono.map((x, i) => ((mono[i - 1] ?? x) + 2 * x + (mono[i + 1] ?? x)) / 4) : mono;
-  return new Resampler(step, offset * step).push(smooth);
+  return resampleClip(clip.samples, clip.rate, SPEECH_FORMAT.rate, offset);
 }
 
-/** Zero crossings of the band-limited resampler's sinc on each side: ~0.5 ms of audio at 16 kHz. */
-const SINC_ZEROS = 8;
+/** Zero crossings of the band-limited resampler's sinc on each side (~1 ms of audio at 16 kHz): 8 left a 7 kHz tone 21 dB clean at 16 kHz, 16 43 dB. */
+const SINC_ZEROS = 16;
+/** Phases of an input sample the windowed sinc is tabled at: a tap is read at most 1/(2 × this) of a sample off (a 4 kHz tone ~58 dB clean). */
+const SINC_PHASES = 256;
+/** Per cut-off (of the input's Nyquist frequency): `taps` input samples each side, and the Hann-windowed sinc's taps at each phase, one after another. */
+const sincTables = new Map<number, { taps: number; phases: Float64Array }>();
+
+function sincTable(cutoff: number): { taps: number; phases: Float64Array } {
+  let table = sincTables.get(cutoff);
+  if (!table) {
+    const width = SINC_ZEROS / cutoff; // input samples each side
+    const taps = Math.ceil(width);
+    const phases = new Float64Array((SINC_PHASES + 1) * 2 * taps);
+    for (let p = 0; p <= SINC_PHASES; p++) {
+      for (let j = 0; j < 2 * taps; j++) {
+        const d = p / SINC_PHASES + taps - 1 - j; // the output's place less the input sample's
+        const x = Math.PI * cutoff * d;
+        phases[p * 2 * taps + j] = Math.abs(d) > width ? 0 : cutoff * (d === 0 ? 1 : Math.sin(x) / x) * (0.5 + 0.5 * Math.cos((Math.PI * d) / width));
+      }
+    }
+    table = { taps, phases };
+    sincTables.set(cutoff, table);
+  }
+  return table;
+}
 
 /**
- * A whole clip from `from` Hz to `to` Hz for a person to hear (the speaker stream plays one
- * rate): Hann-windowed sinc interpolation, cut at the lower rate's Nyquist frequency, so
+ * A whole clip from `from` Hz to `to` Hz (the speaker stream plays one rate; the echo reference is
+ * 16 kHz): Hann-windowed sinc interpolation, cut at the lower rate's Nyquist frequency, so
  * neither images (going up) nor aliases (going down) are heard. Linear interpolation leaves
- * images of a 16 kHz voice above 8 kHz at 22,050 Hz.
+ * images of a 16 kHz voice above 8 kHz at 22,050 Hz. `offset`: as `referenceSamples`' (output
+ * samples the clip starts before the first one).
  */
-export function resampleClip(samples: ArrayLike<number>, from: number, to: number): Int16Array {
-  const out = new Int16Array(Math.floor((samples.length * to) / from));
-  if (from === to) {
+export function resampleClip(samples: ArrayLike<number>, from: number, to: number, offset = 0): Int16Array {
+  const step = from / to;
+  const out = new Int16Array(Math.max(0, Math.floor((samples.length - offset * step) / step)));
+  if (from === to && offset === 0) {
     for (let i = 0; i < out.length; i++) out[i] = Math.round(samples[i] ?? 0);
     return out;
   }
-  const cutoff = Math.min(1, to / from); // of the input's Nyquist frequency
-  const width = SINC_ZEROS / cutoff; // input samples each side
+  const { taps, phases } = sincTable(Math.min(1, to / from));
+  const n = samples.length;
   for (let i = 0; i < out.length; i++) {
-    const u = (i * from) / to;
+    const u = (i + offset) * step;
+    const k = Math.floor(u);
+    const row = Math.round((u - k) * SINC_PHASES) * 2 * taps;
+    const first = k - taps + 1;
     let sum = 0;
-    for (let k = Math.ceil(u - width); k <= u + width; k++) {
-      const d = u - k;
-      const x = Math.PI * cutoff * d;
-      const tap = cutoff * (d === 0 ? 1 : Math.sin(x) / x) * (0.5 + 0.5 * Math.cos((Math.PI * d) / width));
-      sum += tap * (samples[k] ?? 0);
+    if (first >= 0 && first + 2 * taps <= n) {
+      for (let j = 0; j < 2 * taps; j++) sum += (phases[row + j] as number) * (samples[first + j] as number);
+    } else {
+      for (let j = Math.max(0, -first); j < 2 * taps && first + j < n; j++) sum += (phases[row + j] as number) * (samples[first + j] as number);
     }
     out[i] = Math.max(-32768, Math.min(32767, Math.round(sum)));
   }

@@ -61,7 +61,7 @@ export async function earlyRooms(options: RoomBenchOptions): Promise<void> {
   const { config: earlyConfig } = shared;
   const gateOf = (over: boolean) => (over ? Math.max(earlyConfig.stt.min_confidence, earlyConfig.stt.over_speech_confidence) : earlyConfig.stt.min_confidence);
   const rows: (EarlyRow & { over: boolean; selfStops: number; echoChunks: number; echoAt: number[][]; echoMaxDb?: number; takeBackDb?: number; delayMs?: number; erleDb?: number; lateEchoSamples: number; roomDelayMs: number })[] = [];
-  /** A WAV as 16 kHz mono (sox's resampler: what the speaker sounds; the reference is the Speaker's own quick one). */
+  /** A WAV as 16 kHz mono (sox's resampler: what the speaker sounds; the reference is the Speaker's own, band-limited as sox's within 0.1 dB of what the canceller takes). */
   const wav16 = (wav: Buffer): Int16Array => {
     const dir = join(CACHE, `sox-${process.pid}`);
     mkdirSync(dir, { recursive: true });
