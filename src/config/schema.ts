@@ -317,7 +317,7 @@ export const configSchema = {
         early_answer: {
           type: 'boolean',
           default: false,
-          description: 'Answer a whole command that could still go on ("what time is it" … "in Tokyo") after complete_pause_s when the answer only reads (the time, a sum, the timers left): if the person goes on, IRIS stops within a chunk, forgets that answer and answers the whole command. Timers, cancels and remote tools always wait. Only with the echo canceller working. Off by default: what the canceller leaves of the answer\'s own echo is taken for the person going on (most answers taken back, and the echo once heard as more words and acted on).',
+          description: 'Answer a whole command that could still go on ("what time is it" … "in Tokyo") after complete_pause_s when the answer only reads (the time, a sum, the timers left): if the person goes on, IRIS stops within a chunk, forgets that answer and answers the whole command. Timers, cancels and remote tools always wait. Only with the echo canceller working. Off by default: with the echo reference band-limited as the speaker plays it, the bench takes no answer back for its own echo and acts on nothing wrongly, but that is not yet tried on a live room (before it, most answers were taken back, and the echo once heard as more words and acted on).',
         },
         take_back_s: {
           type: 'number',

@@ -149,6 +149,8 @@ export async function earlyRooms(options: RoomBenchOptions): Promise<void> {
             // As the daemon's `overSpeechOf`: IRIS sounded within the pre-roll before the wake word.
             overSpeech: () => (over = reference.sounding(nowAt() - Math.round(2.5 * RATE), nowAt())),
             echoYoung: () => (canceller?.stats.ageS ?? Infinity) < YOUNG_CANCELLER_S,
+            // As the daemon's (room-ear.ts `RoomStats.clipping`): nothing forgiven over a clipping speaker's echo.
+            echoDistorted: () => canceller?.stats.clipLevel !== undefined,
             respond: (text, signal, heard) => conversation.turn(text, signal, heard),
             earlyAnswer: (text: string) => conversation.answersEarly(text), takeBackS: earlyConfig.audio.take_back_s,
             // As the daemon: the answer's own echo does not take it back (IRIS_BENCH_TAKE_BACK_DB: the level over its residual, 'off': any speech).
