@@ -63,7 +63,7 @@ export function monoSamples(wav: Buffer): { samples: Float32Array; rate: number 
  * places clips between the reference's samples, and a clip rounded to the nearest one stands up
  * to half a sample off its neighbours, which the filter takes ~0.5 s to learn (docs/room.md,
  * "Clip starts"). Until session 23 a two-tap low-pass and linear interpolation made it: it left
- * 7–10 kHz of espeak-ng's voice ~6–11 dB low and aliased, so a sibilant's echo stood 6–15 dB over
+ * espeak-ng's 7–10 kHz low and aliased (a 7 kHz tone 13 dB low, 2 dB clean), so a sibilant's echo stood 6–15 dB over
  * the residual the canceller left of the rest (an early answer's own "s" took it back), and the
  * canceller took ~2 dB less overall (docs/room.md, "The echo reference band-limited").
  * Undefined for a WAV that is not 16-bit PCM (the player reports it).
