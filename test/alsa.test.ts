@@ -205,7 +205,9 @@ describe('the speaker path with a real player', () => {
     const stream: StreamSink = { play: () => Promise.resolve(), schedule: () => ({ at: Promise.resolve(1000.25), done: Promise.resolve(1160) }), open: () => undefined, close: () => Promise.resolve(), hold: () => Promise.resolve(undefined) };
     const speaker = new Speaker(stream, new EchoReference(4));
     await speaker.play(encodeWav(ramp), new AbortController().signal);
-    expect(Array.from(speaker.reference.read(1000, 4))).toEqual([0, 75, 175, 275]); // the ramp's 0.75th, 1.75th, … sample
+    // Written from sample 1001: the ramp's 39.75th, 40.75th, … sample here (inside it: the band-limited resampler rings at a clip's abrupt edges; rounded, 40th, 41st, …).
+    const read = Array.from(speaker.reference.read(1040, 4));
+    read.forEach((v, k) => expect(Math.abs(v - (3975 + 100 * k))).toBeLessThanOrEqual(1));
   });
 });
 
